@@ -1,0 +1,23 @@
+"""linkdyn: dynamics of link systems in Python.
+
+    import linkdyn as ld
+    model = ld.load_urdf("panda.urdf")
+    q = ld.random_configuration(model)
+    tau = ld.rnea(model, q, v, a)        # inverse dynamics
+    M = ld.crba(model, q)                # joint-space inertia
+    qdd = ld.aba(model, q, v, tau)       # forward dynamics
+
+Conventions (the same as Pinocchio's): spatial vectors [linear; angular], quaternions
+[x, y, z, w], a free joint's q = [x, y, z, qx, qy, qz, qw] with v = [v; w] in the body frame.
+"""
+from .model import joints  # noqa: F401  (ld.joints.Revolute, ...)
+from . import spatial
+from .dynamics import aba, crba, generalized_gravity, mass_matrix, nonlinear_effects, rnea
+from .kinematics import (Kinematics, center_of_mass, com_jacobian, forward_kinematics, frame_acceleration,
+                         frame_pose, frame_velocity, jacobian, jacobian_dot_times_v, joint_jacobians,
+                         point_jacobian)
+from .model import (Cylindrical, Fixed, FreeFlyer, Inertia, Model, ModelBuilder, Planar, Prismatic, Revolute,
+                    Spherical, SphericalZYX, Universal, difference, integrate, neutral, normalize,
+                    random_configuration)
+
+__version__ = "0.1.0"

@@ -1,0 +1,136 @@
+"""Input validation of the public layer, done once per call before any kernel runs.
+
+Shapes and dtypes are checked here (with a message that names the argument, the shape got
+and the shape expected); finiteness and quaternion norms are checked inside the kernels,
+which return a status code that :func:`raise_for_status` turns into the same kind of message.
+A well-formed single state takes the fast path: a handful of attribute checks, no copies.
+"""
+from __future__ import annotations
+
+import numpy as np
+import numba
+
+from ._kernels import passes
+from ._kernels.layout import data_size
+from .model.joints import FREE, SPHERICAL
+
+_F64 = np.dtype(np.float64)
+_Q_NAMES = ("q", "q0", "q1")
+
+
+class States:
+    """Validated inputs: attributes named as the arguments, plus ``batch`` (None or N)."""
+    __slots__ = ("q", "v", "a", "tau", "q0", "q1", "batch")
+
+
+def _size(model, name):
+    return model.nq if name in _Q_NAMES else model.nv
+
+
+def _as_vector(x, n, name):
+    if type(x) is np.ndarray and x.dtype == _F64 and x.shape == (n,) and x.flags.c_contiguous:
+        return x
+    try:
+        arr = np.ascontiguousarray(x, dtype=np.float64)
+    except (TypeError, ValueError) as exc:
+        raise TypeError(f"{name}: expected an array of numbers of shape ({n},) or (N, {n}); {exc}") from None
+    if arr.ndim == 0 or arr.ndim > 2 or arr.shape[-1] != n:
+        raise ValueError(f"{name}: expected shape ({n},) or (N, {n}), got {arr.shape}")
+    if arr.ndim == 2 and arr.shape[0] == 0:
+        raise ValueError(f"{name}: the stack of states is empty")
+    return arr
+
+
+def as_states(model, **arrays) -> States:
+    """Check every named array against the model (q-like: nq columns, the rest: nv).
+
+    All stacked arrays must have the same number of rows N; a single state next to stacked
+    ones is shared by all of them (passed to the kernels as a stack of one row).
+    """
+    out = States()
+    batch = None
+    for name, x in arrays.items():
+        arr = _as_vector(x, _size(model, name), name)
+        if arr.ndim == 2:
+            if batch is not None and arr.shape[0] != batch:
+                raise ValueError(f"{name}: stack of {arr.shape[0]} states, but another argument has {batch}")
+            batch = arr.shape[0]
+        setattr(out, name, arr)
+    if batch is not None:
+        for name in arrays:
+            arr = getattr(out, name)
+            if arr.ndim == 1:
+                setattr(out, name, arr.reshape(1, -1))
+    out.batch = batch
+    return out
+
+
+_NO_FORCE = np.zeros((0, 6))
+_NO_FORCE_STACK = np.zeros((1, 0, 6))
+
+
+def as_fext(model, fext, batch):
+    """External forces: None, (nbody, 6), or (N, nbody, 6) when batched."""
+    if fext is None:
+        return _NO_FORCE if batch is None else _NO_FORCE_STACK
+    F = np.ascontiguousarray(fext, dtype=np.float64)
+    nb = model.nbody
+    if F.shape == (nb, 6):
+        return F if batch is None else F.reshape(1, nb, 6)
+    if batch is not None and F.shape == (batch, nb, 6):
+        return F
+    want = f"({nb}, 6)" + ("" if batch is None else f" or ({batch}, {nb}, 6)")
+    raise ValueError(f"fext: expected shape {want} (one spatial force [f; n] per body, body frame), got {F.shape}")
+
+
+def batch_workspace(model) -> np.ndarray:
+    """One workspace row per compiled thread."""
+    return np.empty((numba.get_num_threads(), data_size(model.nbody, model.nv)))
+
+
+def _describe_quat(model, q):
+    for i, k in enumerate(model.jnt_type):
+        if k in (SPHERICAL, FREE):
+            o = model.jnt_qadr[i] + (3 if k == FREE else 0)
+            n = float(np.linalg.norm(q[o:o + 4]))
+            if abs(n - 1.0) > passes.QUAT_TOL:
+                return (f"the quaternion of joint {model._joint_names[i]!r} (q[{o}:{o + 4}]) has norm {n:.9g}; "
+                        "it must be of unit norm (use linkdyn.normalize or linkdyn.integrate)")
+    return "a quaternion is not of unit norm"
+
+
+def _first_bad(x):
+    x = np.asarray(x, dtype=float)
+    idx = np.argwhere(~np.isfinite(x))
+    return tuple(int(i) for i in idx[0]) if len(idx) else None
+
+
+def raise_for_status(model, status, **arrays):
+    """Raise ValueError for a kernel status (a code, or an array of codes for a stack)."""
+    if np.ndim(status) == 0:
+        code, which, prefix = int(status), None, ""
+    else:
+        bad = np.flatnonzero(status)
+        if len(bad) == 0:
+            return
+        which = int(bad[0])
+        code = int(status[which])
+        prefix = f"state {which} of the stack: "
+    if code == passes.OK:
+        return
+
+    def row(name):
+        x = np.asarray(arrays[name], dtype=float)
+        return x[which] if (which is not None and x.ndim == 2) else x
+
+    if code == passes.BAD_QUAT:
+        raise ValueError(prefix + "q: " + _describe_quat(model, row("q")))
+    if code == passes.SINGULAR:
+        raise np.linalg.LinAlgError(prefix + "the joint-space inertia is singular: a joint moves a subtree "
+                                    "without mass or inertia in the direction of motion")
+    name = {passes.BAD_Q: "q", passes.BAD_V: "v", passes.BAD_A: next((n for n in ("a", "tau") if n in arrays), "a"),
+            passes.BAD_F: "fext"}.get(code)
+    if name is None:
+        raise RuntimeError(f"kernel returned unknown status {code}")
+    where = _first_bad(row(name) if name != "fext" else arrays[name])
+    raise ValueError(f"{prefix}{name}: contains NaN or infinity" + (f" at index {where}" if where else ""))

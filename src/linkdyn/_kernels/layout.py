@@ -1,0 +1,127 @@
+"""Flat memory layout shared by the frozen ``Model`` and the compiled kernels.
+
+A compiled call pays for every argument it unboxes (a tuple of 20 arrays costs ~3 us, a
+plain array ~0.08 us), so a model travels to the kernels as two buffers:
+
+* ``mi``: int64, shape ``(N_INT_ROWS, nbody)``, one row per integer field;
+* ``mf``: float64, 1-D, the float fields one after another, each C-contiguous.
+
+and every workspace of one evaluation (the "data" of Pinocchio) as one float64 buffer ``ws``.
+``unpack_model`` / ``unpack_data`` turn the buffers back into named views inside a kernel at
+no cost; the Python ``Model`` exposes the very same views as read-only attributes.  The order
+of the segments is defined once here and nowhere else.
+"""
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+# --- integer rows of mi, each of shape (nbody,) -----------------------------------------
+PARENT, JTYPE, QADR, VADR, JNQ, JNV = range(6)
+N_INT_ROWS = 6
+INT_FIELDS = ("parent", "jnt_type", "jnt_qadr", "jnt_vadr", "jnt_nq", "jnt_nv")
+
+# --- float segments of mf: (name, shape as a function of (nbody, nv)) --------------------
+FLOAT_FIELDS = (
+    ("jnt_axis", lambda nb, nv: (nb, 3)),      # joint axis in the joint frame
+    ("jnt_axis2", lambda nb, nv: (nb, 3)),     # second axis (universal joints)
+    ("R_tree", lambda nb, nv: (nb, 3, 3)),     # joint frame in the parent body frame: rotation
+    ("p_tree", lambda nb, nv: (nb, 3)),        # ... and position
+    ("inertia", lambda nb, nv: (nb, 6, 6)),    # spatial inertia in the body frame, [lin; ang]
+    ("armature", lambda nb, nv: (nv,)),        # rotor inertia added to the diagonal of M
+    ("gravity", lambda nb, nv: (3,)),          # gravity in the world frame
+)
+
+# --- workspace segments of ws ------------------------------------------------------------
+DATA_FIELDS = (
+    ("oR", lambda nb, nv: (nb, 3, 3)),         # body pose in the world: rotation (oMi)
+    ("op", lambda nb, nv: (nb, 3)),            # ... and position
+    ("liR", lambda nb, nv: (nb, 3, 3)),        # body pose in its parent: rotation (liMi)
+    ("lip", lambda nb, nv: (nb, 3)),           # ... and position
+    ("vel", lambda nb, nv: (nb, 6)),           # spatial velocity, body frame
+    ("acc", lambda nb, nv: (nb, 6)),           # spatial acceleration, body frame
+    ("frc", lambda nb, nv: (nb, 6)),           # spatial force transmitted by each joint, body frame
+    ("S", lambda nb, nv: (nv, 6)),             # motion subspace column of each dof, body frame
+    ("vJ", lambda nb, nv: (nb, 6)),            # joint velocity S q'
+    ("cJ", lambda nb, nv: (nb, 6)),            # joint bias S' q'
+    ("I6", lambda nb, nv: (nb, 6, 6)),         # composite (CRBA) or articulated (ABA) inertia
+    ("pA", lambda nb, nv: (nb, 6)),            # articulated bias force (ABA)
+    ("U", lambda nb, nv: (nv, 6)),             # U = IA S (ABA)
+    ("Dinv", lambda nb, nv: (nv, 6)),          # (S^T IA S)^-1, rows of each joint's block (ABA)
+    ("u", lambda nb, nv: (nv,)),               # u = tau - S^T pA (ABA)
+    ("tmp", lambda nb, nv: (nb, 6)),           # scratch 6-vector per body
+    ("W6", lambda nb, nv: (2, 6, 6)),          # scratch 6x6 pair (inertia transforms)
+    ("W3", lambda nb, nv: (3, 3, 3)),          # scratch 3x3: joint rotation, jcalc scratch, joint position (row 2, 0)
+)
+
+
+def _size(fields, nb, nv):
+    return int(sum(np.prod(shape(nb, nv)) for _, shape in fields))
+
+
+def float_size(nb: int, nv: int) -> int:
+    return _size(FLOAT_FIELDS, nb, nv)
+
+
+def data_size(nb: int, nv: int) -> int:
+    return _size(DATA_FIELDS, nb, nv)
+
+
+def views(buf: np.ndarray, fields, nb: int, nv: int) -> dict:
+    """Named NumPy views into ``buf`` (the Python twin of ``unpack_*``)."""
+    out, o = {}, 0
+    for name, shape in fields:
+        shp = shape(nb, nv)
+        n = int(np.prod(shp))
+        out[name] = buf[o:o + n].reshape(shp)
+        o += n
+    return out
+
+
+@njit(inline="always", cache=True)
+def model_sizes(mi):
+    nb = mi.shape[1]
+    nv = mi[VADR, nb - 1] + mi[JNV, nb - 1]
+    nq = mi[QADR, nb - 1] + mi[JNQ, nb - 1]
+    return nb, nq, nv
+
+
+@njit(inline="always", cache=True)
+def unpack_model(mi, mf):
+    """Named views of a packed model; order as in FLOAT_FIELDS."""
+    nb, nq, nv = model_sizes(mi)
+    o = 0
+    axis = mf[o:o + 3 * nb].reshape((nb, 3)); o += 3 * nb
+    axis2 = mf[o:o + 3 * nb].reshape((nb, 3)); o += 3 * nb
+    R_tree = mf[o:o + 9 * nb].reshape((nb, 3, 3)); o += 9 * nb
+    p_tree = mf[o:o + 3 * nb].reshape((nb, 3)); o += 3 * nb
+    inertia = mf[o:o + 36 * nb].reshape((nb, 6, 6)); o += 36 * nb
+    armature = mf[o:o + nv]; o += nv
+    gravity = mf[o:o + 3]
+    return (mi[PARENT], mi[JTYPE], mi[QADR], mi[VADR], mi[JNQ], mi[JNV],
+            axis, axis2, R_tree, p_tree, inertia, armature, gravity)
+
+
+@njit(inline="always", cache=True)
+def unpack_data(ws, nb, nv):
+    """Named views of a workspace buffer; order as in DATA_FIELDS."""
+    o = 0
+    oR = ws[o:o + 9 * nb].reshape((nb, 3, 3)); o += 9 * nb
+    op = ws[o:o + 3 * nb].reshape((nb, 3)); o += 3 * nb
+    liR = ws[o:o + 9 * nb].reshape((nb, 3, 3)); o += 9 * nb
+    lip = ws[o:o + 3 * nb].reshape((nb, 3)); o += 3 * nb
+    vel = ws[o:o + 6 * nb].reshape((nb, 6)); o += 6 * nb
+    acc = ws[o:o + 6 * nb].reshape((nb, 6)); o += 6 * nb
+    frc = ws[o:o + 6 * nb].reshape((nb, 6)); o += 6 * nb
+    S = ws[o:o + 6 * nv].reshape((nv, 6)); o += 6 * nv
+    vJ = ws[o:o + 6 * nb].reshape((nb, 6)); o += 6 * nb
+    cJ = ws[o:o + 6 * nb].reshape((nb, 6)); o += 6 * nb
+    I6 = ws[o:o + 36 * nb].reshape((nb, 6, 6)); o += 36 * nb
+    pA = ws[o:o + 6 * nb].reshape((nb, 6)); o += 6 * nb
+    U = ws[o:o + 6 * nv].reshape((nv, 6)); o += 6 * nv
+    Dinv = ws[o:o + 6 * nv].reshape((nv, 6)); o += 6 * nv
+    u = ws[o:o + nv]; o += nv
+    tmp = ws[o:o + 6 * nb].reshape((nb, 6)); o += 6 * nb
+    W6 = ws[o:o + 72].reshape((2, 6, 6)); o += 72
+    W3 = ws[o:o + 27].reshape((3, 3, 3))
+    return oR, op, liR, lip, vel, acc, frc, S, vJ, cJ, I6, pA, U, Dinv, u, tmp, W6, W3

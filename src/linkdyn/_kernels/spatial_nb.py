@@ -1,0 +1,122 @@
+"""Compiled spatial-algebra primitives on small arrays (seed 001, seed 000 sec. 1).
+
+Conventions: motion vectors [v; w], force vectors [f; n].  A pose (R, p) of frame b in
+frame a maps b-coordinates to a-coordinates.  ``act`` carries a vector from b to a, ``inv_act``
+from a to b.  Every function writes into an output argument and allocates nothing.
+"""
+from numba import njit
+
+_opts = dict(inline="always", cache=True)
+
+
+@njit(**_opts)
+def motion_inv_act(R, p, v, out):
+    """out = X^-1 v: motion v in frame a -> frame b; lin = R^T (v - p x w), ang = R^T w."""
+    lx = v[0] - (p[1] * v[5] - p[2] * v[4])
+    ly = v[1] - (p[2] * v[3] - p[0] * v[5])
+    lz = v[2] - (p[0] * v[4] - p[1] * v[3])
+    for r in range(3):
+        out[r] = R[0, r] * lx + R[1, r] * ly + R[2, r] * lz
+        out[3 + r] = R[0, r] * v[3] + R[1, r] * v[4] + R[2, r] * v[5]
+
+
+@njit(**_opts)
+def motion_act(R, p, v, out):
+    """out = X v: motion v in frame b -> frame a; ang = R w, lin = R v + p x (R w)."""
+    for r in range(3):
+        out[3 + r] = R[r, 0] * v[3] + R[r, 1] * v[4] + R[r, 2] * v[5]
+        out[r] = R[r, 0] * v[0] + R[r, 1] * v[1] + R[r, 2] * v[2]
+    out[0] += p[1] * out[5] - p[2] * out[4]
+    out[1] += p[2] * out[3] - p[0] * out[5]
+    out[2] += p[0] * out[4] - p[1] * out[3]
+
+
+@njit(**_opts)
+def force_act_add(R, p, f, out):
+    """out += X* f: force f in frame b -> frame a; lin = R f, ang = R n + p x (R f)."""
+    fx = R[0, 0] * f[0] + R[0, 1] * f[1] + R[0, 2] * f[2]
+    fy = R[1, 0] * f[0] + R[1, 1] * f[1] + R[1, 2] * f[2]
+    fz = R[2, 0] * f[0] + R[2, 1] * f[1] + R[2, 2] * f[2]
+    out[0] += fx
+    out[1] += fy
+    out[2] += fz
+    out[3] += R[0, 0] * f[3] + R[0, 1] * f[4] + R[0, 2] * f[5] + p[1] * fz - p[2] * fy
+    out[4] += R[1, 0] * f[3] + R[1, 1] * f[4] + R[1, 2] * f[5] + p[2] * fx - p[0] * fz
+    out[5] += R[2, 0] * f[3] + R[2, 1] * f[4] + R[2, 2] * f[5] + p[0] * fy - p[1] * fx
+
+
+@njit(**_opts)
+def motion_cross_add(v, u, out):
+    """out += v x u (motion cross product): [w x u_lin + v_lin x u_ang; w x u_ang]."""
+    out[0] += v[4] * u[2] - v[5] * u[1] + v[1] * u[5] - v[2] * u[4]
+    out[1] += v[5] * u[0] - v[3] * u[2] + v[2] * u[3] - v[0] * u[5]
+    out[2] += v[3] * u[1] - v[4] * u[0] + v[0] * u[4] - v[1] * u[3]
+    out[3] += v[4] * u[5] - v[5] * u[4]
+    out[4] += v[5] * u[3] - v[3] * u[5]
+    out[5] += v[3] * u[4] - v[4] * u[3]
+
+
+@njit(**_opts)
+def force_cross_add(v, f, out):
+    """out += v x* f (force cross product): [w x f_lin; w x f_ang + v_lin x f_lin]."""
+    out[0] += v[4] * f[2] - v[5] * f[1]
+    out[1] += v[5] * f[0] - v[3] * f[2]
+    out[2] += v[3] * f[1] - v[4] * f[0]
+    out[3] += v[4] * f[5] - v[5] * f[4] + v[1] * f[2] - v[2] * f[1]
+    out[4] += v[5] * f[3] - v[3] * f[5] + v[2] * f[0] - v[0] * f[2]
+    out[5] += v[3] * f[4] - v[4] * f[3] + v[0] * f[1] - v[1] * f[0]
+
+
+@njit(**_opts)
+def mat6_vec(M, x, out):
+    """out = M x for a 6x6 M."""
+    for r in range(6):
+        s = 0.0
+        for c in range(6):
+            s += M[r, c] * x[c]
+        out[r] = s
+
+
+@njit(**_opts)
+def dot6(a, b):
+    return a[0] * b[0] + a[1] * b[1] + a[2] * b[2] + a[3] * b[3] + a[4] * b[4] + a[5] * b[5]
+
+
+@njit(**_opts)
+def inertia_to_parent_add(R, p, I, W, out):
+    """out += X^T I X with X = X^-1 of (R, p), the motion transform parent -> child:
+    a spatial inertia in the child frame re-expressed in the parent frame and added.
+
+    ``W`` is a (2, 6, 6) scratch.  X = [[R^T, -R^T [p]x], [0, R^T]]; its lower-left block is
+    zero, which the loops skip.
+    """
+    X = W[0]
+    Y = W[1]
+    for r in range(3):
+        for c in range(3):
+            X[r, c] = R[c, r]
+            X[3 + r, 3 + c] = R[c, r]
+            X[3 + r, c] = 0.0
+        # (-R^T [p]x)[r, :] = -(R[:, r] x ...) ; [p]x columns: e_c x p -> row r of R^T times [p]x
+        X[r, 3] = -(R[1, r] * p[2] - R[2, r] * p[1])
+        X[r, 4] = -(R[2, r] * p[0] - R[0, r] * p[2])
+        X[r, 5] = -(R[0, r] * p[1] - R[1, r] * p[0])
+    # Y = I X
+    for r in range(6):
+        for c in range(3):
+            Y[r, c] = I[r, 0] * X[0, c] + I[r, 1] * X[1, c] + I[r, 2] * X[2, c]
+        for c in range(3, 6):
+            s = 0.0
+            for k in range(6):
+                s += I[r, k] * X[k, c]
+            Y[r, c] = s
+    # out += X^T Y
+    for r in range(3):
+        for c in range(6):
+            out[r, c] += X[0, r] * Y[0, c] + X[1, r] * Y[1, c] + X[2, r] * Y[2, c]
+    for r in range(3, 6):
+        for c in range(6):
+            s = 0.0
+            for k in range(6):
+                s += X[k, r] * Y[k, c]
+            out[r, c] += s

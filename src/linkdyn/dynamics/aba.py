@@ -1,0 +1,154 @@
+"""Articulated body algorithm: forward dynamics q'' = FD(q, v, tau, f_ext) in O(n).
+
+Seed 000 secs. 2.3-2.4 (eqs. 17-26) and spatial_v2's ``FDab.m``; joints of any number of
+dofs through their motion subspace S_i (seed 000 sec. 2.5):
+
+    pass 1 (out):  v_i = X_i v_p + vJ,  c_i = cJ + v_i x vJ,
+                   I^A_i = I_i,  p^A_i = v_i x* I_i v_i - f_i^ext
+    pass 2 (in):   U_i = I^A_i S_i,  D_i = S_i^T U_i (+ armature),  u_i = tau_i - S_i^T p^A_i
+                   I^a = I^A_i - U_i D_i^-1 U_i^T,  p^a = p^A_i + I^a c_i + U_i D_i^-1 u_i
+                   I^A_p += X_i^T I^a X_i,  p^A_p += X_i^* p^a                  (eqs. 21-24)
+    pass 3 (out):  a'_i = X_i a_p + c_i,  q''_i = D_i^-1 (u_i - U_i^T a'_i),
+                   a_i = a'_i + S_i q''_i                                        (eqs. 25-26)
+
+with a_0 = -g.  D_i is inverted in place (a 1x1 to 6x6 symmetric positive definite block).
+"""
+import numpy as np
+from numba import njit, prange
+
+from .._api import as_fext, as_states, batch_workspace, raise_for_status
+from .._kernels.batch import chunk, pick
+from .._kernels.layout import model_sizes, unpack_data, unpack_model
+from .._kernels.passes import (BAD_F, OK, SINGULAR, VEL, all_finite, check_inputs, kinematics_pass)
+from .._kernels.spatial_nb import (dot6, force_act_add, force_cross_add, inertia_to_parent_add, mat6_vec,
+                                   motion_inv_act)
+
+
+@njit(inline="always", cache=True)
+def spd_inverse(D, n, out):
+    """out[:n, :n] = D^-1 for a symmetric positive definite D (Gauss-Jordan without pivoting,
+    which is stable for SPD); D is destroyed.  Returns False if D is not positive definite."""
+    for r in range(n):
+        for c in range(n):
+            out[r, c] = 1.0 if r == c else 0.0
+    scale = 0.0
+    for r in range(n):
+        scale = max(scale, abs(D[r, r]))
+    for k in range(n):
+        piv = D[k, k]
+        if not piv > 1e-14 * max(scale, 1e-300):
+            return False
+        inv = 1.0 / piv
+        for c in range(n):
+            D[k, c] *= inv
+            out[k, c] *= inv
+        for r in range(n):
+            if r != k:
+                f = D[r, k]
+                if f != 0.0:
+                    for c in range(n):
+                        D[r, c] -= f * D[k, c]
+                        out[r, c] -= f * out[k, c]
+    return True
+
+
+@njit(cache=True)
+def aba_kernel(mi, mf, ws, q, v, tau, fext, qdd):
+    st = check_inputs(mi, q, v, tau)
+    if st != OK:
+        return st
+    if not all_finite(fext):
+        return BAD_F
+    parent, jtype, qadr, vadr, jnq, jnv, _, _, _, _, inertia, armature, g = unpack_model(mi, mf)
+    nb, nq, nv = model_sizes(mi)
+    oR, op, liR, lip, vel, acc, frc, S, vJ, c, IA, pA, U, Dinv, u, tmp, W6, W3 = unpack_data(ws, nb, nv)
+    kinematics_pass(mi, mf, ws, q, v, tau[:0], VEL, False, False)
+    # pass 1: I^A_i = I_i, p^A_i = v_i x* I_i v_i - f_ext
+    for i in range(1, nb):
+        IA[i, :, :] = inertia[i]
+        mat6_vec(inertia[i], vel[i], tmp[i])
+        pA[i, :] = 0.0
+        force_cross_add(vel[i], tmp[i], pA[i])
+        if fext.shape[0] > 0:
+            for k in range(6):
+                pA[i, k] -= fext[i, k]
+    # pass 2
+    D = W6[0]
+    for i in range(nb - 1, 0, -1):
+        va, ni = vadr[i], jnv[i]
+        for d in range(va, va + ni):
+            mat6_vec(IA[i], S[d], U[d])                         # U = I^A S
+            u[d] = tau[d] - dot6(S[d], pA[i])                   # u = tau - S^T p^A
+        for d in range(ni):
+            for e in range(ni):
+                D[d, e] = dot6(S[va + d], U[va + e])            # D = S^T U
+            D[d, d] += armature[va + d]
+        if not spd_inverse(D, ni, Dinv[va:va + ni]):
+            return SINGULAR
+        if parent[i] == 0:
+            continue
+        # I^a = I^A - U D^-1 U^T ;  p^a = p^A + I^a c + U D^-1 u   (in place in IA[i], pA[i])
+        for d in range(ni):
+            s = 0.0
+            for e in range(ni):
+                s += Dinv[va + d, e] * u[va + e]
+            tmp[0, d] = s                                       # D^-1 u
+        for d in range(ni):
+            for e in range(ni):
+                w = Dinv[va + d, e]
+                for r in range(6):
+                    for k in range(6):
+                        IA[i, r, k] -= U[va + d, r] * w * U[va + e, k]
+        mat6_vec(IA[i], c[i], tmp[1])
+        for k in range(6):
+            pA[i, k] += tmp[1, k]
+            for d in range(ni):
+                pA[i, k] += U[va + d, k] * tmp[0, d]
+        inertia_to_parent_add(liR[i], lip[i], IA[i], W6, IA[parent[i]])
+        force_act_add(liR[i], lip[i], pA[i], pA[parent[i]])
+    # pass 3: a_0 = -g
+    acc[0, :] = 0.0
+    acc[0, 0], acc[0, 1], acc[0, 2] = -g[0], -g[1], -g[2]
+    for i in range(1, nb):
+        va, ni = vadr[i], jnv[i]
+        motion_inv_act(liR[i], lip[i], acc[parent[i]], acc[i])   # a' = X a_p + c
+        for k in range(6):
+            acc[i, k] += c[i, k]
+        for d in range(ni):
+            tmp[0, d] = u[va + d] - dot6(U[va + d], acc[i])      # u - U^T a'
+        for d in range(ni):
+            s = 0.0
+            for e in range(ni):
+                s += Dinv[va + d, e] * tmp[0, e]
+            qdd[va + d] = s
+        for d in range(va, va + ni):                              # a = a' + S q''
+            for k in range(6):
+                acc[i, k] += S[d, k] * qdd[d]
+    return OK
+
+
+@njit(parallel=True, cache=True)
+def aba_batch(mi, mf, WS, Q, V, T, F, QDD, status):
+    nt, n = WS.shape[0], QDD.shape[0]
+    for t in prange(nt):
+        lo, hi = chunk(t, nt, n)
+        for k in range(lo, hi):
+            status[k] = aba_kernel(mi, mf, WS[t], pick(Q, k), pick(V, k), pick(T, k), pick(F, k), QDD[k])
+
+
+def aba(model, q, v, tau, fext=None) -> np.ndarray:
+    """Joint accelerations q'' = M^-1 (tau - b(q, v) + sum_i J_i^T f_i^ext) by the
+    articulated body algorithm.  Shapes as in :func:`linkdyn.rnea`."""
+    args = as_states(model, q=q, v=v, tau=tau)
+    F = as_fext(model, fext, args.batch)
+    if args.batch is None:
+        qdd = np.empty(model.nv)
+        st = aba_kernel(model._mi, model._mf, model._ws, args.q, args.v, args.tau, F, qdd)
+        if st != OK:
+            raise_for_status(model, st, q=q, v=v, tau=tau, fext=fext)
+        return qdd
+    QDD = np.empty((args.batch, model.nv))
+    status = np.empty(args.batch, dtype=np.int64)
+    aba_batch(model._mi, model._mf, batch_workspace(model), args.q, args.v, args.tau, F, QDD, status)
+    raise_for_status(model, status, q=q, v=v, tau=tau, fext=fext)
+    return QDD

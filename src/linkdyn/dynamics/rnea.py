@@ -1,0 +1,102 @@
+"""Recursive Newton-Euler algorithm: inverse dynamics tau = ID(q, v, a, f_ext).
+
+Seed 001 (recursive Newton-Euler) and seed 000 eqs. 1-9 (velocity and acceleration
+propagation); the same steps as spatial_v2's ``ID.m``:
+
+    forward:   v_i = X_i v_p + S_i q'_i,   a_i = X_i a_p + S_i q''_i + c_i      (a_0 = -g)
+               f_i = I_i a_i + v_i x* I_i v_i - f_i^ext
+    backward:  tau_i = S_i^T f_i (+ armature q''_i),   f_p += X_i^* f_i
+
+External forces are per body, in the body frame (Pinocchio's convention).
+"""
+import numpy as np
+from numba import njit, prange
+
+from .._api import as_fext, as_states, batch_workspace, raise_for_status
+from .._kernels.batch import chunk, pick
+from .._kernels.layout import model_sizes, unpack_data, unpack_model
+from .._kernels.passes import ACC, BAD_F, OK, all_finite, check_inputs, kinematics_pass
+from .._kernels.spatial_nb import dot6, force_act_add, force_cross_add, mat6_vec
+
+
+@njit(cache=True)
+def rnea_kernel(mi, mf, ws, q, v, a, fext, with_gravity, tau):
+    st = check_inputs(mi, q, v, a)
+    if st != OK:
+        return st
+    if not all_finite(fext):
+        return BAD_F
+    parent, jtype, qadr, vadr, jnq, jnv, _, _, _, _, inertia, armature, _ = unpack_model(mi, mf)
+    nb, nq, nv = model_sizes(mi)
+    oR, op, liR, lip, vel, acc, frc, S, vJ, cJ, I6, pA, U, Dinv, u, tmp, W6, W3 = unpack_data(ws, nb, nv)
+    kinematics_pass(mi, mf, ws, q, v, a, ACC, False, with_gravity)
+    for i in range(1, nb):
+        # f_i = I_i a_i + v_i x* (I_i v_i) - f_ext
+        mat6_vec(inertia[i], acc[i], frc[i])
+        mat6_vec(inertia[i], vel[i], tmp[i])
+        force_cross_add(vel[i], tmp[i], frc[i])
+        if fext.shape[0] > 0:
+            for k in range(6):
+                frc[i, k] -= fext[i, k]
+    for i in range(nb - 1, 0, -1):
+        va = vadr[i]
+        # tau_i = S_i^T f_i
+        for d in range(va, va + jnv[i]):
+            tau[d] = dot6(S[d], frc[i]) + armature[d] * a[d]
+        # f_parent += X_i^* f_i
+        if parent[i] > 0:
+            force_act_add(liR[i], lip[i], frc[i], frc[parent[i]])
+    return OK
+
+
+@njit(parallel=True, cache=True)
+def rnea_batch(mi, mf, WS, Q, V, A, F, with_gravity, TAU, status):
+    nt, n = WS.shape[0], TAU.shape[0]
+    for t in prange(nt):
+        lo, hi = chunk(t, nt, n)
+        for k in range(lo, hi):
+            status[k] = rnea_kernel(mi, mf, WS[t], pick(Q, k), pick(V, k), pick(A, k), pick(F, k),
+                                    with_gravity, TAU[k])
+
+
+def _run(model, q, v, a, fext, with_gravity):
+    args = as_states(model, q=q, v=v, a=a)
+    F = as_fext(model, fext, args.batch)
+    if args.batch is None:
+        tau = np.empty(model.nv)
+        st = rnea_kernel(model._mi, model._mf, model._ws, args.q, args.v, args.a, F, with_gravity, tau)
+        if st != OK:
+            raise_for_status(model, st, q=q, v=v, a=a, fext=fext)
+        return tau
+    TAU = np.empty((args.batch, model.nv))
+    status = np.empty(args.batch, dtype=np.int64)
+    rnea_batch(model._mi, model._mf, batch_workspace(model), args.q, args.v, args.a, F, with_gravity, TAU, status)
+    raise_for_status(model, status, q=q, v=v, a=a, fext=fext)
+    return TAU
+
+
+def rnea(model, q, v, a, fext=None):
+    """Joint torques ``tau = M(q) a + b(q, v) - sum_i J_i^T f_i^ext`` by the recursive
+    Newton-Euler algorithm.
+
+    q (nq,) or (N, nq); v, a (nv,) or (N, nv); fext (nbody, 6) or (N, nbody, 6): external
+    spatial force [f; n] on each body, in the body frame (row 0, the world, is ignored).
+    Returns tau (nv,) or (N, nv).
+    """
+    return _run(model, q, v, a, fext, True)
+
+
+def nonlinear_effects(model, q, v):
+    """b(q, v) = C(q, v) v + g(q): RNEA with zero acceleration."""
+    return _run(model, q, v, _zeros_like_v(model, v), None, True)
+
+
+def generalized_gravity(model, q):
+    """g(q): the joint torques that hold the model still against gravity."""
+    z = _zeros_like_v(model, q, rows_from_q=True)
+    return _run(model, q, z, z, None, True)
+
+
+def _zeros_like_v(model, x, rows_from_q=False):
+    x = np.asarray(x)
+    return np.zeros(model.nv) if x.ndim < 2 else np.zeros((x.shape[0], model.nv))

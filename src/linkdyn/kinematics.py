@@ -1,0 +1,419 @@
+"""Forward kinematics, frame velocities and accelerations, Jacobians and J'q', centre of mass.
+
+Seed 000 eqs. 1-9 (frame-to-frame propagation with X(R, r)), seed 002 sec. 4.3 (the
+manipulator Jacobian, x'' = J q'' + J' q').  References, as in Pinocchio:
+
+* ``"world"``: spatial velocity in world coordinates, at the world origin;
+* ``"local"``: spatial velocity in the frame's own coordinates, at its origin;
+* ``"local_world_aligned"``: the frame origin's linear velocity and the angular velocity,
+  both in world coordinates (what a "classical" Jacobian of a point gives).
+"""
+from __future__ import annotations
+
+import numpy as np
+from numba import njit, prange
+
+from ._api import as_states, batch_workspace, raise_for_status
+from ._kernels.batch import chunk, pick
+from ._kernels.layout import model_sizes, unpack_data, unpack_model
+from ._kernels.passes import ACC, OK, POS, VEL, check_inputs, check_q, kinematics_pass
+from ._kernels.spatial_nb import motion_act, motion_inv_act
+
+WORLD, LOCAL, LOCAL_WORLD_ALIGNED = 0, 1, 2
+_REFS = {"world": WORLD, "local": LOCAL, "local_world_aligned": LOCAL_WORLD_ALIGNED}
+_EMPTY = np.zeros(0)
+
+
+def _ref(reference):
+    try:
+        return _REFS[reference]
+    except (KeyError, TypeError):
+        raise ValueError(f"reference: expected one of {list(_REFS)}, got {reference!r}") from None
+
+
+# ---------------------------------------------------------------------------------------
+# kernels
+@njit(inline="always", cache=True)
+def frame_pose(oR, op, b, fR, fp, R, p):
+    """oMf = oMb bMf."""
+    for r in range(3):
+        for c in range(3):
+            R[r, c] = oR[b, r, 0] * fR[0, c] + oR[b, r, 1] * fR[1, c] + oR[b, r, 2] * fR[2, c]
+        p[r] = op[b, r] + oR[b, r, 0] * fp[0] + oR[b, r, 1] * fp[1] + oR[b, r, 2] * fp[2]
+
+
+@njit(inline="always", cache=True)
+def express(ref, oR, op, b, fR, fp, vb, out, R, p, tmp):
+    """A motion vector ``vb`` of body b (body frame, at the body origin) seen from frame f
+    (pose bMf on body b) in reference ``ref``; ``R``, ``p``, ``tmp`` are scratch."""
+    if ref == WORLD:
+        motion_act(oR[b], op[b], vb, out)
+        return
+    motion_inv_act(fR, fp, vb, tmp)          # local at the frame
+    if ref == LOCAL:
+        for k in range(6):
+            out[k] = tmp[k]
+        return
+    frame_pose(oR, op, b, fR, fp, R, p)      # world-aligned at the frame origin
+    for r in range(3):
+        out[r] = R[r, 0] * tmp[0] + R[r, 1] * tmp[1] + R[r, 2] * tmp[2]
+        out[3 + r] = R[r, 0] * tmp[3] + R[r, 1] * tmp[4] + R[r, 2] * tmp[5]
+
+
+@njit(cache=True)
+def frame_jacobian_kernel(mi, mf, ws, q, b, fR, fp, ref, J):
+    """J (6, nv): columns of the dofs that support body b, zero elsewhere."""
+    st = check_q(mi, q)
+    if st != OK:
+        return st
+    parent, jtype, qadr, vadr, jnq, jnv, _, _, _, _, _, _, _ = unpack_model(mi, mf)
+    nb, nq, nv = model_sizes(mi)
+    oR, op, liR, lip, vel, acc, frc, S, vJ, cJ, I6, pA, U, Dinv, u, tmp, W6, W3 = unpack_data(ws, nb, nv)
+    kinematics_pass(mi, mf, ws, q, _EMPTY, _EMPTY, POS, True, False)
+    J[:, :] = 0.0
+    R, p, col, t = W3[0], W3[2, 0], tmp[0], tmp[1]
+    j = b
+    while j > 0:
+        for d in range(vadr[j], vadr[j] + jnv[j]):
+            motion_act(oR[j], op[j], S[d], col)       # dof d in the world, at the origin
+            if ref == WORLD:
+                for k in range(6):
+                    J[k, d] = col[k]
+            else:
+                frame_pose(oR, op, b, fR, fp, R, p)
+                if ref == LOCAL:
+                    # world -> frame: X_f^-1
+                    motion_inv_act(R, p, col, t)
+                    for k in range(6):
+                        J[k, d] = t[k]
+                else:
+                    # linear velocity of the frame origin: v_o + w x p_f
+                    J[0, d] = col[0] + col[4] * p[2] - col[5] * p[1]
+                    J[1, d] = col[1] + col[5] * p[0] - col[3] * p[2]
+                    J[2, d] = col[2] + col[3] * p[1] - col[4] * p[0]
+                    J[3, d], J[4, d], J[5, d] = col[3], col[4], col[5]
+        j = parent[j]
+    return OK
+
+
+@njit(cache=True)
+def joint_jacobians_kernel(mi, mf, ws, q, J):
+    """J (6, nv): every dof's motion in world coordinates at the world origin (the world
+    Jacobian of each body is J restricted to the columns of its support)."""
+    st = check_q(mi, q)
+    if st != OK:
+        return st
+    parent, jtype, qadr, vadr, jnq, jnv, _, _, _, _, _, _, _ = unpack_model(mi, mf)
+    nb, nq, nv = model_sizes(mi)
+    oR, op, liR, lip, vel, acc, frc, S, vJ, cJ, I6, pA, U, Dinv, u, tmp, W6, W3 = unpack_data(ws, nb, nv)
+    kinematics_pass(mi, mf, ws, q, _EMPTY, _EMPTY, POS, True, False)
+    col = tmp[0]
+    for j in range(1, nb):
+        for d in range(vadr[j], vadr[j] + jnv[j]):
+            motion_act(oR[j], op[j], S[d], col)
+            for k in range(6):
+                J[k, d] = col[k]
+    return OK
+
+
+@njit(cache=True)
+def frame_motion_kernel(mi, mf, ws, q, v, a, b, fR, fp, ref, classical, out):
+    """out[0] = frame velocity, out[1] = frame acceleration (seed 000 eqs. 4-5) in ``ref``.
+
+    With ``classical`` and ``ref`` local_world_aligned, out[1] is the acceleration of the
+    frame origin as a point, x'' = R (a_lin + w x v_lin), and the angular acceleration;
+    with a = 0 it is J' q' of that reference (seed 002 eq. for x'' = J q'' + J' q')."""
+    st = check_inputs(mi, q, v, a)
+    if st != OK:
+        return st
+    nb, nq, nv = model_sizes(mi)
+    oR, op, liR, lip, vel, acc, frc, S, vJ, cJ, I6, pA, U, Dinv, u, tmp, W6, W3 = unpack_data(ws, nb, nv)
+    kinematics_pass(mi, mf, ws, q, v, a, ACC, True, False)
+    R, p, t = W3[0], W3[2, 0], tmp[0]
+    express(ref, oR, op, b, fR, fp, vel[b], out[0], R, p, t)
+    express(ref, oR, op, b, fR, fp, acc[b], out[1], R, p, t)
+    if classical and ref == LOCAL_WORLD_ALIGNED:
+        # d/dt (R v_lin) = R (a_lin + w x v_lin), in world coordinates: add w_w x v_w
+        w0, w1, w2 = out[0, 3], out[0, 4], out[0, 5]
+        v0, v1, v2 = out[0, 0], out[0, 1], out[0, 2]
+        out[1, 0] += w1 * v2 - w2 * v1
+        out[1, 1] += w2 * v0 - w0 * v2
+        out[1, 2] += w0 * v1 - w1 * v0
+    return OK
+
+
+@njit(cache=True)
+def forward_kinematics_kernel(mi, mf, ws, q, v, a, level, R, p, V, A):
+    st = check_inputs(mi, q, v, a)
+    if st != OK:
+        return st
+    nb, nq, nv = model_sizes(mi)
+    oR, op, liR, lip, vel, acc, frc, S, vJ, cJ, I6, pA, U, Dinv, u, tmp, W6, W3 = unpack_data(ws, nb, nv)
+    kinematics_pass(mi, mf, ws, q, v, a, level, True, False)
+    R[:] = oR
+    p[:] = op
+    if level >= VEL:
+        V[:] = vel
+    if level >= ACC:
+        A[:] = acc
+    return OK
+
+
+@njit(cache=True)
+def com_kernel(mi, mf, ws, q, c, Jc):
+    """Centre of mass c (3,) and, if Jc has columns, its Jacobian Jc (3, nv)."""
+    st = check_q(mi, q)
+    if st != OK:
+        return st
+    parent, jtype, qadr, vadr, jnq, jnv, _, _, _, _, inertia, _, _ = unpack_model(mi, mf)
+    nb, nq, nv = model_sizes(mi)
+    oR, op, liR, lip, vel, acc, frc, S, vJ, cJ, I6, pA, U, Dinv, u, tmp, W6, W3 = unpack_data(ws, nb, nv)
+    kinematics_pass(mi, mf, ws, q, _EMPTY, _EMPTY, POS, True, False)
+    # subtree sums: tmp[i, 0] = mass, tmp[i, 1:4] = sum m x (world)
+    for i in range(nb):
+        for k in range(4):
+            tmp[i, k] = 0.0
+    for i in range(nb - 1, 0, -1):
+        m = inertia[i, 0, 0]
+        # m c in the body frame from the lower-left block m [c]x
+        h0, h1, h2 = inertia[i, 5, 1], inertia[i, 3, 2], inertia[i, 4, 0]
+        tmp[i, 0] += m
+        for r in range(3):
+            tmp[i, 1 + r] += m * op[i, r] + oR[i, r, 0] * h0 + oR[i, r, 1] * h1 + oR[i, r, 2] * h2
+        for k in range(4):
+            tmp[parent[i], k] += tmp[i, k]
+    M = tmp[0, 0]
+    if M <= 0.0:
+        return OK          # the caller reports a massless model
+    for r in range(3):
+        c[r] = tmp[0, 1 + r] / M
+    if Jc.shape[1] > 0:
+        w, lin = W3[1, 0], W3[1, 1]
+        for j in range(1, nb):
+            ms = tmp[j, 0]
+            for d in range(vadr[j], vadr[j] + jnv[j]):
+                # column: (m_sub v_o + w x sum m x) / M for the dof's world motion [v_o; w]
+                motion_act(oR[j], op[j], S[d], U[0])
+                for r in range(3):
+                    w[r] = U[0, 3 + r]
+                    lin[r] = U[0, r]
+                Jc[0, d] = (ms * lin[0] + w[1] * tmp[j, 3] - w[2] * tmp[j, 2]) / M
+                Jc[1, d] = (ms * lin[1] + w[2] * tmp[j, 1] - w[0] * tmp[j, 3]) / M
+                Jc[2, d] = (ms * lin[2] + w[0] * tmp[j, 2] - w[1] * tmp[j, 1]) / M
+    return OK
+
+
+@njit(parallel=True, cache=True)
+def frame_jacobian_batch(mi, mf, WS, Q, b, fR, fp, ref, OUT, status):
+    nt, n = WS.shape[0], OUT.shape[0]
+    for t in prange(nt):
+        lo, hi = chunk(t, nt, n)
+        for k in range(lo, hi):
+            status[k] = frame_jacobian_kernel(mi, mf, WS[t], Q[k], b, fR, fp, ref, OUT[k])
+
+
+@njit(parallel=True, cache=True)
+def joint_jacobians_batch(mi, mf, WS, Q, OUT, status):
+    nt, n = WS.shape[0], OUT.shape[0]
+    for t in prange(nt):
+        lo, hi = chunk(t, nt, n)
+        for k in range(lo, hi):
+            status[k] = joint_jacobians_kernel(mi, mf, WS[t], Q[k], OUT[k])
+
+
+@njit(parallel=True, cache=True)
+def frame_motion_batch(mi, mf, WS, Q, V, A, b, fR, fp, ref, classical, OUT, status):
+    nt, n = WS.shape[0], OUT.shape[0]
+    for t in prange(nt):
+        lo, hi = chunk(t, nt, n)
+        for k in range(lo, hi):
+            status[k] = frame_motion_kernel(mi, mf, WS[t], pick(Q, k), pick(V, k), pick(A, k), b, fR, fp, ref,
+                                            classical, OUT[k])
+
+
+@njit(parallel=True, cache=True)
+def com_batch(mi, mf, WS, Q, C, JC, status):
+    nt, n = WS.shape[0], C.shape[0]
+    for t in prange(nt):
+        lo, hi = chunk(t, nt, n)
+        for k in range(lo, hi):
+            status[k] = com_kernel(mi, mf, WS[t], Q[k], C[k], JC[k])
+
+
+@njit(parallel=True, cache=True)
+def forward_kinematics_batch(mi, mf, WS, Q, V, A, level, R, P, VV, AA, status):
+    nt, n = WS.shape[0], R.shape[0]
+    for t in prange(nt):
+        lo, hi = chunk(t, nt, n)
+        for k in range(lo, hi):
+            status[k] = forward_kinematics_kernel(mi, mf, WS[t], pick(Q, k), pick(V, k), pick(A, k), level,
+                                                  R[k], P[k], pick(VV, k), pick(AA, k))
+
+
+# ---------------------------------------------------------------------------------------
+# public functions
+def _frame(model, frame):
+    f = model.frame_id(frame)
+    return int(model.frame_body[f]), model.frame_R[f], model.frame_p[f]
+
+
+def _out(shape, batch):
+    return np.empty(shape if batch is None else (batch,) + shape)
+
+
+def _status(batch):
+    return np.empty(batch, dtype=np.int64)
+
+
+class Kinematics:
+    """Result of :func:`forward_kinematics`: world poses ``R`` (nb, 3, 3), ``p`` (nb, 3) of
+    every body, and if asked, body-frame spatial velocities ``v`` and accelerations ``a``
+    (nb, 6), all with a leading N axis for a stack of states."""
+
+    def __init__(self, model, R, p, v, a):
+        self.model, self.R, self.p, self.v, self.a = model, R, p, v, a
+
+    def pose(self, frame) -> np.ndarray:
+        """4x4 homogeneous world pose of a frame (or (N, 4, 4))."""
+        b, fR, fp = _frame(self.model, frame)
+        R, p = self.R[..., b, :, :], self.p[..., b, :]
+        T = np.zeros(R.shape[:-2] + (4, 4))
+        T[..., :3, :3] = R @ fR
+        T[..., :3, 3] = p + R @ fp
+        T[..., 3, 3] = 1.0
+        return T
+
+
+def forward_kinematics(model, q, v=None, a=None) -> Kinematics:
+    """Poses of every body in the world (and velocities, accelerations if v, a are given)."""
+    level = POS if v is None else (VEL if a is None else ACC)
+    kw = {"q": q}
+    if v is not None:
+        kw["v"] = v
+    if a is not None:
+        kw["a"] = a
+    args = as_states(model, **kw)
+    nb, B = model.nbody, args.batch
+    V_in = getattr(args, "v", None) if v is not None else None
+    A_in = getattr(args, "a", None) if a is not None else None
+    R, P = _out((nb, 3, 3), B), _out((nb, 3), B)
+    VV = _out((nb, 6), B) if level >= VEL else np.zeros((1, 0, 6) if B else (0, 6))
+    AA = _out((nb, 6), B) if level >= ACC else np.zeros((1, 0, 6) if B else (0, 6))
+    empty = np.zeros((1, 0)) if B else _EMPTY
+    vin = V_in if V_in is not None else empty
+    ain = A_in if A_in is not None else empty
+    if B is None:
+        st = forward_kinematics_kernel(model._mi, model._mf, model._ws, args.q, vin, ain, level, R, P, VV, AA)
+    else:
+        st = _status(B)
+        forward_kinematics_batch(model._mi, model._mf, batch_workspace(model), args.q, vin, ain, level,
+                                 R, P, VV, AA, st)
+    raise_for_status(model, st, **kw)
+    return Kinematics(model, R, P, VV if level >= VEL else None, AA if level >= ACC else None)
+
+
+def frame_pose(model, q, frame) -> np.ndarray:
+    """4x4 homogeneous world pose of ``frame`` (a link, user frame or joint name); (N, 4, 4) for a stack."""
+    return forward_kinematics(model, q).pose(frame)
+
+
+def jacobian(model, q, frame, reference: str = "world") -> np.ndarray:
+    """Frame Jacobian (6, nv), rows [linear; angular], in ``reference`` ("world", "local",
+    "local_world_aligned"); (N, 6, nv) for a stack of configurations."""
+    ref = _ref(reference)
+    b, fR, fp = _frame(model, frame)
+    args = as_states(model, q=q)
+    J = _out((6, model.nv), args.batch)
+    if args.batch is None:
+        st = frame_jacobian_kernel(model._mi, model._mf, model._ws, args.q, b, fR, fp, ref, J)
+    else:
+        st = _status(args.batch)
+        frame_jacobian_batch(model._mi, model._mf, batch_workspace(model), args.q, b, fR, fp, ref, J, st)
+    raise_for_status(model, st, q=q)
+    return J
+
+
+def point_jacobian(model, q, frame, point=(0.0, 0.0, 0.0)) -> np.ndarray:
+    """(3, nv) Jacobian of the world velocity of a point fixed in ``frame`` (coordinates in that frame)."""
+    point = np.asarray(point, dtype=float)
+    if point.shape != (3,) or not np.isfinite(point).all():
+        raise ValueError(f"point: expected a finite 3-vector, got {point!r}")
+    J = jacobian(model, q, frame, "world")
+    x = frame_pose(model, q, frame)
+    xw = x[..., :3, :3] @ point + x[..., :3, 3]
+    # v_point = v_o + w x x_w, column by column
+    return J[..., :3, :] + np.cross(J[..., 3:, :], xw[..., :, None], axisa=-2, axisb=-2, axisc=-2)
+
+
+def joint_jacobians(model, q) -> np.ndarray:
+    """(6, nv) motion of every dof in world coordinates at the world origin (Pinocchio's
+    ``computeJointJacobians``); (N, 6, nv) for a stack."""
+    args = as_states(model, q=q)
+    J = _out((6, model.nv), args.batch)
+    if args.batch is None:
+        st = joint_jacobians_kernel(model._mi, model._mf, model._ws, args.q, J)
+    else:
+        st = _status(args.batch)
+        joint_jacobians_batch(model._mi, model._mf, batch_workspace(model), args.q, J, st)
+    raise_for_status(model, st, q=q)
+    return J
+
+
+def _frame_motion(model, q, v, a, frame, reference, classical):
+    ref = _ref(reference)
+    b, fR, fp = _frame(model, frame)
+    args = as_states(model, q=q, v=v, a=a)
+    out = _out((2, 6), args.batch)
+    if args.batch is None:
+        st = frame_motion_kernel(model._mi, model._mf, model._ws, args.q, args.v, args.a, b, fR, fp, ref,
+                                 classical, out)
+    else:
+        st = _status(args.batch)
+        frame_motion_batch(model._mi, model._mf, batch_workspace(model), args.q, args.v, args.a, b, fR, fp,
+                           ref, classical, out, st)
+    raise_for_status(model, st, q=q, v=v, a=a)
+    return out
+
+
+def frame_velocity(model, q, v, frame, reference: str = "local") -> np.ndarray:
+    """Spatial velocity [v; w] (6,) of ``frame`` in ``reference``; (N, 6) for a stack."""
+    return _frame_motion(model, q, v, np.zeros_like(np.asarray(v, dtype=float)), frame, reference, False)[..., 0, :]
+
+
+def frame_acceleration(model, q, v, a, frame, reference: str = "local", classical: bool = False) -> np.ndarray:
+    """Spatial acceleration of ``frame``; with ``classical`` (and reference
+    "local_world_aligned") the second derivative of the frame origin's position instead."""
+    return _frame_motion(model, q, v, a, frame, reference, classical)[..., 1, :]
+
+
+def jacobian_dot_times_v(model, q, v, frame, reference: str = "local_world_aligned") -> np.ndarray:
+    """J'(q, v) v of ``jacobian(model, q, frame, reference)`` (6,): so that the frame's
+    acceleration is J a + J' v (seed 002: x'' = J q'' + J' q').  For
+    "local_world_aligned" the linear rows are the origin's classical acceleration."""
+    z = np.zeros_like(np.asarray(v, dtype=float))
+    return _frame_motion(model, q, v, z, frame, reference, True)[..., 1, :]
+
+
+def center_of_mass(model, q) -> np.ndarray:
+    """World position (3,) of the centre of mass; (N, 3) for a stack."""
+    return _com(model, q, False)[0]
+
+
+def com_jacobian(model, q) -> np.ndarray:
+    """(3, nv) Jacobian of the centre of mass, world coordinates; (N, 3, nv) for a stack."""
+    return _com(model, q, True)[1]
+
+
+def _com(model, q, with_jacobian):
+    if model.total_mass <= 0:
+        raise ValueError(f"model {model.name!r} has no mass: its centre of mass is undefined")
+    args = as_states(model, q=q)
+    nv = model.nv if with_jacobian else 0
+    c, Jc = _out((3,), args.batch), _out((3, nv), args.batch)
+    if args.batch is None:
+        st = com_kernel(model._mi, model._mf, model._ws, args.q, c, Jc)
+    else:
+        st = _status(args.batch)
+        com_batch(model._mi, model._mf, batch_workspace(model), args.q, c, Jc, st)
+    raise_for_status(model, st, q=q)
+    return c, Jc

@@ -1,0 +1,216 @@
+"""Build a kinematic tree, then freeze it into the flat arrays the kernels run on.
+
+    b = ModelBuilder("arm")
+    b.add_body("upper", parent="world", joint=Revolute("z"), inertia=Inertia(1.0, [0, 0, 0.2], np.eye(3) * 0.01))
+    b.add_body("fore", parent="upper", joint=Revolute("y"), placement=([0, 0, 0.4]))
+    b.add_frame("tool", "fore", placement=[0, 0, 0.3])
+    model = b.build()
+
+``build`` orders the bodies depth-first (so ``parent[i] < i`` and each subtree is a
+contiguous range), merges bodies on fixed joints into their parent (their inertia is added,
+their name becomes a frame), and computes the derived topology once: children, subtree ends,
+and the parent/child/brother pointers of seed 004 sec. 3.1.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .. import spatial
+from .._kernels import layout
+from . import joints as J
+
+
+@dataclass(frozen=True)
+class Inertia:
+    """Mass properties of a body: ``mass``, centre of mass ``com`` and rotational inertia
+    ``inertia`` about the centre of mass, both in the body frame."""
+    mass: float
+    com: tuple = (0.0, 0.0, 0.0)
+    inertia: tuple = ((0.0, 0.0, 0.0), (0.0, 0.0, 0.0), (0.0, 0.0, 0.0))
+
+    def matrix(self) -> np.ndarray:
+        m = float(self.mass)
+        c = np.asarray(self.com, dtype=float)
+        Ic = np.asarray(self.inertia, dtype=float)
+        if not np.isfinite(m) or m < 0:
+            raise ValueError(f"Inertia.mass: expected a finite non-negative number, got {self.mass}")
+        if c.shape != (3,) or Ic.shape != (3, 3):
+            raise ValueError(f"Inertia: com must have shape (3,) and inertia (3, 3), got {c.shape} and {Ic.shape}")
+        if not (np.isfinite(c).all() and np.isfinite(Ic).all()):
+            raise ValueError("Inertia: com and inertia must be finite")
+        if not np.allclose(Ic, Ic.T, atol=1e-9 * max(1.0, np.abs(Ic).max())):
+            raise ValueError("Inertia.inertia: the rotational inertia must be symmetric")
+        return spatial.spatial_inertia(m, c, 0.5 * (Ic + Ic.T))
+
+
+def as_pose(placement, what: str = "placement"):
+    """(R, p) from None, a 3-vector position, a 4x4 homogeneous matrix or an (R, p) pair."""
+    if placement is None:
+        return np.eye(3), np.zeros(3)
+    if isinstance(placement, (tuple, list)) and len(placement) == 2:
+        R, p = (np.asarray(x, dtype=float) for x in placement)
+    else:
+        T = np.asarray(placement, dtype=float)
+        if T.shape == (3,):
+            R, p = np.eye(3), T
+        elif T.shape == (4, 4):
+            R, p = T[:3, :3], T[:3, 3]
+        else:
+            raise ValueError(f"{what}: expected a 4x4 matrix, an (R, p) pair or a position 3-vector, got shape {T.shape}")
+    if R.shape != (3, 3) or p.shape != (3,):
+        raise ValueError(f"{what}: R must be 3x3 and p a 3-vector, got {R.shape} and {p.shape}")
+    if not (np.isfinite(R).all() and np.isfinite(p).all()):
+        raise ValueError(f"{what}: must be finite")
+    if not np.allclose(R.T @ R, np.eye(3), atol=1e-6) or np.linalg.det(R) < 0:
+        raise ValueError(f"{what}: the rotation is not a proper rotation matrix")
+    return R.copy(), p.copy()
+
+
+def _compose(R1, p1, R2, p2):
+    return R1 @ R2, R1 @ p2 + p1
+
+
+@dataclass
+class _BodySpec:
+    name: str
+    parent: int                 # index into the builder's list; 0 is the world
+    joint: J.Joint
+    joint_name: str
+    R: np.ndarray
+    p: np.ndarray
+    I6: np.ndarray
+    lower: np.ndarray
+    upper: np.ndarray
+    velocity: np.ndarray
+    effort: np.ndarray
+    armature: np.ndarray
+
+
+class ModelBuilder:
+    """Collects bodies, joints and frames; ``build()`` returns the frozen :class:`Model`."""
+
+    def __init__(self, name: str = "model", gravity=(0.0, 0.0, -9.81), world_name: str = "world"):
+        self.name = name
+        self.gravity = np.asarray(gravity, dtype=float)
+        if self.gravity.shape != (3,) or not np.isfinite(self.gravity).all():
+            raise ValueError(f"gravity: expected a finite 3-vector, got {gravity!r}")
+        self._bodies = [_BodySpec(world_name, -1, J.Fixed(), "", np.eye(3), np.zeros(3), np.zeros((6, 6)),
+                                  *(np.zeros(0) for _ in range(5)))]
+        self._index = {world_name: 0}
+        self._joint_names = set()
+        self._frames = []          # (name, body index, R, p)
+        self.mimic = []            # dicts kept for the gear couplings: joint, mimicked, multiplier, offset
+
+    def _body_index(self, ref, what):
+        if isinstance(ref, (int, np.integer)):
+            if not 0 <= ref < len(self._bodies):
+                raise ValueError(f"{what}: no body with index {ref}")
+            return int(ref)
+        if ref not in self._index:
+            raise ValueError(f"{what}: unknown body {ref!r}; known: {sorted(self._index)}")
+        return self._index[ref]
+
+    def add_body(self, name: str, parent="world", joint: J.Joint | None = None, placement=None,
+                 inertia: Inertia | np.ndarray | None = None, joint_name: str | None = None,
+                 lower=None, upper=None, velocity_limit=None, effort_limit=None, armature=None) -> int:
+        """Add body ``name`` under ``parent`` through ``joint`` (default: fixed).
+
+        ``placement`` is the joint frame in the parent body frame (the body frame coincides
+        with the joint frame at q = 0).  ``inertia`` is an :class:`Inertia` or a 6x6 spatial
+        inertia in the body frame.  Limits are per coordinate (``lower``/``upper``, size nq)
+        and per velocity (``velocity_limit``/``effort_limit``/``armature``, size nv).
+        Returns the body's index in the builder.
+        """
+        if not isinstance(name, str) or not name:
+            raise ValueError(f"add_body: name must be a non-empty string, got {name!r}")
+        if name in self._index:
+            raise ValueError(f"add_body: a body named {name!r} already exists")
+        joint = J.Fixed() if joint is None else joint
+        if not isinstance(joint, J.Joint):
+            raise TypeError(f"add_body({name!r}): joint must be a linkdyn joint kind, got {type(joint).__name__}")
+        joint_name = joint_name or f"{name}_joint"
+        if joint_name in self._joint_names:
+            raise ValueError(f"add_body({name!r}): a joint named {joint_name!r} already exists")
+        pidx = self._body_index(parent, f"add_body({name!r}).parent")
+        R, p = as_pose(placement, f"add_body({name!r}).placement")
+        if inertia is None:
+            I6 = np.zeros((6, 6))
+        elif isinstance(inertia, Inertia):
+            I6 = inertia.matrix()
+        else:
+            I6 = np.asarray(inertia, dtype=float)
+            if I6.shape != (6, 6) or not np.isfinite(I6).all() or not np.allclose(I6, I6.T):
+                raise ValueError(f"add_body({name!r}).inertia: expected an Inertia or a symmetric finite 6x6 matrix")
+        nq, nv = joint.nq, joint.nv
+
+        def vec(x, n, default, what):
+            a = np.full(n, default, dtype=float) if x is None else np.asarray(x, dtype=float).reshape(-1)
+            if a.shape != (n,):
+                raise ValueError(f"add_body({name!r}).{what}: expected {n} values for a {joint.kind_name} joint, got {a.size}")
+            if np.isnan(a).any():
+                raise ValueError(f"add_body({name!r}).{what}: NaN")
+            return a
+
+        lo, hi = vec(lower, nq, -np.inf, "lower"), vec(upper, nq, np.inf, "upper")
+        if (lo > hi).any():
+            raise ValueError(f"add_body({name!r}): lower limit above upper limit")
+        spec = _BodySpec(name, pidx, joint, joint_name, R, p, I6, lo, hi,
+                         vec(velocity_limit, nv, np.inf, "velocity_limit"),
+                         vec(effort_limit, nv, np.inf, "effort_limit"),
+                         vec(armature, nv, 0.0, "armature"))
+        self._bodies.append(spec)
+        self._index[name] = len(self._bodies) - 1
+        self._joint_names.add(joint_name)
+        return len(self._bodies) - 1
+
+    def add_frame(self, name: str, body, placement=None) -> None:
+        """A named frame fixed to ``body`` at ``placement`` (a point of interest, a tool, a sensor)."""
+        if name in self._index or any(f[0] == name for f in self._frames):
+            raise ValueError(f"add_frame: the name {name!r} is already used")
+        b = self._body_index(body, f"add_frame({name!r}).body")
+        R, p = as_pose(placement, f"add_frame({name!r}).placement")
+        self._frames.append((name, b, R, p))
+
+    # ----------------------------------------------------------------------------------
+    def _dfs_order(self):
+        children = [[] for _ in self._bodies]
+        for k, b in enumerate(self._bodies[1:], start=1):
+            children[b.parent].append(k)
+        order, stack = [], [0]
+        while stack:
+            k = stack.pop()
+            order.append(k)
+            stack.extend(reversed(children[k]))
+        return order
+
+    def build(self) -> "Model":
+        """Freeze into a :class:`Model` (the builder can be reused and extended afterwards)."""
+        from .model import Model
+
+        host = {0: (0, np.eye(3), np.zeros(3))}      # builder index -> (model body, R, p in that body)
+        kept = [self._bodies[0]]                     # specs of the model's bodies
+        tree, inertia = [(np.eye(3), np.zeros(3))], [np.zeros((6, 6))]
+        frames = [(self._bodies[0].name, 0, np.eye(3), np.zeros(3))]
+        joint_frames = {}
+        for k in self._dfs_order()[1:]:
+            b = self._bodies[k]
+            hb, hR, hp = host[b.parent]
+            R, p = _compose(hR, hp, b.R, b.p)        # joint frame in the host body's frame
+            if b.joint.kind == J.FIXED:
+                host[k] = (hb, R, p)
+                inertia[hb] = inertia[hb] + spatial.inertia_transform(R, p, b.I6)
+            else:
+                host[k] = (len(kept), np.eye(3), np.zeros(3))
+                kept.append(b)
+                tree.append((R, p))
+                inertia.append(b.I6.copy())
+            frames.append((b.name,) + host[k])
+            joint_frames[b.joint_name] = len(frames) - 1
+        for name, bidx, R, p in self._frames:
+            hb, hR, hp = host[bidx]
+            frames.append((name, hb) + _compose(hR, hp, R, p))
+        parent_model = [-1] + [host[b.parent][0] for b in kept[1:]]
+        return Model(self.name, kept, parent_model, tree, inertia, frames, joint_frames,
+                     self.gravity.copy(), list(self.mimic))

@@ -1,0 +1,269 @@
+"""Moving on the configuration manifold: neutral, random, integrate, difference, normalize.
+
+Vector-like joints add ``v dt``.  Quaternion joints move by the exponential map
+(Rodrigues' formula, seed 004 eqs. 34-38): a ball joint's q <- q (x) exp(w dt / 2) with w in
+the child frame; a free joint moves on SE(3), (R, p) <- (R, p) exp6([v; w] dt), exactly as
+Pinocchio's ``integrate``; a planar joint on SE(2).  ``difference`` is the inverse:
+``integrate(q0, difference(q0, q1)) == q1``.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numba import njit, prange
+
+from .._api import as_states, raise_for_status
+from .._kernels.passes import OK, all_finite, check_q, BAD_V
+from . import joints as J
+
+
+@njit(inline="always", cache=True)
+def _quat_mul(ax, ay, az, aw, bx, by, bz, bw):
+    return (aw * bx + ax * bw + ay * bz - az * by,
+            aw * by - ax * bz + ay * bw + az * bx,
+            aw * bz + ax * by - ay * bx + az * bw,
+            aw * bw - ax * bx - ay * by - az * bz)
+
+
+@njit(inline="always", cache=True)
+def _quat_exp(wx, wy, wz):
+    """exp of the rotation vector w as a unit quaternion (Rodrigues, seed 004 eq. 36)."""
+    th = math.sqrt(wx * wx + wy * wy + wz * wz)
+    if th < 1e-8:
+        s = 0.5 - th * th / 48.0           # sin(th/2)/th
+    else:
+        s = math.sin(0.5 * th) / th
+    return wx * s, wy * s, wz * s, math.cos(0.5 * th)
+
+
+@njit(inline="always", cache=True)
+def _quat_log(x, y, z, w):
+    """Rotation vector of a unit quaternion (shortest rotation)."""
+    if w < 0.0:
+        x, y, z, w = -x, -y, -z, -w
+    n = math.sqrt(x * x + y * y + z * z)
+    if n < 1e-8:
+        k = 2.0 / w                        # th / sin(th/2) ~ 2 / cos(th/2)
+    else:
+        k = 2.0 * math.atan2(n, w) / n
+    return x * k, y * k, z * k
+
+
+@njit(inline="always", cache=True)
+def _rot_apply(x, y, z, w, vx, vy, vz):
+    """R(q) v for the unit quaternion q = [x, y, z, w]."""
+    # v + 2 w (u x v) + 2 u x (u x v), u = [x, y, z]
+    tx = 2.0 * (y * vz - z * vy)
+    ty = 2.0 * (z * vx - x * vz)
+    tz = 2.0 * (x * vy - y * vx)
+    return (vx + w * tx + y * tz - z * ty, vy + w * ty + z * tx - x * tz, vz + w * tz + x * ty - y * tx)
+
+
+@njit(inline="always", cache=True)
+def _se3_V(wx, wy, wz, vx, vy, vz, inverse):
+    """V(w) v (or V(w)^-1 v), V = I + (1 - cos t)/t^2 [w]x + (t - sin t)/t^3 [w]x^2, the
+    left Jacobian of SO(3) that couples translation and rotation in exp6."""
+    t2 = wx * wx + wy * wy + wz * wz
+    t = math.sqrt(t2)
+    if inverse:
+        a = -0.5
+        if t < 1e-6:
+            b = 1.0 / 12.0 + t2 / 720.0
+        else:
+            b = (1.0 - t * math.sin(t) / (2.0 * (1.0 - math.cos(t)))) / t2
+    else:
+        if t < 1e-6:
+            a, b = 0.5 - t2 / 24.0, 1.0 / 6.0 - t2 / 120.0
+        else:
+            a, b = (1.0 - math.cos(t)) / t2, (t - math.sin(t)) / (t2 * t)
+    cx, cy, cz = wy * vz - wz * vy, wz * vx - wx * vz, wx * vy - wy * vx           # w x v
+    ccx, ccy, ccz = wy * cz - wz * cy, wz * cx - wx * cz, wx * cy - wy * cx        # w x (w x v)
+    return vx + a * cx + b * ccx, vy + a * cy + b * ccy, vz + a * cz + b * ccz
+
+
+@njit(inline="always", cache=True)
+def _se2_V(th, vx, vy, inverse):
+    """V(th) [vx, vy] of the SE(2) exponential (or its inverse)."""
+    if abs(th) < 1e-8:
+        s, c = 1.0 - th * th / 6.0, 0.5 * th
+    else:
+        s, c = math.sin(th) / th, (1.0 - math.cos(th)) / th
+    if inverse:
+        d = s * s + c * c
+        return (s * vx + c * vy) / d, (-c * vx + s * vy) / d
+    return s * vx - c * vy, c * vx + s * vy
+
+
+@njit(cache=True)
+def integrate_kernel(mi, q, v, dt, out):
+    """out = q (+) v dt."""
+    st = check_q(mi, q)
+    if st != OK:
+        return st
+    if not all_finite(v) or not math.isfinite(dt):
+        return BAD_V
+    jtype, qadr, vadr = mi[1], mi[2], mi[3]
+    out[:] = q
+    for i in range(1, mi.shape[1]):
+        k, o, d = jtype[i], qadr[i], vadr[i]
+        if k == J.SPHERICAL:
+            ex, ey, ez, ew = _quat_exp(v[d] * dt, v[d + 1] * dt, v[d + 2] * dt)
+            out[o], out[o + 1], out[o + 2], out[o + 3] = _quat_mul(q[o], q[o + 1], q[o + 2], q[o + 3], ex, ey, ez, ew)
+        elif k == J.FREE:
+            wx, wy, wz = v[d + 3] * dt, v[d + 4] * dt, v[d + 5] * dt
+            px, py, pz = _se3_V(wx, wy, wz, v[d] * dt, v[d + 1] * dt, v[d + 2] * dt, False)
+            qx, qy, qz, qw = q[o + 3], q[o + 4], q[o + 5], q[o + 6]
+            rx, ry, rz = _rot_apply(qx, qy, qz, qw, px, py, pz)
+            out[o], out[o + 1], out[o + 2] = q[o] + rx, q[o + 1] + ry, q[o + 2] + rz
+            ex, ey, ez, ew = _quat_exp(wx, wy, wz)
+            out[o + 3], out[o + 4], out[o + 5], out[o + 6] = _quat_mul(qx, qy, qz, qw, ex, ey, ez, ew)
+        elif k == J.PLANAR:
+            th = q[o + 2]
+            dx, dy = _se2_V(v[d + 2] * dt, v[d] * dt, v[d + 1] * dt, False)
+            c, s = math.cos(th), math.sin(th)
+            out[o] += c * dx - s * dy
+            out[o + 1] += s * dx + c * dy
+            out[o + 2] += v[d + 2] * dt
+        else:
+            for j in range(mi[5, i]):
+                out[o + j] += v[d + j] * dt
+    return OK
+
+
+@njit(cache=True)
+def difference_kernel(mi, q0, q1, out):
+    """out = q1 (-) q0, the velocity that moves q0 to q1 in unit time."""
+    st = check_q(mi, q0)
+    if st == OK:
+        st = check_q(mi, q1)
+    if st != OK:
+        return st
+    jtype, qadr, vadr = mi[1], mi[2], mi[3]
+    for i in range(1, mi.shape[1]):
+        k, o, d = jtype[i], qadr[i], vadr[i]
+        if k == J.SPHERICAL or k == J.FREE:
+            a = o + (3 if k == J.FREE else 0)
+            # relative rotation q0^-1 (x) q1, then its log
+            rx, ry, rz, rw = _quat_mul(-q0[a], -q0[a + 1], -q0[a + 2], q0[a + 3], q1[a], q1[a + 1], q1[a + 2], q1[a + 3])
+            wx, wy, wz = _quat_log(rx, ry, rz, rw)
+            if k == J.SPHERICAL:
+                out[d], out[d + 1], out[d + 2] = wx, wy, wz
+            else:
+                # p_rel = R0^T (p1 - p0), v = V(w)^-1 p_rel
+                px, py, pz = _rot_apply(-q0[a], -q0[a + 1], -q0[a + 2], q0[a + 3],
+                                        q1[o] - q0[o], q1[o + 1] - q0[o + 1], q1[o + 2] - q0[o + 2])
+                out[d], out[d + 1], out[d + 2] = _se3_V(wx, wy, wz, px, py, pz, True)
+                out[d + 3], out[d + 4], out[d + 5] = wx, wy, wz
+        elif k == J.PLANAR:
+            th0 = q0[o + 2]
+            dth = q1[o + 2] - th0
+            c, s = math.cos(th0), math.sin(th0)
+            dx, dy = q1[o] - q0[o], q1[o + 1] - q0[o + 1]
+            out[d], out[d + 1] = _se2_V(dth, c * dx + s * dy, -s * dx + c * dy, True)
+            out[d + 2] = dth
+        else:
+            for j in range(mi[5, i]):
+                out[d + j] = q1[o + j] - q0[o + j]
+    return OK
+
+
+@njit(parallel=True, cache=True)
+def integrate_batch(mi, Q, V, dt, OUT, status):
+    for n in prange(OUT.shape[0]):
+        status[n] = integrate_kernel(mi, Q[n if Q.shape[0] > 1 else 0], V[n if V.shape[0] > 1 else 0], dt, OUT[n])
+
+
+@njit(parallel=True, cache=True)
+def difference_batch(mi, Q0, Q1, OUT, status):
+    for n in prange(OUT.shape[0]):
+        status[n] = difference_kernel(mi, Q0[n if Q0.shape[0] > 1 else 0], Q1[n if Q1.shape[0] > 1 else 0], OUT[n])
+
+
+def integrate(model, q, v, dt: float = 1.0) -> np.ndarray:
+    """q (+) v dt on the configuration manifold; (N, nq) for a stack."""
+    dt = float(dt)
+    args = as_states(model, q=q, v=v)
+    if args.batch is None:
+        out = np.empty(model.nq)
+        st = integrate_kernel(model._mi, args.q, args.v, dt, out)
+    else:
+        out, st = np.empty((args.batch, model.nq)), np.empty(args.batch, dtype=np.int64)
+        integrate_batch(model._mi, args.q, args.v, dt, out, st)
+    raise_for_status(model, st, q=q, v=v)
+    return out
+
+
+def difference(model, q0, q1) -> np.ndarray:
+    """The velocity v (nv,) with integrate(q0, v, 1) == q1; (N, nv) for a stack."""
+    args = as_states(model, q0=q0, q1=q1)
+    if args.batch is None:
+        out = np.empty(model.nv)
+        st = difference_kernel(model._mi, args.q0, args.q1, out)
+    else:
+        out, st = np.empty((args.batch, model.nv)), np.empty(args.batch, dtype=np.int64)
+        difference_batch(model._mi, args.q0, args.q1, out, st)
+    if np.any(st):
+        _check_named(model, q0, "q0")
+        _check_named(model, q1, "q1")
+    return out
+
+
+def _check_named(model, q, name):
+    """Raise ValueError naming ``name`` if q (or any row of a stack) is not a valid configuration."""
+    args = as_states(model, q=q)
+    for r in (args.q if args.batch is not None else args.q[None]):
+        st = check_q(model._mi, r)
+        if st != OK:
+            try:
+                raise_for_status(model, st, q=r)
+            except ValueError as exc:
+                raise ValueError(name + str(exc)[1:]) from None
+
+
+def neutral(model) -> np.ndarray:
+    """The reference configuration: zeros, identity quaternions."""
+    q = np.zeros(model.nq)
+    for o in model._quat_starts:
+        q[o + 3] = 1.0
+    return q
+
+
+def normalize(model, q) -> np.ndarray:
+    """q with every quaternion scaled to unit norm (a copy)."""
+    q = np.array(q, dtype=float)
+    if q.shape[-1] != model.nq:
+        raise ValueError(f"q: expected shape ({model.nq},) or (N, {model.nq}), got {q.shape}")
+    for o in model._quat_starts:
+        n = np.linalg.norm(q[..., o:o + 4], axis=-1, keepdims=True)
+        if np.any(n < 1e-12) or not np.all(np.isfinite(n)):
+            raise ValueError(f"q: the quaternion q[{o}:{o + 4}] is zero or not finite and cannot be normalized")
+        q[..., o:o + 4] /= n
+    return q
+
+
+def random_configuration(model, rng=None, size=None) -> np.ndarray:
+    """A configuration drawn uniformly within the joint limits (or a stack of ``size``).
+
+    Unlimited coordinates are drawn in [-pi, pi] for angles and [-1, 1] for translations;
+    quaternions uniformly on the unit sphere.
+    """
+    rng = np.random.default_rng(rng)
+    shape = (model.nq,) if size is None else (int(size), model.nq)
+    lo, hi = model.lower.copy(), model.upper.copy()
+    angle = np.zeros(model.nq, dtype=bool)
+    for i in range(1, model.nbody):
+        k, o = model.jnt_type[i], model.jnt_qadr[i]
+        if k in (J.REVOLUTE, J.UNIVERSAL, J.SPHERICAL_ZYX):
+            angle[o:o + model.jnt_nq[i]] = True
+        elif k == J.CYLINDRICAL:
+            angle[o + 1] = True
+        elif k == J.PLANAR:
+            angle[o + 2] = True
+    lo = np.where(np.isfinite(lo), lo, np.where(angle, -np.pi, -1.0))
+    hi = np.where(np.isfinite(hi), hi, np.where(angle, np.pi, 1.0))
+    q = rng.uniform(lo, hi, size=shape)
+    for o in model._quat_starts:
+        g = rng.standard_normal(q[..., o:o + 4].shape)
+        q[..., o:o + 4] = g / np.linalg.norm(g, axis=-1, keepdims=True)
+    return q

@@ -1,0 +1,179 @@
+"""The frozen model: flat, read-only arrays named by entity (MuJoCo style).
+
+Body 0 is the world (``parent[0] == -1``); every other body ``i`` hangs from ``parent[i] < i``
+on one movable joint, also numbered ``i``.  Shapes, with ``nb = nbody``:
+
+    parent      (nb,)       parent body, -1 for the world
+    jnt_type    (nb,)       joint kind code (linkdyn.model.joints)
+    jnt_qadr    (nb,)       first coordinate of the joint in q
+    jnt_vadr    (nb,)       first velocity of the joint in v
+    jnt_nq      (nb,)       number of coordinates
+    jnt_nv      (nb,)       number of velocities
+    jnt_axis    (nb, 3)     joint axis in the joint frame
+    jnt_axis2   (nb, 3)     second axis (universal joints)
+    R_tree      (nb, 3, 3)  joint frame in the parent body frame (X_tree of spatial_v2)
+    p_tree      (nb, 3)
+    inertia     (nb, 6, 6)  spatial inertia in the body frame, [linear; angular]
+    armature    (nv,)       rotor inertia on the diagonal of the mass matrix
+    gravity     (3,)        gravity in the world frame
+    frame_body  (nf,)       body that carries each frame
+    frame_R     (nf, 3, 3)  frame pose in that body
+    frame_p     (nf, 3)
+    lower, upper (nq,)      position limits; velocity_limit, effort_limit (nv,)
+
+Derived topology: ``children`` (list of arrays), ``subtree_end`` (the subtree of ``i`` is
+``range(i, subtree_end[i])``), and the pointer description of seed 004 sec. 3.1:
+``first_child`` and ``brother`` (-1 where there is none).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .._kernels import layout
+from . import joints as J
+
+
+def _readonly(a):
+    a.flags.writeable = False
+    return a
+
+
+class Model:
+    """Immutable description of a kinematic tree.  Build one with :class:`ModelBuilder`,
+    :func:`linkdyn.load_urdf` or :mod:`linkdyn.models`."""
+
+    def __init__(self, name, bodies, parent, tree, inertia, frames, joint_frames, gravity, mimic):
+        nb = len(bodies)
+        nqs = [b.joint.nq for b in bodies]
+        nvs = [b.joint.nv for b in bodies]
+        self.name = name
+        self.nbody = nb
+        self.nq = int(sum(nqs))
+        self.nv = int(sum(nvs))
+        nv = self.nv
+
+        mi = np.zeros((layout.N_INT_ROWS, nb), dtype=np.int64)
+        mi[layout.PARENT] = parent
+        mi[layout.JTYPE] = [b.joint.kind for b in bodies]
+        mi[layout.JNQ] = nqs
+        mi[layout.JNV] = nvs
+        mi[layout.QADR] = np.concatenate([[0], np.cumsum(nqs)[:-1]])
+        mi[layout.VADR] = np.concatenate([[0], np.cumsum(nvs)[:-1]])
+        mf = np.zeros(layout.float_size(nb, nv))
+        f = layout.views(mf, layout.FLOAT_FIELDS, nb, nv)
+        f["jnt_axis"][:] = [b.joint.axis for b in bodies]
+        f["jnt_axis2"][:] = [b.joint.axis2 for b in bodies]
+        f["R_tree"][:] = [t[0] for t in tree]
+        f["p_tree"][:] = [t[1] for t in tree]
+        f["inertia"][:] = inertia
+        f["armature"][:] = np.concatenate([b.armature for b in bodies]) if nv else []
+        f["gravity"][:] = gravity
+        self._mi, self._mf = _readonly(mi), _readonly(mf)
+        for k, name_ in enumerate(layout.INT_FIELDS):
+            setattr(self, name_, mi[k])
+        for name_, view in f.items():
+            setattr(self, name_, view)
+
+        self.lower = _readonly(np.concatenate([b.lower for b in bodies]))
+        self.upper = _readonly(np.concatenate([b.upper for b in bodies]))
+        self.velocity_limit = _readonly(np.concatenate([b.velocity for b in bodies]))
+        self.effort_limit = _readonly(np.concatenate([b.effort for b in bodies]))
+        self.body_names = tuple(b.name for b in bodies)
+        self._joint_names = tuple(b.joint_name for b in bodies)   # index 0: the world, ""
+        self.joints = tuple(b.joint for b in bodies)
+        self.mimic = tuple(mimic)
+
+        self.frame_names = tuple(fr[0] for fr in frames)
+        self.frame_body = _readonly(np.array([fr[1] for fr in frames], dtype=np.int64))
+        self.frame_R = _readonly(np.array([fr[2] for fr in frames]).reshape(-1, 3, 3))
+        self.frame_p = _readonly(np.array([fr[3] for fr in frames]).reshape(-1, 3))
+        self._frame_index = {n: k for k, n in enumerate(self.frame_names)}
+        self._joint_frame_index = dict(joint_frames)
+        self._joint_index = {n: i for i, n in enumerate(self._joint_names) if i > 0}
+
+        # derived topology
+        self.children = tuple(np.flatnonzero(self.parent == i) for i in range(nb))
+        end = np.arange(1, nb + 1)
+        for i in range(nb - 1, 0, -1):
+            end[self.parent[i]] = max(end[self.parent[i]], end[i])
+        self.subtree_end = _readonly(end)
+        self.first_child = _readonly(np.array([c[0] if len(c) else -1 for c in self.children], dtype=np.int64))
+        brother = np.full(nb, -1, dtype=np.int64)
+        for c in self.children:
+            brother[c[:-1]] = c[1:]
+        self.brother = _readonly(brother)
+        dof_body = np.repeat(np.arange(nb), nvs)
+        self.dof_body = _readonly(dof_body)
+        self._quat_starts = _readonly(np.array(
+            [self.jnt_qadr[i] + J.QUAT_OFFSET[k] for i, k in enumerate(self.jnt_type) if k in J.QUAT_OFFSET],
+            dtype=np.int64))
+        self._ws = np.zeros(layout.data_size(nb, nv))   # the workspace of single-state calls
+
+    # --- names --------------------------------------------------------------------------
+    @property
+    def joint_names(self) -> tuple:
+        """Names of the movable joints, in model (depth-first) order."""
+        return self._joint_names[1:]
+
+    @property
+    def nframes(self) -> int:
+        return len(self.frame_names)
+
+    def joint_id(self, name: str) -> int:
+        """Body / joint index of the movable joint ``name``."""
+        try:
+            return self._joint_index[name]
+        except (KeyError, TypeError):
+            raise KeyError(f"unknown joint {name!r}; movable joints: {list(self.joint_names)}") from None
+
+    def body_id(self, name: str) -> int:
+        """Index of the body that carries the frame (link) ``name``."""
+        return int(self.frame_body[self.frame_id(name)])
+
+    def frame_id(self, name) -> int:
+        """Index of frame ``name`` (a link, a user frame, or a joint's child frame)."""
+        if isinstance(name, (int, np.integer)):
+            if 0 <= name < self.nframes:
+                return int(name)
+            raise KeyError(f"frame index {name} out of range [0, {self.nframes})")
+        if name in self._frame_index:
+            return self._frame_index[name]
+        if name in self._joint_frame_index:
+            return self._joint_frame_index[name]
+        raise KeyError(f"unknown frame {name!r}; frames: {list(self.frame_names)}")
+
+    def q_index(self, name: str) -> int:
+        """First index in q of joint ``name`` (see :meth:`q_slice` for multi-coordinate joints)."""
+        return int(self.jnt_qadr[self.joint_id(name)])
+
+    def v_index(self, name: str) -> int:
+        """First index in v of joint ``name``."""
+        return int(self.jnt_vadr[self.joint_id(name)])
+
+    def q_slice(self, name: str) -> slice:
+        i = self.joint_id(name)
+        return slice(int(self.jnt_qadr[i]), int(self.jnt_qadr[i] + self.jnt_nq[i]))
+
+    def v_slice(self, name: str) -> slice:
+        i = self.joint_id(name)
+        return slice(int(self.jnt_vadr[i]), int(self.jnt_vadr[i] + self.jnt_nv[i]))
+
+    def support(self, body: int) -> list:
+        """Bodies from ``body`` up to (not including) the world."""
+        out = []
+        while body > 0:
+            out.append(int(body))
+            body = self.parent[body]
+        return out
+
+    @property
+    def total_mass(self) -> float:
+        return float(self.inertia[:, 0, 0].sum())
+
+    def __repr__(self):
+        kinds = {}
+        for j in self.joints[1:]:
+            kinds[j.kind_name] = kinds.get(j.kind_name, 0) + 1
+        ks = ", ".join(f"{v} {k}" for k, v in kinds.items())
+        return (f"<linkdyn.Model {self.name!r}: {self.nbody - 1} bodies ({ks}), nq={self.nq}, nv={self.nv}, "
+                f"{self.nframes} frames, mass {self.total_mass:.3f}>")
