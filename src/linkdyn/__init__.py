@@ -12,12 +12,16 @@ Conventions (the same as Pinocchio's): spatial vectors [linear; angular], quater
 """
 from .model import joints  # noqa: F401  (ld.joints.Revolute, ...)
 from . import spatial
-from .dynamics import aba, crba, generalized_gravity, mass_matrix, nonlinear_effects, rnea
+from . import models
+from .dynamics import (aba, crba, generalized_gravity, kinetic_energy, mass_matrix, mechanical_energy,
+                       nonlinear_effects, potential_energy, rnea)
 from .kinematics import (Kinematics, center_of_mass, com_jacobian, forward_kinematics, frame_acceleration,
                          frame_pose, frame_velocity, jacobian, jacobian_dot_times_v, joint_jacobians,
                          point_jacobian)
 from .model import (Cylindrical, Fixed, FreeFlyer, Inertia, Model, ModelBuilder, Planar, Prismatic, Revolute,
                     Spherical, SphericalZYX, Universal, difference, integrate, neutral, normalize,
                     random_configuration)
+
+from .model.urdf import load_urdf, parse_urdf
 
 __version__ = "0.1.0"

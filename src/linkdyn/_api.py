@@ -27,6 +27,12 @@ def _size(model, name):
     return model.nq if name in _Q_NAMES else model.nv
 
 
+def is_state(x, n) -> bool:
+    """True for a float64 vector of length n: such input takes the fast path (kernels still
+    check finiteness and quaternion norms)."""
+    return type(x) is np.ndarray and x.dtype is _F64 and x.shape == (n,)
+
+
 def _as_vector(x, n, name):
     if type(x) is np.ndarray and x.dtype == _F64 and x.shape == (n,) and x.flags.c_contiguous:
         return x

@@ -54,7 +54,7 @@ def _zero6(x):
         x[k] = 0.0
 
 
-@njit(**_opts)
+@njit(inline="always", cache=True)
 def jcalc(kind, a, a2, q, qa, v, va, has_v, R, p, S, vJ, cJ, T):
     """Fill R, p (joint transform), S[va:va+nv] (child frame), vJ and cJ.
 

@@ -8,13 +8,15 @@ plain array ~0.08 us), so a model travels to the kernels as two buffers:
 
 and every workspace of one evaluation (the "data" of Pinocchio) as one float64 buffer ``ws``.
 ``unpack_model`` / ``unpack_data`` turn the buffers back into named views inside a kernel at
-no cost; the Python ``Model`` exposes the very same views as read-only attributes.  The order
+no cost (``carray`` views over the caller's buffer: unlike ``reshape`` views they carry no
+reference count, which made unpacking cost ~1 us per call); the Python ``Model`` exposes the very same views as read-only attributes.  The order
 of the segments is defined once here and nowhere else.
 """
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+from numba import carray, njit, types
+from numba.extending import intrinsic
 
 # --- integer rows of mi, each of shape (nbody,) -----------------------------------------
 PARENT, JTYPE, QADR, VADR, JNQ, JNV = range(6)
@@ -78,6 +80,23 @@ def views(buf: np.ndarray, fields, nb: int, nv: int) -> dict:
     return out
 
 
+@intrinsic
+def _address(typingctx, arr, offset):
+    """Pointer to ``arr.flat[offset]`` (arr C-contiguous; the caller keeps arr alive)."""
+    sig = types.CPointer(arr.dtype)(arr, offset)
+
+    def codegen(context, builder, signature, args):
+        ary = context.make_array(signature.args[0])(context, builder, args[0])
+        return builder.gep(ary.data, [args[1]])
+    return sig, codegen
+
+
+@njit(inline="always", cache=True)
+def _view(buf, o, shape):
+    """A C-contiguous view of buf[o:o + prod(shape)] with the given shape."""
+    return carray(_address(buf, o), shape)
+
+
 @njit(inline="always", cache=True)
 def model_sizes(mi):
     nb = mi.shape[1]
@@ -90,38 +109,38 @@ def model_sizes(mi):
 def unpack_model(mi, mf):
     """Named views of a packed model; order as in FLOAT_FIELDS."""
     nb, nq, nv = model_sizes(mi)
-    o = 0
-    axis = mf[o:o + 3 * nb].reshape((nb, 3)); o += 3 * nb
-    axis2 = mf[o:o + 3 * nb].reshape((nb, 3)); o += 3 * nb
-    R_tree = mf[o:o + 9 * nb].reshape((nb, 3, 3)); o += 9 * nb
-    p_tree = mf[o:o + 3 * nb].reshape((nb, 3)); o += 3 * nb
-    inertia = mf[o:o + 36 * nb].reshape((nb, 6, 6)); o += 36 * nb
-    armature = mf[o:o + nv]; o += nv
-    gravity = mf[o:o + 3]
-    return (mi[PARENT], mi[JTYPE], mi[QADR], mi[VADR], mi[JNQ], mi[JNV],
+    axis = _view(mf, 0, (nb, 3))
+    axis2 = _view(mf, 3 * nb, (nb, 3))
+    R_tree = _view(mf, 6 * nb, (nb, 3, 3))
+    p_tree = _view(mf, 15 * nb, (nb, 3))
+    inertia = _view(mf, 18 * nb, (nb, 6, 6))
+    armature = _view(mf, 54 * nb, (nv,))
+    gravity = _view(mf, 54 * nb + nv, (3,))
+    return (_view(mi, PARENT * nb, (nb,)), _view(mi, JTYPE * nb, (nb,)), _view(mi, QADR * nb, (nb,)),
+            _view(mi, VADR * nb, (nb,)), _view(mi, JNQ * nb, (nb,)), _view(mi, JNV * nb, (nb,)),
             axis, axis2, R_tree, p_tree, inertia, armature, gravity)
 
 
 @njit(inline="always", cache=True)
 def unpack_data(ws, nb, nv):
     """Named views of a workspace buffer; order as in DATA_FIELDS."""
-    o = 0
-    oR = ws[o:o + 9 * nb].reshape((nb, 3, 3)); o += 9 * nb
-    op = ws[o:o + 3 * nb].reshape((nb, 3)); o += 3 * nb
-    liR = ws[o:o + 9 * nb].reshape((nb, 3, 3)); o += 9 * nb
-    lip = ws[o:o + 3 * nb].reshape((nb, 3)); o += 3 * nb
-    vel = ws[o:o + 6 * nb].reshape((nb, 6)); o += 6 * nb
-    acc = ws[o:o + 6 * nb].reshape((nb, 6)); o += 6 * nb
-    frc = ws[o:o + 6 * nb].reshape((nb, 6)); o += 6 * nb
-    S = ws[o:o + 6 * nv].reshape((nv, 6)); o += 6 * nv
-    vJ = ws[o:o + 6 * nb].reshape((nb, 6)); o += 6 * nb
-    cJ = ws[o:o + 6 * nb].reshape((nb, 6)); o += 6 * nb
-    I6 = ws[o:o + 36 * nb].reshape((nb, 6, 6)); o += 36 * nb
-    pA = ws[o:o + 6 * nb].reshape((nb, 6)); o += 6 * nb
-    U = ws[o:o + 6 * nv].reshape((nv, 6)); o += 6 * nv
-    Dinv = ws[o:o + 6 * nv].reshape((nv, 6)); o += 6 * nv
-    u = ws[o:o + nv]; o += nv
-    tmp = ws[o:o + 6 * nb].reshape((nb, 6)); o += 6 * nb
-    W6 = ws[o:o + 72].reshape((2, 6, 6)); o += 72
-    W3 = ws[o:o + 27].reshape((3, 3, 3))
+    o1 = 0
+    oR = _view(ws, o1, (nb, 3, 3)); o1 += 9 * nb
+    op = _view(ws, o1, (nb, 3)); o1 += 3 * nb
+    liR = _view(ws, o1, (nb, 3, 3)); o1 += 9 * nb
+    lip = _view(ws, o1, (nb, 3)); o1 += 3 * nb
+    vel = _view(ws, o1, (nb, 6)); o1 += 6 * nb
+    acc = _view(ws, o1, (nb, 6)); o1 += 6 * nb
+    frc = _view(ws, o1, (nb, 6)); o1 += 6 * nb
+    S = _view(ws, o1, (nv, 6)); o1 += 6 * nv
+    vJ = _view(ws, o1, (nb, 6)); o1 += 6 * nb
+    cJ = _view(ws, o1, (nb, 6)); o1 += 6 * nb
+    I6 = _view(ws, o1, (nb, 6, 6)); o1 += 36 * nb
+    pA = _view(ws, o1, (nb, 6)); o1 += 6 * nb
+    U = _view(ws, o1, (nv, 6)); o1 += 6 * nv
+    Dinv = _view(ws, o1, (nv, 6)); o1 += 6 * nv
+    u = _view(ws, o1, (nv,)); o1 += nv
+    tmp = _view(ws, o1, (nb, 6)); o1 += 6 * nb
+    W6 = _view(ws, o1, (2, 6, 6)); o1 += 72
+    W3 = _view(ws, o1, (3, 3, 3))
     return oR, op, liR, lip, vel, acc, frc, S, vJ, cJ, I6, pA, U, Dinv, u, tmp, W6, W3

@@ -46,6 +46,18 @@ def force_act_add(R, p, f, out):
 
 
 @njit(**_opts)
+def force_act_inplace(R, p, f):
+    """f <- X* f: force f in frame b -> frame a, in place."""
+    fx = R[0, 0] * f[0] + R[0, 1] * f[1] + R[0, 2] * f[2]
+    fy = R[1, 0] * f[0] + R[1, 1] * f[1] + R[1, 2] * f[2]
+    fz = R[2, 0] * f[0] + R[2, 1] * f[1] + R[2, 2] * f[2]
+    nx = R[0, 0] * f[3] + R[0, 1] * f[4] + R[0, 2] * f[5] + p[1] * fz - p[2] * fy
+    ny = R[1, 0] * f[3] + R[1, 1] * f[4] + R[1, 2] * f[5] + p[2] * fx - p[0] * fz
+    nz = R[2, 0] * f[3] + R[2, 1] * f[4] + R[2, 2] * f[5] + p[0] * fy - p[1] * fx
+    f[0], f[1], f[2], f[3], f[4], f[5] = fx, fy, fz, nx, ny, nz
+
+
+@njit(**_opts)
 def motion_cross_add(v, u, out):
     """out += v x u (motion cross product): [w x u_lin + v_lin x u_ang; w x u_ang]."""
     out[0] += v[4] * u[2] - v[5] * u[1] + v[1] * u[5] - v[2] * u[4]
@@ -80,6 +92,59 @@ def mat6_vec(M, x, out):
 @njit(**_opts)
 def dot6(a, b):
     return a[0] * b[0] + a[1] * b[1] + a[2] * b[2] + a[3] * b[3] + a[4] * b[4] + a[5] * b[5]
+
+
+@njit(**_opts)
+def rigid_inertia_to_parent_add(R, p, I, out):
+    """out += X^T I X (as ``inertia_to_parent_add``) for a rigid-body inertia
+    I = [[m 1, -[h]x], [[h]x, Ib]] (h = m c, Ib about the origin), which keeps that form:
+
+        h' = R h + m p,   Ib' = R Ib R^T - [Rh]x [p]x - [p]x [Rh]x - m [p]x [p]x
+
+    about a third of the work of the general congruence (composite inertias of CRBA).
+    """
+    m = I[0, 0]
+    h0, h1, h2 = I[5, 1], I[3, 2], I[4, 0]
+    # r = R h
+    r0 = R[0, 0] * h0 + R[0, 1] * h1 + R[0, 2] * h2
+    r1 = R[1, 0] * h0 + R[1, 1] * h1 + R[1, 2] * h2
+    r2 = R[2, 0] * h0 + R[2, 1] * h1 + R[2, 2] * h2
+    # R Ib R^T (upper triangle, symmetric)
+    for a in range(3):
+        t0 = I[3, 3] * R[a, 0] + I[3, 4] * R[a, 1] + I[3, 5] * R[a, 2]
+        t1 = I[4, 3] * R[a, 0] + I[4, 4] * R[a, 1] + I[4, 5] * R[a, 2]
+        t2 = I[5, 3] * R[a, 0] + I[5, 4] * R[a, 1] + I[5, 5] * R[a, 2]
+        for b in range(a, 3):
+            x = R[b, 0] * t0 + R[b, 1] * t1 + R[b, 2] * t2
+            # - [r]x[p]x - [p]x[r]x - m [p]x[p]x, entry (a, b):
+            # [u]x[w]x = w u^T - (u.w) 1
+            pp = p[0] * p[0] + p[1] * p[1] + p[2] * p[2]
+            rp = r0 * p[0] + r1 * p[1] + r2 * p[2]
+            ra = r0 if a == 0 else (r1 if a == 1 else r2)
+            rb = r0 if b == 0 else (r1 if b == 1 else r2)
+            x -= p[a] * rb + p[b] * ra + m * p[a] * p[b]
+            if a == b:
+                x += 2.0 * rp + m * pp
+            out[3 + a, 3 + b] += x
+            if b != a:
+                out[3 + b, 3 + a] += x
+    # h' = R h + m p ;  blocks m 1, -[h']x, [h']x
+    g0, g1, g2 = r0 + m * p[0], r1 + m * p[1], r2 + m * p[2]
+    out[0, 0] += m
+    out[1, 1] += m
+    out[2, 2] += m
+    out[5, 1] += g0
+    out[1, 5] += g0
+    out[4, 2] -= g0
+    out[2, 4] -= g0
+    out[3, 2] += g1
+    out[2, 3] += g1
+    out[5, 0] -= g1
+    out[0, 5] -= g1
+    out[4, 0] += g2
+    out[0, 4] += g2
+    out[3, 1] -= g2
+    out[1, 3] -= g2
 
 
 @njit(**_opts)

@@ -14,11 +14,12 @@ All three include the armature on the diagonal and must agree to round-off.
 import numpy as np
 from numba import njit, prange
 
-from .._api import as_states, batch_workspace, raise_for_status
+from .._api import as_states, batch_workspace, is_state, raise_for_status
 from .._kernels.batch import chunk
 from .._kernels.layout import model_sizes, unpack_data, unpack_model
 from .._kernels.passes import OK, POS, check_q, kinematics_pass
-from .._kernels.spatial_nb import (dot6, force_act_add, inertia_to_parent_add, mat6_vec, motion_act,
+from .._kernels.spatial_nb import (dot6, force_act_add, force_act_inplace, inertia_to_parent_add,
+                                   rigid_inertia_to_parent_add, mat6_vec, motion_act,
                                    motion_inv_act)
 
 _EMPTY = np.zeros(0)
@@ -40,7 +41,7 @@ def crba_kernel(mi, mf, ws, q, M):
     # I^c_parent += X^T I^c_i X
     for i in range(nb - 1, 0, -1):
         if parent[i] > 0:
-            inertia_to_parent_add(liR[i], lip[i], Ic[i], W6, Ic[parent[i]])
+            rigid_inertia_to_parent_add(liR[i], lip[i], Ic[i], Ic[parent[i]])
     for i in range(1, nb):
         va, ni = vadr[i], jnv[i]
         # F = I^c_i S_i ; M_ii = S_i^T F
@@ -53,10 +54,7 @@ def crba_kernel(mi, mf, ws, q, M):
         while parent[j] > 0:
             # F <- X_j^* F, then M_ji = S_j^T F
             for d in range(va, va + ni):
-                for k in range(6):
-                    tmp[0, k] = 0.0
-                force_act_add(liR[j], lip[j], F[d], tmp[0])
-                F[d, :] = tmp[0]
+                force_act_inplace(liR[j], lip[j], F[d])
             j = parent[j]
             for d in range(va, va + ni):
                 for e in range(vadr[j], vadr[j] + jnv[j]):
@@ -106,7 +104,7 @@ def jacobian_sum_kernel(mi, mf, ws, q, M):
         for d in range(vadr[j], vadr[j] + jnv[j]):
             motion_act(oR[j], op[j], S[d], Jw[d])
         oI[j, :, :] = 0.0
-        inertia_to_parent_add(oR[j], op[j], inertia[j], W6, oI[j])
+        rigid_inertia_to_parent_add(oR[j], op[j], inertia[j], oI[j])
     M[:, :] = 0.0
     for i in range(1, nb):
         # M += J_i^T oI_i J_i over the dofs d, e that support body i
@@ -168,4 +166,8 @@ def mass_matrix(model, q, method: str = "crba") -> np.ndarray:
 
 def crba(model, q) -> np.ndarray:
     """M(q) by the composite rigid body algorithm (full symmetric matrix)."""
+    if is_state(q, model.nq):
+        M = np.empty((model.nv, model.nv))
+        if crba_kernel(model._mi, model._mf, model._ws, q, M) == OK:
+            return M
     return mass_matrix(model, q, "crba")

@@ -12,7 +12,7 @@ External forces are per body, in the body frame (Pinocchio's convention).
 import numpy as np
 from numba import njit, prange
 
-from .._api import as_fext, as_states, batch_workspace, raise_for_status
+from .._api import _NO_FORCE, as_fext, as_states, batch_workspace, is_state, raise_for_status
 from .._kernels.batch import chunk, pick
 from .._kernels.layout import model_sizes, unpack_data, unpack_model
 from .._kernels.passes import ACC, BAD_F, OK, all_finite, check_inputs, kinematics_pass
@@ -83,6 +83,11 @@ def rnea(model, q, v, a, fext=None):
     spatial force [f; n] on each body, in the body frame (row 0, the world, is ignored).
     Returns tau (nv,) or (N, nv).
     """
+    nv = model.nv
+    if fext is None and is_state(q, model.nq) and is_state(v, nv) and is_state(a, nv):
+        tau = np.empty(nv)
+        if rnea_kernel(model._mi, model._mf, model._ws, q, v, a, _NO_FORCE, True, tau) == OK:
+            return tau
     return _run(model, q, v, a, fext, True)
 
 

@@ -141,8 +141,16 @@ class ModelBuilder:
             I6 = inertia.matrix()
         else:
             I6 = np.asarray(inertia, dtype=float)
-            if I6.shape != (6, 6) or not np.isfinite(I6).all() or not np.allclose(I6, I6.T):
-                raise ValueError(f"add_body({name!r}).inertia: expected an Inertia or a symmetric finite 6x6 matrix")
+            if I6.shape != (6, 6) or not np.isfinite(I6).all():
+                raise ValueError(f"add_body({name!r}).inertia: expected an Inertia or a finite 6x6 matrix")
+            if np.any(I6 != 0.0):
+                # the kernels rely on the rigid-body form [[m 1, -m[c]x], [m[c]x, I]]
+                m, c, Ic = spatial.inertia_parameters(I6)
+                rebuilt = spatial.spatial_inertia(m, c, 0.5 * (Ic + Ic.T))
+                if not np.allclose(rebuilt, I6, atol=1e-9 * np.abs(I6).max()):
+                    raise ValueError(f"add_body({name!r}).inertia: the 6x6 matrix is not a rigid-body spatial inertia "
+                                     "[[m 1, -m [c]x], [m [c]x, I_c - m [c]x [c]x]]")
+                I6 = rebuilt
         nq, nv = joint.nq, joint.nv
 
         def vec(x, n, default, what):

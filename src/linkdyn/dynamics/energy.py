@@ -1,0 +1,78 @@
+"""Kinetic and potential energy (seed 002 sec. 5.3, the Lagrangian L = T - U).
+
+    T = 1/2 sum_i v_i^T I_i v_i  (= 1/2 v^T M(q) v)        U = -sum_i m_i g . c_i
+"""
+import numpy as np
+from numba import njit, prange
+
+from .._api import as_states, batch_workspace, raise_for_status
+from .._kernels.batch import chunk, pick
+from .._kernels.layout import model_sizes, unpack_data, unpack_model
+from .._kernels.passes import OK, VEL, check_inputs, kinematics_pass
+from .._kernels.spatial_nb import dot6, mat6_vec
+
+
+@njit(cache=True)
+def energy_kernel(mi, mf, ws, q, v, out):
+    """out[0] = kinetic, out[1] = potential energy."""
+    st = check_inputs(mi, q, v, v[:0])
+    if st != OK:
+        return st
+    parent, jtype, qadr, vadr, jnq, jnv, _, _, _, _, inertia, armature, g = unpack_model(mi, mf)
+    nb, nq, nv = model_sizes(mi)
+    oR, op, liR, lip, vel, acc, frc, S, vJ, cJ, I6, pA, U, Dinv, u, tmp, W6, W3 = unpack_data(ws, nb, nv)
+    kinematics_pass(mi, mf, ws, q, v, v[:0], VEL, True, False)
+    T = 0.0
+    Ug = 0.0
+    for i in range(1, nb):
+        mat6_vec(inertia[i], vel[i], tmp[i])
+        T += 0.5 * dot6(vel[i], tmp[i])
+        # m c in the world: m p_i + R_i (m c_i), with m c_i from the block m [c]x
+        h0, h1, h2 = inertia[i, 5, 1], inertia[i, 3, 2], inertia[i, 4, 0]
+        m = inertia[i, 0, 0]
+        for r in range(3):
+            mc = m * op[i, r] + oR[i, r, 0] * h0 + oR[i, r, 1] * h1 + oR[i, r, 2] * h2
+            Ug -= g[r] * mc
+    for d in range(nv):
+        T += 0.5 * armature[d] * v[d] * v[d]
+    out[0] = T
+    out[1] = Ug
+    return OK
+
+
+@njit(parallel=True, cache=True)
+def energy_batch(mi, mf, WS, Q, V, OUT, status):
+    nt, n = WS.shape[0], OUT.shape[0]
+    for t in prange(nt):
+        lo, hi = chunk(t, nt, n)
+        for k in range(lo, hi):
+            status[k] = energy_kernel(mi, mf, WS[t], pick(Q, k), pick(V, k), OUT[k])
+
+
+def _energies(model, q, v):
+    args = as_states(model, q=q, v=v)
+    if args.batch is None:
+        out = np.empty(2)
+        st = energy_kernel(model._mi, model._mf, model._ws, args.q, args.v, out)
+    else:
+        out, st = np.empty((args.batch, 2)), np.empty(args.batch, dtype=np.int64)
+        energy_batch(model._mi, model._mf, batch_workspace(model), args.q, args.v, out, st)
+    raise_for_status(model, st, q=q, v=v)
+    return out
+
+
+def kinetic_energy(model, q, v):
+    """T = 1/2 v^T M(q) v (float, or (N,) for a stack)."""
+    return _energies(model, q, v)[..., 0]
+
+
+def potential_energy(model, q):
+    """U = -sum_i m_i g . c_i, zero at the world origin (float, or (N,) for a stack)."""
+    q = np.asarray(q, dtype=float)
+    return _energies(model, q, np.zeros(q.shape[:-1] + (model.nv,)))[..., 1]
+
+
+def mechanical_energy(model, q, v):
+    """T + U."""
+    e = _energies(model, q, v)
+    return e[..., 0] + e[..., 1]

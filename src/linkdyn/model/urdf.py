@@ -1,0 +1,399 @@
+"""URDF import: ``load_urdf(path)`` / ``parse_urdf(text)`` -> :class:`linkdyn.Model`.
+
+    model = linkdyn.load_urdf("panda.urdf")                       # fixed base
+    model = linkdyn.load_urdf("talos.urdf", floating_base=True)   # FreeFlyer "root_joint"
+
+The XML is read with :mod:`defusedxml` (DTDs, entity declarations and external references
+are refused), so untrusted files are safe to open.  Every problem with the file raises
+:class:`URDFError` (a ``ValueError``) whose message names the file, the element and what
+is wrong.
+
+Mapping (the same as Pinocchio's ``buildModelFromUrdf`` unless stated):
+
+* the root link (the one link that is no joint's child) hangs from the world by a fixed
+  joint, or by a ``FreeFlyer`` named ``"root_joint"`` with ``floating_base=True``.  The
+  world body is called ``"world"``, or ``"universe"`` (Pinocchio's name) when a URDF link is
+  already called ``"world"``;
+* ``revolute`` and ``continuous`` -> ``Revolute(axis)`` with ONE coordinate, the angle
+  (Pinocchio gives a continuous joint two, [cos, sin]); ``prismatic`` -> ``Prismatic``;
+  ``fixed`` -> merged into the parent body, the link stays a frame; ``floating`` ->
+  ``FreeFlyer``; ``planar`` -> ``Planar``, see below.  A missing ``<axis>`` is (1, 0, 0);
+  axes are normalised;
+* bodies are added depth first from the root, the child joints of a link visited in
+  alphabetical order of the JOINT name: that is the order of urdfdom (which keeps joints in a
+  ``std::map``) and so of Pinocchio, which makes the joint order, q and v layouts equal to
+  Pinocchio's (continuous and planar joints aside);
+* ``<origin xyz rpy>``: R = Rz(yaw) Ry(pitch) Rx(roll); ``<inertial>``: the inertia tensor
+  given in the inertial frame is rotated into the link frame (R I R^T); a link without
+  ``<inertial>`` is massless;
+* ``<limit>``: lower/upper (revolute, prismatic; 0 when the attribute is missing, as in
+  urdfdom), velocity, effort (infinite when missing).  A revolute or prismatic joint without
+  ``<limit>`` is accepted as unlimited (urdfdom rejects it);
+* ``<mimic joint multiplier offset>`` is kept in ``model.mimic`` as
+  ``{"joint", "mimicked", "multiplier", "offset"}`` (in model order); the mimic joint stays an
+  independent degree of freedom (Pinocchio's default, ``mimic=False``).  A tag that names an
+  unknown joint is dropped with a :class:`URDFWarning` (Pinocchio loads such files too);
+* ``<dynamics>``, ``<safety_controller>``, ``<calibration>``, ``<visual>``,
+  ``<collision>``, ``<transmission>``, ``<gazebo>`` and unknown elements are ignored.
+
+Planar joints: the URDF specification says a planar joint moves in the plane normal to its
+axis.  linkdyn follows it: for an axis n other than +z, the joint frame is turned by Rn, the
+smallest rotation that takes z to n (a half turn about x when n = -z), the planar joint moves
+in the xy-plane of that turned frame (q = [x, y, theta] along Rn ex, Rn ey, theta about n),
+and the link is attached to it by a fixed joint at Rn^T, so that at q = 0 the link frame is
+the joint's origin as in the file.  This adds a body named ``"<link>::planar"`` that carries
+the joint and whose frame is the turned one; the link itself is a frame on it.  Pinocchio
+ignores the axis of a planar joint and always moves in the xy-plane of the joint origin: the
+two agree only when the axis is +z.  Note that the URDF default axis (1, 0, 0) applies to a
+planar joint without ``<axis>`` (motion in the yz-plane).
+"""
+from __future__ import annotations
+
+import re
+import warnings
+from pathlib import Path
+from xml.etree.ElementTree import ParseError
+
+import numpy as np
+
+import defusedxml
+import defusedxml.ElementTree as SafeET
+
+from . import joints as J
+from .builder import Inertia, ModelBuilder
+
+
+class URDFError(ValueError):
+    """A URDF file that cannot be read, or that does not describe a valid kinematic tree."""
+
+
+class URDFWarning(UserWarning):
+    """Something in a URDF file was ignored (e.g. a ``<mimic>`` tag naming an unknown joint)."""
+
+
+_JOINT_TYPES = ("revolute", "continuous", "prismatic", "fixed", "floating", "planar")
+_FLOAT = re.compile(r"[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?")
+_INF = re.compile(r"([+-]?)inf(?:inity)?", re.IGNORECASE)
+
+
+def load_urdf(path, floating_base: bool = False, gravity=(0.0, 0.0, -9.81)):
+    """Read the URDF file ``path`` into a :class:`~linkdyn.Model`.
+
+    ``floating_base`` puts a free-flyer joint named ``"root_joint"`` between the world and the
+    root link (otherwise the root link is welded to the world).  ``gravity`` is the world
+    gravity vector.  Raises ``FileNotFoundError`` for a missing file and :class:`URDFError`
+    for a malformed one.
+    """
+    path = Path(path)
+    data = path.read_bytes()
+    return _build(data, str(path), floating_base, gravity, default_name=path.stem)
+
+
+def parse_urdf(text, floating_base: bool = False, gravity=(0.0, 0.0, -9.81), source: str = "<string>"):
+    """Build a :class:`~linkdyn.Model` from URDF ``text`` (an XML ``str`` or ``bytes``).
+
+    ``source`` names the text in error messages.  See :func:`load_urdf`.
+    """
+    if not isinstance(text, (str, bytes, bytearray)):
+        raise TypeError(f"parse_urdf: expected the URDF XML as str or bytes, got {type(text).__name__} "
+                        "(use load_urdf for a path)")
+    return _build(text, source, floating_base, gravity, default_name="robot")
+
+
+# --------------------------------------------------------------------------------------------
+# XML
+def _parse_xml(text, source):
+    try:
+        return SafeET.fromstring(text, forbid_dtd=True, forbid_entities=True, forbid_external=True)
+    except defusedxml.DTDForbidden as exc:
+        raise URDFError(f"{source}: refused: the XML has a document type declaration (<!DOCTYPE ...>), which "
+                        f"URDF does not need and which can hide entity bombs or external references ({exc})") from None
+    except defusedxml.EntitiesForbidden as exc:
+        raise URDFError(f"{source}: refused: the XML declares entities ({exc})") from None
+    except defusedxml.ExternalReferenceForbidden as exc:
+        raise URDFError(f"{source}: refused: the XML refers to an external resource ({exc})") from None
+    except defusedxml.DefusedXmlException as exc:
+        raise URDFError(f"{source}: refused: unsafe XML ({type(exc).__name__}: {exc})") from None
+    except ParseError as exc:
+        raise URDFError(f"{source}: not well-formed XML: {exc}") from None
+    except (ValueError, UnicodeError) as exc:       # e.g. an encoding declaration in a str
+        raise URDFError(f"{source}: cannot read the XML: {exc}") from None
+
+
+class _Ctx:
+    """Error helpers bound to the source name."""
+
+    def __init__(self, source):
+        self.source = source
+
+    def error(self, where, msg):
+        return URDFError(f"{self.source}: {where}: {msg}" if where else f"{self.source}: {msg}")
+
+    def numbers(self, where, el, attr, n, default=None, allow_inf=False):
+        """n floats from attribute ``attr`` of element ``el`` (``default`` when absent)."""
+        raw = el.get(attr)
+        if raw is None:
+            if default is None:
+                raise self.error(where, f"<{el.tag}> needs a '{attr}' attribute")
+            return np.array(default, dtype=float)
+        parts = raw.split()
+        if len(parts) != n:
+            raise self.error(where, f"<{el.tag} {attr}='{raw}'> needs {n} number{'s' if n > 1 else ''}, "
+                                    f"got {len(parts)}")
+        out = np.empty(n)
+        for k, s in enumerate(parts):
+            if _FLOAT.fullmatch(s):
+                out[k] = float(s)
+            elif allow_inf and _INF.fullmatch(s):
+                out[k] = float(s.lower().replace("infinity", "inf"))
+            else:
+                raise self.error(where, f"<{el.tag} {attr}='{raw}'>: {s!r} is not a "
+                                        f"{'number' if allow_inf else 'finite number'}")
+            if not allow_inf and not np.isfinite(out[k]):
+                raise self.error(where, f"<{el.tag} {attr}='{raw}'>: {s!r} overflows")
+        return out
+
+    def number(self, where, el, attr, default=None, allow_inf=False):
+        return float(self.numbers(where, el, attr, 1, None if default is None else [default], allow_inf)[0])
+
+    def origin(self, where, parent_el):
+        """(R, p) of the ``<origin>`` child of ``parent_el`` (identity when absent)."""
+        el = parent_el.find("origin")
+        if el is None:
+            return np.eye(3), np.zeros(3)
+        p = self.numbers(where, el, "xyz", 3, default=[0.0, 0.0, 0.0])
+        rpy = self.numbers(where, el, "rpy", 3, default=[0.0, 0.0, 0.0])
+        return rpy_matrix(*rpy), p
+
+
+def rpy_matrix(roll, pitch, yaw):
+    """R = Rz(yaw) Ry(pitch) Rx(roll) (URDF's fixed-axis roll, pitch, yaw)."""
+    cr, sr = np.cos(roll), np.sin(roll)
+    cp, sp = np.cos(pitch), np.sin(pitch)
+    cy, sy = np.cos(yaw), np.sin(yaw)
+    return np.array([[cy * cp, cy * sp * sr - sy * cr, cy * sp * cr + sy * sr],
+                     [sy * cp, sy * sp * sr + cy * cr, sy * sp * cr - cy * sr],
+                     [-sp, cp * sr, cp * cr]])
+
+
+def _z_to(n):
+    """The smallest rotation taking +z to the unit vector n (a half turn about x for n = -z)."""
+    z = np.array([0.0, 0.0, 1.0])
+    c = float(z @ n)
+    if c > 1.0 - 1e-15:
+        return np.eye(3)
+    if c < -1.0 + 1e-15:
+        return np.diag([1.0, -1.0, -1.0])
+    k = np.cross(z, n)
+    K = np.array([[0.0, -k[2], k[1]], [k[2], 0.0, -k[0]], [-k[1], k[0], 0.0]])
+    return np.eye(3) + K + K @ K / (1.0 + c)
+
+
+# --------------------------------------------------------------------------------------------
+# URDF -> builder
+def _link_inertia(ctx, where, link_el):
+    el = link_el.find("inertial")
+    if el is None:
+        return None
+    R, c = ctx.origin(where, el)
+    mass_el = el.find("mass")
+    if mass_el is None:
+        raise ctx.error(where, "<inertial> has no <mass>")
+    m = ctx.number(where, mass_el, "value")
+    if m < 0:
+        raise ctx.error(where, f"<mass value='{mass_el.get('value')}'> is negative")
+    in_el = el.find("inertia")
+    if in_el is None:
+        raise ctx.error(where, "<inertial> has no <inertia>")
+    ixx, ixy, ixz, iyy, iyz, izz = (ctx.number(where, in_el, a) for a in ("ixx", "ixy", "ixz", "iyy", "iyz", "izz"))
+    I = np.array([[ixx, ixy, ixz], [ixy, iyy, iyz], [ixz, iyz, izz]])
+    I = R @ I @ R.T
+    return Inertia(m, tuple(c), 0.5 * (I + I.T))
+
+
+class _JointSpec:
+    __slots__ = ("name", "type", "parent", "child", "el")
+
+    def __init__(self, name, type_, parent, child, el):
+        self.name, self.type, self.parent, self.child, self.el = name, type_, parent, child, el
+
+
+def _unique(base, used):
+    name, k = base, 1
+    while name in used:
+        name, k = f"{base}_{k}", k + 1
+    used.add(name)
+    return name
+
+
+def _build(text, source, floating_base, gravity, default_name):
+    ctx = _Ctx(source)
+    root = _parse_xml(text, source)
+    if root.tag != "robot":
+        raise ctx.error("", f"the root element is <{root.tag}>, expected <robot>")
+    robot_name = root.get("name") or default_name
+
+    # links
+    links, link_els = [], {}
+    for k, el in enumerate(root.findall("link")):
+        name = el.get("name")
+        if not name:
+            raise ctx.error(f"<link> number {k + 1}", "has no 'name' attribute")
+        if name in link_els:
+            raise ctx.error(f"link {name!r}", "the name is used by two <link> elements")
+        links.append(name)
+        link_els[name] = el
+    if not links:
+        raise ctx.error("<robot>", "has no <link>")
+
+    # joints
+    joints, joint_of_child, children = {}, {}, {n: [] for n in links}
+    for k, el in enumerate(root.findall("joint")):
+        name = el.get("name")
+        if not name:
+            raise ctx.error(f"<joint> number {k + 1}", "has no 'name' attribute")
+        where = f"joint {name!r}"
+        if name in joints:
+            raise ctx.error(where, "the name is used by two <joint> elements")
+        type_ = el.get("type")
+        if type_ is None:
+            raise ctx.error(where, "has no 'type' attribute")
+        if type_ not in _JOINT_TYPES:
+            raise ctx.error(where, f"unknown joint type {type_!r}; expected one of {', '.join(_JOINT_TYPES)}")
+        ends = []
+        for tag in ("parent", "child"):
+            e = el.find(tag)
+            if e is None or not e.get("link"):
+                raise ctx.error(where, f"needs a <{tag} link='...'> element")
+            if e.get("link") not in link_els:
+                raise ctx.error(where, f"<{tag} link={e.get('link')!r}> refers to an unknown link")
+            ends.append(e.get("link"))
+        parent, child = ends
+        if parent == child:
+            raise ctx.error(where, f"kinematic loop: link {child!r} is its own parent")
+        if child in joint_of_child:
+            raise ctx.error(f"link {child!r}", f"has two parent joints, {joint_of_child[child]!r} and {name!r} "
+                                               "(a URDF must be a tree; kinematic loops are not supported)")
+        joint_of_child[child] = name
+        joints[name] = _JointSpec(name, type_, parent, child, el)
+        children[parent].append(name)
+
+    # the tree
+    roots = [n for n in links if n not in joint_of_child]
+    if not roots:
+        raise ctx.error("<robot>", "kinematic loop: every link is the child of a joint, so there is no root link")
+    if len(roots) > 1:
+        shown = ", ".join(repr(r) for r in roots[:10]) + (", ..." if len(roots) > 10 else "")
+        raise ctx.error("<robot>", f"several root links (links that are no joint's child): {shown}; "
+                                   "a URDF must connect every link into a single tree")
+    root_link = roots[0]
+    # joints in depth-first order from the root, the children of a link by joint name
+    order, seen = [], {root_link}
+    stack = sorted(children[root_link], reverse=True)
+    while stack:
+        jn = stack.pop()
+        order.append(jn)
+        child = joints[jn].child
+        seen.add(child)
+        stack.extend(sorted(children[child], reverse=True))
+    if len(seen) != len(links):
+        lost = [n for n in links if n not in seen]
+        # every lost link has a parent but does not reach the root: follow parents to a cycle
+        cyc, n = [], lost[0]
+        while n not in cyc:
+            cyc.append(n)
+            n = joints[joint_of_child[n]].parent
+        loop = cyc[cyc.index(n):] + [n]
+        raise ctx.error("<robot>", "kinematic loop through links " + " -> ".join(repr(x) for x in reversed(loop))
+                        + "; kinematic loops are not supported")
+
+    # world name: "world" unless a link has it
+    world = next(w for w in ("world", "universe", "__world__", "__linkdyn_world__") if w not in link_els)
+    try:
+        b = ModelBuilder(robot_name, gravity=gravity, world_name=world)
+    except ValueError as exc:
+        raise URDFError(f"{source}: {exc}") from None
+    used_joint_names = set(joints)
+    used_body_names = set(links) | {world}
+
+    def add(name, parent, joint, **kw):
+        try:
+            b.add_body(name, parent, joint, **kw)
+        except ValueError as exc:
+            raise ctx.error(f"link {name!r}", str(exc)) from None
+
+    root_inertia = _link_inertia(ctx, f"link {root_link!r}", link_els[root_link])
+    if floating_base:
+        if "root_joint" in joints:
+            raise ctx.error("joint 'root_joint'", "floating_base=True adds a free-flyer joint named 'root_joint', "
+                                                  "but the URDF already has a joint of that name")
+        used_joint_names.add("root_joint")
+        add(root_link, world, J.FreeFlyer(), joint_name="root_joint", inertia=root_inertia)
+    else:
+        add(root_link, world, J.Fixed(), joint_name=_unique("root_joint", used_joint_names), inertia=root_inertia)
+
+    mimic = []
+    for jn in order:
+        js = joints[jn]
+        el, where = js.el, f"joint {jn!r}"
+        R, p = ctx.origin(where, el)
+        inertia = _link_inertia(ctx, f"link {js.child!r}", link_els[js.child])
+        kw = {}
+        axis = None
+        if js.type in ("revolute", "continuous", "prismatic", "planar"):
+            ax_el = el.find("axis")
+            a = np.array([1.0, 0.0, 0.0]) if ax_el is None else ctx.numbers(where, ax_el, "xyz", 3, default=[1, 0, 0])
+            nrm = float(np.linalg.norm(a))
+            if nrm < 1e-12:
+                raise ctx.error(where, f"<axis xyz='{ax_el.get('xyz')}'> is zero")
+            axis = a / nrm
+        lim = el.find("limit")
+        if js.type in ("revolute", "continuous", "prismatic") and lim is not None:
+            for attr, key in (("velocity", "velocity_limit"), ("effort", "effort_limit")):
+                if lim.get(attr) is not None:
+                    x = ctx.number(where, lim, attr, allow_inf=True)
+                    if x < 0:
+                        raise ctx.error(where, f"<limit {attr}='{lim.get(attr)}'> is negative")
+                    kw[key] = [x]
+            if js.type != "continuous":
+                lo = ctx.number(where, lim, "lower", default=0.0, allow_inf=True)
+                hi = ctx.number(where, lim, "upper", default=0.0, allow_inf=True)
+                if lo > hi:
+                    raise ctx.error(where, f"<limit lower='{lim.get('lower')}' upper='{lim.get('upper')}'>: "
+                                           "lower is above upper")
+                kw["lower"], kw["upper"] = [lo], [hi]
+        mim = el.find("mimic")
+        if mim is not None:
+            target = mim.get("joint")
+            if not target:
+                raise ctx.error(where, "<mimic> needs a 'joint' attribute")
+            if target not in joints:
+                warnings.warn(f"{source}: {where}: <mimic joint={target!r}> refers to an unknown joint; "
+                              "the mimic tag is ignored", URDFWarning, stacklevel=3)
+            else:
+                mimic.append({"joint": jn, "mimicked": target,
+                              "multiplier": ctx.number(where, mim, "multiplier", default=1.0),
+                              "offset": ctx.number(where, mim, "offset", default=0.0)})
+
+        if js.type in ("revolute", "continuous"):
+            add(js.child, js.parent, J.Revolute(axis), placement=(R, p), inertia=inertia, joint_name=jn, **kw)
+        elif js.type == "prismatic":
+            add(js.child, js.parent, J.Prismatic(axis), placement=(R, p), inertia=inertia, joint_name=jn, **kw)
+        elif js.type == "fixed":
+            add(js.child, js.parent, J.Fixed(), placement=(R, p), inertia=inertia, joint_name=jn)
+        elif js.type == "floating":
+            add(js.child, js.parent, J.FreeFlyer(), placement=(R, p), inertia=inertia, joint_name=jn)
+        else:  # planar, the plane normal to the axis
+            Rn = _z_to(axis)
+            if np.array_equal(Rn, np.eye(3)):
+                add(js.child, js.parent, J.Planar(), placement=(R, p), inertia=inertia, joint_name=jn)
+            else:
+                carrier = _unique(f"{js.child}::planar", used_body_names)
+                add(carrier, js.parent, J.Planar(), placement=(R @ Rn, p), joint_name=jn)
+                add(js.child, carrier, J.Fixed(), placement=(Rn.T, np.zeros(3)), inertia=inertia,
+                    joint_name=_unique(f"{jn}::planar_link", used_joint_names))
+    b.mimic.extend(mimic)
+    try:
+        return b.build()
+    except ValueError as exc:       # pragma: no cover - the checks above should make this unreachable
+        raise URDFError(f"{source}: {exc}") from None

@@ -1,0 +1,94 @@
+"""Built-in models: random trees (for tests and experiments) and the real robots of the
+``example-robot-data`` package (``pip install linkdyn[robots]``)."""
+from __future__ import annotations
+
+import importlib.metadata
+from pathlib import Path
+
+import numpy as np
+
+from ..model import builder as _b
+from ..model import joints as J
+
+ALL_KINDS = ("revolute", "prismatic", "cylindrical", "universal", "spherical", "spherical_zyx", "planar", "fixed")
+
+
+def _random_rotation(rng):
+    q = rng.standard_normal(4)
+    x, y, z, w = q / np.linalg.norm(q)
+    return np.array([[1 - 2 * (y * y + z * z), 2 * (x * y - z * w), 2 * (x * z + y * w)],
+                     [2 * (x * y + z * w), 1 - 2 * (x * x + z * z), 2 * (y * z - x * w)],
+                     [2 * (x * z - y * w), 2 * (y * z + x * w), 1 - 2 * (x * x + y * y)]])
+
+
+def _random_joint(kind, rng):
+    axis = rng.standard_normal(3)
+    return {"revolute": lambda: J.Revolute(axis), "prismatic": lambda: J.Prismatic(axis),
+            "cylindrical": lambda: J.Cylindrical(axis),
+            "universal": lambda: J.Universal(axis, np.cross(axis, rng.standard_normal(3))),
+            "spherical": J.Spherical, "spherical_zyx": J.SphericalZYX, "planar": J.Planar,
+            "fixed": J.Fixed, "free": J.FreeFlyer}[kind]()
+
+
+def random_tree(nbodies: int = 10, kinds=ALL_KINDS, floating: bool = False, seed=None, branching: float = 0.5,
+                gravity=(0.0, 0.0, -9.81)):
+    """A random kinematic tree of ``nbodies`` bodies with joints drawn from ``kinds``.
+
+    Every body has a random placement, mass in [0.5, 2], centre of mass and a positive
+    definite rotational inertia, so every algorithm is well defined.  ``branching`` is the
+    probability that a body hangs from a random earlier body rather than the last one.
+    """
+    rng = np.random.default_rng(seed)
+    b = _b.ModelBuilder(f"random_tree_{nbodies}", gravity=gravity)
+    names = ["world"]
+    for k in range(nbodies):
+        kind = "free" if (floating and k == 0) else kinds[rng.integers(len(kinds))]
+        parent = names[-1] if rng.random() > branching else names[rng.integers(len(names))]
+        if floating and k > 0 and parent == "world":
+            parent = names[1]
+        A = rng.standard_normal((3, 3))
+        inertia = _b.Inertia(rng.uniform(0.5, 2.0), 0.2 * rng.standard_normal(3), A @ A.T + 0.05 * np.eye(3))
+        name = f"body{k}"
+        b.add_body(name, parent, _random_joint(kind, rng), placement=(_random_rotation(rng), 0.3 * rng.standard_normal(3)),
+                   inertia=inertia, joint_name=f"joint{k}")
+        names.append(name)
+    b.add_frame("tip", names[-1], placement=(_random_rotation(rng), 0.2 * rng.standard_normal(3)))
+    return b.build()
+
+
+def example_robot_data_dir() -> Path:
+    """Folder of the robots shipped by the ``example-robot-data`` package."""
+    try:
+        dist = importlib.metadata.distribution("example-robot-data")
+    except importlib.metadata.PackageNotFoundError:
+        raise ImportError("example-robot-data is not installed: pip install 'linkdyn[robots]'") from None
+    path = Path(dist.locate_file("cmeel.prefix/share/example-robot-data/robots"))
+    if not path.is_dir():
+        raise FileNotFoundError(f"example-robot-data is installed but {path} does not exist")
+    return path
+
+
+def example_robot_urdfs() -> dict:
+    """{relative name: path} of every URDF in example-robot-data, e.g. 'panda_description/urdf/panda'."""
+    root = example_robot_data_dir()
+    return {str(p.relative_to(root).with_suffix("")): p for p in sorted(root.rglob("*.urdf"))}
+
+
+#: the robots used by the demo, tests and benchmarks: URDF path in example-robot-data, floating base
+ROBOTS = {
+    "ur5": ("ur_description/urdf/ur5_robot.urdf", False),
+    "panda": ("panda_description/urdf/panda.urdf", False),
+    "talos": ("talos_data/robots/talos_reduced.urdf", True),
+    "human": ("human_description/robots/human.urdf", True),
+    "double_pendulum": ("double_pendulum_description/urdf/double_pendulum.urdf", False),
+    "solo": ("solo_description/robots/solo12.urdf", True),
+}
+
+
+def example_robot(name: str):
+    """Load one of :data:`ROBOTS` (e.g. "panda", "talos") from example-robot-data."""
+    from ..model.urdf import load_urdf
+    if name not in ROBOTS:
+        raise KeyError(f"unknown robot {name!r}; known: {sorted(ROBOTS)} (or load any URDF with linkdyn.load_urdf)")
+    rel, floating = ROBOTS[name]
+    return load_urdf(example_robot_data_dir() / rel, floating_base=floating)
