@@ -12,7 +12,7 @@ Conventions (the same as Pinocchio's): spatial vectors [linear; angular], quater
 """
 from .model import joints  # noqa: F401  (ld.joints.Revolute, ...)
 from . import spatial
-from . import models
+from . import models, sim
 from .dynamics import (aba, crba, generalized_gravity, kinetic_energy, mass_matrix, mechanical_energy,
                        nonlinear_effects, potential_energy, rnea)
 from .kinematics import (Kinematics, center_of_mass, com_jacobian, forward_kinematics, frame_acceleration,
