@@ -27,10 +27,17 @@ def _size(model, name):
     return model.nq if name in _Q_NAMES else model.nv
 
 
-def is_state(x, n) -> bool:
-    """True for a float64 vector of length n: such input takes the fast path (kernels still
-    check finiteness and quaternion norms)."""
-    return type(x) is np.ndarray and x.dtype is _F64 and x.shape == (n,)
+_ND = np.ndarray
+
+
+def vectors(q, v=None, a=None) -> bool:
+    """True if every given argument is a 1-D float64 ndarray: such input takes the fast path,
+    straight to the kernel, which checks lengths, finiteness and quaternion norms itself and
+    returns a status; on any bad status the caller re-runs the full validation below, which
+    builds the error message."""
+    return (type(q) is _ND and q.dtype is _F64 and q.ndim == 1
+            and (v is None or (type(v) is _ND and v.dtype is _F64 and v.ndim == 1))
+            and (a is None or (type(a) is _ND and a.dtype is _F64 and a.ndim == 1)))
 
 
 def _as_vector(x, n, name):
@@ -131,6 +138,8 @@ def raise_for_status(model, status, **arrays):
 
     if code == passes.BAD_QUAT:
         raise ValueError(prefix + "q: " + _describe_quat(model, row("q")))
+    if code == passes.NO_MASS:
+        raise ValueError(f"model {model.name!r}: no moving body has mass, so the centre of mass is undefined")
     if code == passes.SINGULAR:
         raise np.linalg.LinAlgError(prefix + "the joint-space inertia is singular: a joint moves a subtree "
                                     "without mass or inertia in the direction of motion")

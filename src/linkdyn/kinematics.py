@@ -13,10 +13,10 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange
 
-from ._api import as_states, batch_workspace, raise_for_status
+from ._api import as_states, batch_workspace, raise_for_status, vectors
 from ._kernels.batch import chunk, pick
 from ._kernels.layout import model_sizes, unpack_data, unpack_model
-from ._kernels.passes import ACC, OK, POS, VEL, check_inputs, check_q, kinematics_pass
+from ._kernels.passes import ACC, NO_MASS, OK, POS, VEL, check_inputs, check_q, kinematics_pass
 from ._kernels.spatial_nb import motion_act, motion_inv_act
 
 WORLD, LOCAL, LOCAL_WORLD_ALIGNED = 0, 1, 2
@@ -34,7 +34,7 @@ def _ref(reference):
 # ---------------------------------------------------------------------------------------
 # kernels
 @njit(inline="always", cache=True)
-def frame_pose(oR, op, b, fR, fp, R, p):
+def _frame_pose_nb(oR, op, b, fR, fp, R, p):
     """oMf = oMb bMf."""
     for r in range(3):
         for c in range(3):
@@ -54,7 +54,7 @@ def express(ref, oR, op, b, fR, fp, vb, out, R, p, tmp):
         for k in range(6):
             out[k] = tmp[k]
         return
-    frame_pose(oR, op, b, fR, fp, R, p)      # world-aligned at the frame origin
+    _frame_pose_nb(oR, op, b, fR, fp, R, p)  # world-aligned at the frame origin
     for r in range(3):
         out[r] = R[r, 0] * tmp[0] + R[r, 1] * tmp[1] + R[r, 2] * tmp[2]
         out[3 + r] = R[r, 0] * tmp[3] + R[r, 1] * tmp[4] + R[r, 2] * tmp[5]
@@ -80,7 +80,7 @@ def frame_jacobian_kernel(mi, mf, ws, q, b, fR, fp, ref, J):
                 for k in range(6):
                     J[k, d] = col[k]
             else:
-                frame_pose(oR, op, b, fR, fp, R, p)
+                _frame_pose_nb(oR, op, b, fR, fp, R, p)
                 if ref == LOCAL:
                     # world -> frame: X_f^-1
                     motion_inv_act(R, p, col, t)
@@ -123,7 +123,7 @@ def frame_motion_kernel(mi, mf, ws, q, v, a, b, fR, fp, ref, classical, out):
     With ``classical`` and ``ref`` local_world_aligned, out[1] is the acceleration of the
     frame origin as a point, x'' = R (a_lin + w x v_lin), and the angular acceleration;
     with a = 0 it is J' q' of that reference (seed 002 eq. for x'' = J q'' + J' q')."""
-    st = check_inputs(mi, q, v, a)
+    st = check_inputs(mi, q, v, a, True)
     if st != OK:
         return st
     nb, nq, nv = model_sizes(mi)
@@ -144,7 +144,7 @@ def frame_motion_kernel(mi, mf, ws, q, v, a, b, fR, fp, ref, classical, out):
 
 @njit(cache=True)
 def forward_kinematics_kernel(mi, mf, ws, q, v, a, level, R, p, V, A):
-    st = check_inputs(mi, q, v, a)
+    st = check_q(mi, q) if level == POS else check_inputs(mi, q, v, a, level >= ACC)
     if st != OK:
         return st
     nb, nq, nv = model_sizes(mi)
@@ -184,7 +184,7 @@ def com_kernel(mi, mf, ws, q, c, Jc):
             tmp[parent[i], k] += tmp[i, k]
     M = tmp[0, 0]
     if M <= 0.0:
-        return OK          # the caller reports a massless model
+        return NO_MASS
     for r in range(3):
         c[r] = tmp[0, 1 + r] / M
     if Jc.shape[1] > 0:
@@ -322,6 +322,10 @@ def jacobian(model, q, frame, reference: str = "world") -> np.ndarray:
     "local_world_aligned"); (N, 6, nv) for a stack of configurations."""
     ref = _ref(reference)
     b, fR, fp = _frame(model, frame)
+    if vectors(q):
+        J = np.empty((6, model.nv))
+        if frame_jacobian_kernel(model._mi, model._mf, model._ws, q, b, fR, fp, ref, J) == OK:
+            return J
     args = as_states(model, q=q)
     J = _out((6, model.nv), args.batch)
     if args.batch is None:
@@ -348,6 +352,10 @@ def point_jacobian(model, q, frame, point=(0.0, 0.0, 0.0)) -> np.ndarray:
 def joint_jacobians(model, q) -> np.ndarray:
     """(6, nv) motion of every dof in world coordinates at the world origin (Pinocchio's
     ``computeJointJacobians``); (N, 6, nv) for a stack."""
+    if vectors(q):
+        J = np.empty((6, model.nv))
+        if joint_jacobians_kernel(model._mi, model._mf, model._ws, q, J) == OK:
+            return J
     args = as_states(model, q=q)
     J = _out((6, model.nv), args.batch)
     if args.batch is None:
@@ -405,8 +413,6 @@ def com_jacobian(model, q) -> np.ndarray:
 
 
 def _com(model, q, with_jacobian):
-    if model.total_mass <= 0:
-        raise ValueError(f"model {model.name!r} has no mass: its centre of mass is undefined")
     args = as_states(model, q=q)
     nv = model.nv if with_jacobian else 0
     c, Jc = _out((3,), args.batch), _out((3, nv), args.batch)

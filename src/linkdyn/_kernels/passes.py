@@ -20,7 +20,7 @@ from .jcalc import jcalc
 from .layout import model_sizes, unpack_data, unpack_model
 from .spatial_nb import motion_cross_add, motion_inv_act
 
-OK, BAD_Q, BAD_QUAT, BAD_V, BAD_A, BAD_F, SINGULAR = 0, 1, 2, 3, 4, 5, 6
+OK, BAD_Q, BAD_QUAT, BAD_V, BAD_A, BAD_F, SINGULAR, BAD_SHAPE, NO_MASS = 0, 1, 2, 3, 4, 5, 6, 7, 8
 QUAT_TOL = 1e-6   # |‖quaternion‖ - 1| allowed in a configuration
 
 # kinematics levels
@@ -37,7 +37,10 @@ def all_finite(x):
 
 @njit(cache=True)
 def check_q(mi, q):
-    """BAD_Q if q has a NaN/inf, BAD_QUAT if a quaternion is not of unit norm, else OK."""
+    """BAD_SHAPE if q is not of length nq, BAD_Q if it has a NaN/inf, BAD_QUAT if a
+    quaternion is not of unit norm, else OK."""
+    if q.shape[0] != model_sizes(mi)[1]:
+        return BAD_SHAPE
     if not all_finite(q):
         return BAD_Q
     parent, jtype, qadr = mi[0], mi[1], mi[2]
@@ -52,14 +55,17 @@ def check_q(mi, q):
 
 
 @njit(cache=True)
-def check_inputs(mi, q, v, a):
-    """Check q, then v and a when they are not empty."""
+def check_inputs(mi, q, v, a, need_a):
+    """Check q, v (length nv) and, if ``need_a``, a (length nv)."""
     st = check_q(mi, q)
     if st != OK:
         return st
+    nv = model_sizes(mi)[2]
+    if v.shape[0] != nv or (need_a and a.shape[0] != nv):
+        return BAD_SHAPE
     if not all_finite(v):
         return BAD_V
-    if not all_finite(a):
+    if need_a and not all_finite(a):
         return BAD_A
     return OK
 

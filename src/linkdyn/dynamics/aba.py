@@ -16,7 +16,7 @@ with a_0 = -g.  D_i is inverted in place (a 1x1 to 6x6 symmetric positive defini
 import numpy as np
 from numba import njit, prange
 
-from .._api import _NO_FORCE, as_fext, as_states, batch_workspace, is_state, raise_for_status
+from .._api import _NO_FORCE, as_fext, as_states, batch_workspace, raise_for_status, vectors
 from .._kernels.batch import chunk, pick
 from .._kernels.layout import model_sizes, unpack_data, unpack_model
 from .._kernels.passes import (BAD_F, OK, SINGULAR, VEL, all_finite, check_inputs, kinematics_pass)
@@ -54,7 +54,7 @@ def spd_inverse(D, n, out):
 
 @njit(cache=True)
 def aba_kernel(mi, mf, ws, q, v, tau, fext, qdd):
-    st = check_inputs(mi, q, v, tau)
+    st = check_inputs(mi, q, v, tau, True)
     if st != OK:
         return st
     if not all_finite(fext):
@@ -139,9 +139,8 @@ def aba_batch(mi, mf, WS, Q, V, T, F, QDD, status):
 def aba(model, q, v, tau, fext=None) -> np.ndarray:
     """Joint accelerations q'' = M^-1 (tau - b(q, v) + sum_i J_i^T f_i^ext) by the
     articulated body algorithm.  Shapes as in :func:`linkdyn.rnea`."""
-    nv = model.nv
-    if fext is None and is_state(q, model.nq) and is_state(v, nv) and is_state(tau, nv):
-        qdd = np.empty(nv)
+    if fext is None and vectors(q, v, tau):
+        qdd = np.empty(model.nv)
         if aba_kernel(model._mi, model._mf, model._ws, q, v, tau, _NO_FORCE, qdd) == OK:
             return qdd
     args = as_states(model, q=q, v=v, tau=tau)

@@ -14,7 +14,7 @@ All three include the armature on the diagonal and must agree to round-off.
 import numpy as np
 from numba import njit, prange
 
-from .._api import as_states, batch_workspace, is_state, raise_for_status
+from .._api import as_states, batch_workspace, raise_for_status, vectors
 from .._kernels.batch import chunk
 from .._kernels.layout import model_sizes, unpack_data, unpack_model
 from .._kernels.passes import OK, POS, check_q, kinematics_pass
@@ -166,7 +166,7 @@ def mass_matrix(model, q, method: str = "crba") -> np.ndarray:
 
 def crba(model, q) -> np.ndarray:
     """M(q) by the composite rigid body algorithm (full symmetric matrix)."""
-    if is_state(q, model.nq):
+    if vectors(q):
         M = np.empty((model.nv, model.nv))
         if crba_kernel(model._mi, model._mf, model._ws, q, M) == OK:
             return M

@@ -15,7 +15,7 @@ from .._kernels.spatial_nb import dot6, mat6_vec
 @njit(cache=True)
 def energy_kernel(mi, mf, ws, q, v, out):
     """out[0] = kinetic, out[1] = potential energy."""
-    st = check_inputs(mi, q, v, v[:0])
+    st = check_inputs(mi, q, v, v, False)
     if st != OK:
         return st
     parent, jtype, qadr, vadr, jnq, jnv, _, _, _, _, inertia, armature, g = unpack_model(mi, mf)

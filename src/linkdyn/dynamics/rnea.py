@@ -12,7 +12,7 @@ External forces are per body, in the body frame (Pinocchio's convention).
 import numpy as np
 from numba import njit, prange
 
-from .._api import _NO_FORCE, as_fext, as_states, batch_workspace, is_state, raise_for_status
+from .._api import _NO_FORCE, as_fext, as_states, batch_workspace, raise_for_status, vectors
 from .._kernels.batch import chunk, pick
 from .._kernels.layout import model_sizes, unpack_data, unpack_model
 from .._kernels.passes import ACC, BAD_F, OK, all_finite, check_inputs, kinematics_pass
@@ -20,8 +20,8 @@ from .._kernels.spatial_nb import dot6, force_act_add, force_cross_add, mat6_vec
 
 
 @njit(cache=True)
-def rnea_kernel(mi, mf, ws, q, v, a, fext, with_gravity, tau):
-    st = check_inputs(mi, q, v, a)
+def rnea_kernel(mi, mf, ws, q, v, a, fext, tau):
+    st = check_inputs(mi, q, v, a, True)
     if st != OK:
         return st
     if not all_finite(fext):
@@ -29,7 +29,7 @@ def rnea_kernel(mi, mf, ws, q, v, a, fext, with_gravity, tau):
     parent, jtype, qadr, vadr, jnq, jnv, _, _, _, _, inertia, armature, _ = unpack_model(mi, mf)
     nb, nq, nv = model_sizes(mi)
     oR, op, liR, lip, vel, acc, frc, S, vJ, cJ, I6, pA, U, Dinv, u, tmp, W6, W3 = unpack_data(ws, nb, nv)
-    kinematics_pass(mi, mf, ws, q, v, a, ACC, False, with_gravity)
+    kinematics_pass(mi, mf, ws, q, v, a, ACC, False, True)
     for i in range(1, nb):
         # f_i = I_i a_i + v_i x* (I_i v_i) - f_ext
         mat6_vec(inertia[i], acc[i], frc[i])
@@ -50,27 +50,26 @@ def rnea_kernel(mi, mf, ws, q, v, a, fext, with_gravity, tau):
 
 
 @njit(parallel=True, cache=True)
-def rnea_batch(mi, mf, WS, Q, V, A, F, with_gravity, TAU, status):
+def rnea_batch(mi, mf, WS, Q, V, A, F, TAU, status):
     nt, n = WS.shape[0], TAU.shape[0]
     for t in prange(nt):
         lo, hi = chunk(t, nt, n)
         for k in range(lo, hi):
-            status[k] = rnea_kernel(mi, mf, WS[t], pick(Q, k), pick(V, k), pick(A, k), pick(F, k),
-                                    with_gravity, TAU[k])
+            status[k] = rnea_kernel(mi, mf, WS[t], pick(Q, k), pick(V, k), pick(A, k), pick(F, k), TAU[k])
 
 
-def _run(model, q, v, a, fext, with_gravity):
+def _run(model, q, v, a, fext):
     args = as_states(model, q=q, v=v, a=a)
     F = as_fext(model, fext, args.batch)
     if args.batch is None:
         tau = np.empty(model.nv)
-        st = rnea_kernel(model._mi, model._mf, model._ws, args.q, args.v, args.a, F, with_gravity, tau)
+        st = rnea_kernel(model._mi, model._mf, model._ws, args.q, args.v, args.a, F, tau)
         if st != OK:
             raise_for_status(model, st, q=q, v=v, a=a, fext=fext)
         return tau
     TAU = np.empty((args.batch, model.nv))
     status = np.empty(args.batch, dtype=np.int64)
-    rnea_batch(model._mi, model._mf, batch_workspace(model), args.q, args.v, args.a, F, with_gravity, TAU, status)
+    rnea_batch(model._mi, model._mf, batch_workspace(model), args.q, args.v, args.a, F, TAU, status)
     raise_for_status(model, status, q=q, v=v, a=a, fext=fext)
     return TAU
 
@@ -83,23 +82,22 @@ def rnea(model, q, v, a, fext=None):
     spatial force [f; n] on each body, in the body frame (row 0, the world, is ignored).
     Returns tau (nv,) or (N, nv).
     """
-    nv = model.nv
-    if fext is None and is_state(q, model.nq) and is_state(v, nv) and is_state(a, nv):
-        tau = np.empty(nv)
-        if rnea_kernel(model._mi, model._mf, model._ws, q, v, a, _NO_FORCE, True, tau) == OK:
+    if fext is None and vectors(q, v, a):
+        tau = np.empty(model.nv)
+        if rnea_kernel(model._mi, model._mf, model._ws, q, v, a, _NO_FORCE, tau) == OK:
             return tau
-    return _run(model, q, v, a, fext, True)
+    return _run(model, q, v, a, fext)
 
 
 def nonlinear_effects(model, q, v):
     """b(q, v) = C(q, v) v + g(q): RNEA with zero acceleration."""
-    return _run(model, q, v, _zeros_like_v(model, v), None, True)
+    return _run(model, q, v, _zeros_like_v(model, v), None)
 
 
 def generalized_gravity(model, q):
     """g(q): the joint torques that hold the model still against gravity."""
     z = _zeros_like_v(model, q, rows_from_q=True)
-    return _run(model, q, z, z, None, True)
+    return _run(model, q, z, z, None)
 
 
 def _zeros_like_v(model, x, rows_from_q=False):

@@ -168,6 +168,9 @@ class Model:
 
     @property
     def total_mass(self) -> float:
+        """Mass of every link, including links welded to the world (the sum of Pinocchio's
+        ``model.inertias``); the centre of mass and the potential energy count the moving
+        bodies only."""
         return float(self.inertia[:, 0, 0].sum())
 
     def __repr__(self):

@@ -32,7 +32,8 @@ Mapping (the same as Pinocchio's ``buildModelFromUrdf`` unless stated):
 * ``<mimic joint multiplier offset>`` is kept in ``model.mimic`` as
   ``{"joint", "mimicked", "multiplier", "offset"}`` (in model order); the mimic joint stays an
   independent degree of freedom (Pinocchio's default, ``mimic=False``).  A tag that names an
-  unknown joint is dropped with a :class:`URDFWarning` (Pinocchio loads such files too);
+  unknown joint (Pinocchio loads such files too), or that involves a joint other than
+  revolute, continuous or prismatic, is dropped with a :class:`URDFWarning`;
 * ``<dynamics>``, ``<safety_controller>``, ``<calibration>``, ``<visual>``,
   ``<collision>``, ``<transmission>``, ``<gazebo>`` and unknown elements are ignored.
 
@@ -73,7 +74,8 @@ class URDFWarning(UserWarning):
 
 _JOINT_TYPES = ("revolute", "continuous", "prismatic", "fixed", "floating", "planar")
 _FLOAT = re.compile(r"[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?")
-_INF = re.compile(r"([+-]?)inf(?:inity)?", re.IGNORECASE)
+_INF = re.compile(r"[+-]?inf(?:inity)?", re.IGNORECASE)
+_ONE_DOF = ("revolute", "continuous", "prismatic")
 
 
 def load_urdf(path, floating_base: bool = False, gravity=(0.0, 0.0, -9.81)):
@@ -145,7 +147,7 @@ class _Ctx:
             if _FLOAT.fullmatch(s):
                 out[k] = float(s)
             elif allow_inf and _INF.fullmatch(s):
-                out[k] = float(s.lower().replace("infinity", "inf"))
+                out[k] = float(s)
             else:
                 raise self.error(where, f"<{el.tag} {attr}='{raw}'>: {s!r} is not a "
                                         f"{'number' if allow_inf else 'finite number'}")
@@ -370,6 +372,10 @@ def _build(text, source, floating_base, gravity, default_name):
             if target not in joints:
                 warnings.warn(f"{source}: {where}: <mimic joint={target!r}> refers to an unknown joint; "
                               "the mimic tag is ignored", URDFWarning, stacklevel=3)
+            elif js.type not in _ONE_DOF or joints[target].type not in _ONE_DOF:
+                warnings.warn(f"{source}: {where}: <mimic joint={target!r}> couples a {js.type} joint to a "
+                              f"{joints[target].type} joint; only revolute, continuous and prismatic joints "
+                              "can mimic each other; the mimic tag is ignored", URDFWarning, stacklevel=3)
             else:
                 mimic.append({"joint": jn, "mimicked": target,
                               "multiplier": ctx.number(where, mim, "multiplier", default=1.0),
