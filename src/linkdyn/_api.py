@@ -40,13 +40,24 @@ def vectors(q, v=None, a=None) -> bool:
             and (a is None or (type(a) is _ND and a.dtype is _F64 and a.ndim == 1)))
 
 
+def _as_real_array(x, name, shape_text):
+    """float64 C-contiguous copy (or view) of x; TypeError naming ``name`` for non-numbers and
+    complex numbers (whose imaginary part would otherwise be dropped silently)."""
+    try:
+        raw = np.asarray(x)
+        if raw.dtype.kind == "c":
+            raise TypeError("complex numbers are not accepted")
+        if raw.dtype.kind not in "biuf":
+            raise TypeError(f"elements of type {raw.dtype} are not real numbers")
+        return np.ascontiguousarray(raw, dtype=np.float64)
+    except (TypeError, ValueError) as exc:
+        raise TypeError(f"{name}: expected real numbers of shape {shape_text}; {exc}") from None
+
+
 def _as_vector(x, n, name):
     if type(x) is np.ndarray and x.dtype == _F64 and x.shape == (n,) and x.flags.c_contiguous:
         return x
-    try:
-        arr = np.ascontiguousarray(x, dtype=np.float64)
-    except (TypeError, ValueError) as exc:
-        raise TypeError(f"{name}: expected an array of numbers of shape ({n},) or (N, {n}); {exc}") from None
+    arr = _as_real_array(x, name, f"({n},) or (N, {n})")
     if arr.ndim == 0 or arr.ndim > 2 or arr.shape[-1] != n:
         raise ValueError(f"{name}: expected shape ({n},) or (N, {n}), got {arr.shape}")
     if arr.ndim == 2 and arr.shape[0] == 0:
@@ -86,8 +97,8 @@ def as_fext(model, fext, batch):
     """External forces: None, (nbody, 6), or (N, nbody, 6) when batched."""
     if fext is None:
         return _NO_FORCE if batch is None else _NO_FORCE_STACK
-    F = np.ascontiguousarray(fext, dtype=np.float64)
     nb = model.nbody
+    F = _as_real_array(fext, "fext", f"({nb}, 6)")
     if F.shape == (nb, 6):
         return F if batch is None else F.reshape(1, nb, 6)
     if batch is not None and F.shape == (batch, nb, 6):
@@ -118,8 +129,11 @@ def _first_bad(x):
     return tuple(int(i) for i in idx[0]) if len(idx) else None
 
 
-def raise_for_status(model, status, **arrays):
-    """Raise ValueError for a kernel status (a code, or an array of codes for a stack)."""
+def raise_for_status(model, status, q_name="q", **arrays):
+    """Raise ValueError for a kernel status (a code, or an array of codes for a stack).
+
+    ``arrays`` are the caller's arguments by name (to locate the bad entry); the
+    configuration is ``arrays["q"]``, reported as ``q_name``."""
     if np.ndim(status) == 0:
         code, which, prefix = int(status), None, ""
     else:
@@ -134,10 +148,12 @@ def raise_for_status(model, status, **arrays):
 
     def row(name):
         x = np.asarray(arrays[name], dtype=float)
-        return x[which] if (which is not None and x.ndim == 2) else x
+        if which is None or x.ndim < 2:
+            return x
+        return x[which] if x.shape[0] > 1 else x[0]      # a stack of one is shared by all states
 
     if code == passes.BAD_QUAT:
-        raise ValueError(prefix + "q: " + _describe_quat(model, row("q")))
+        raise ValueError(f"{prefix}{q_name}: " + _describe_quat(model, row("q")))
     if code == passes.NO_MASS:
         raise ValueError(f"model {model.name!r}: no moving body has mass, so the centre of mass is undefined")
     if code == passes.SINGULAR:
@@ -148,4 +164,5 @@ def raise_for_status(model, status, **arrays):
     if name is None:
         raise RuntimeError(f"kernel returned unknown status {code}")
     where = _first_bad(row(name) if name != "fext" else arrays[name])
+    name = q_name if name == "q" else name
     raise ValueError(f"{prefix}{name}: contains NaN or infinity" + (f" at index {where}" if where else ""))

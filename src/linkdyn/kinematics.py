@@ -368,9 +368,14 @@ def joint_jacobians(model, q) -> np.ndarray:
 
 
 def _frame_motion(model, q, v, a, frame, reference, classical):
+    """Velocity and acceleration of a frame; a = None means zero acceleration."""
     ref = _ref(reference)
     b, fR, fp = _frame(model, frame)
-    args = as_states(model, q=q, v=v, a=a)
+    if a is None:
+        args = as_states(model, q=q, v=v)
+        args.a = np.zeros_like(args.v)
+    else:
+        args = as_states(model, q=q, v=v, a=a)
     out = _out((2, 6), args.batch)
     if args.batch is None:
         st = frame_motion_kernel(model._mi, model._mf, model._ws, args.q, args.v, args.a, b, fR, fp, ref,
@@ -379,13 +384,13 @@ def _frame_motion(model, q, v, a, frame, reference, classical):
         st = _status(args.batch)
         frame_motion_batch(model._mi, model._mf, batch_workspace(model), args.q, args.v, args.a, b, fR, fp,
                            ref, classical, out, st)
-    raise_for_status(model, st, q=q, v=v, a=a)
+    raise_for_status(model, st, q=args.q, v=args.v, a=args.a)
     return out
 
 
 def frame_velocity(model, q, v, frame, reference: str = "local") -> np.ndarray:
     """Spatial velocity [v; w] (6,) of ``frame`` in ``reference``; (N, 6) for a stack."""
-    return _frame_motion(model, q, v, np.zeros_like(np.asarray(v, dtype=float)), frame, reference, False)[..., 0, :]
+    return _frame_motion(model, q, v, None, frame, reference, False)[..., 0, :]
 
 
 def frame_acceleration(model, q, v, a, frame, reference: str = "local", classical: bool = False) -> np.ndarray:
@@ -398,8 +403,7 @@ def jacobian_dot_times_v(model, q, v, frame, reference: str = "local_world_align
     """J'(q, v) v of ``jacobian(model, q, frame, reference)`` (6,): so that the frame's
     acceleration is J a + J' v (seed 002: x'' = J q'' + J' q').  For
     "local_world_aligned" the linear rows are the origin's classical acceleration."""
-    z = np.zeros_like(np.asarray(v, dtype=float))
-    return _frame_motion(model, q, v, z, frame, reference, True)[..., 1, :]
+    return _frame_motion(model, q, v, None, frame, reference, True)[..., 1, :]
 
 
 def center_of_mass(model, q) -> np.ndarray:

@@ -68,8 +68,9 @@ def kinetic_energy(model, q, v):
 
 def potential_energy(model, q):
     """U = -sum_i m_i g . c_i, zero at the world origin (float, or (N,) for a stack)."""
-    q = np.asarray(q, dtype=float)
-    return _energies(model, q, np.zeros(q.shape[:-1] + (model.nv,)))[..., 1]
+    args = as_states(model, q=q)
+    zeros = np.zeros(model.nv if args.batch is None else (args.batch, model.nv))
+    return _energies(model, args.q if args.batch is None else args.q.reshape(args.batch, -1), zeros)[..., 1]
 
 
 def mechanical_energy(model, q, v):

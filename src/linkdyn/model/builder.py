@@ -42,6 +42,8 @@ class Inertia:
             raise ValueError("Inertia: com and inertia must be finite")
         if not np.allclose(Ic, Ic.T, atol=1e-9 * max(1.0, np.abs(Ic).max())):
             raise ValueError("Inertia.inertia: the rotational inertia must be symmetric")
+        if np.linalg.eigvalsh(0.5 * (Ic + Ic.T)).min() < -1e-12 * max(1.0, np.abs(Ic).max()):
+            raise ValueError("Inertia.inertia: the rotational inertia must be positive semi-definite")
         return spatial.spatial_inertia(m, c, 0.5 * (Ic + Ic.T))
 
 
@@ -146,6 +148,7 @@ class ModelBuilder:
             if np.any(I6 != 0.0):
                 # the kernels rely on the rigid-body form [[m 1, -m[c]x], [m[c]x, I]]
                 m, c, Ic = spatial.inertia_parameters(I6)
+                Inertia(m, c, Ic).matrix()                # same checks as an Inertia
                 rebuilt = spatial.spatial_inertia(m, c, 0.5 * (Ic + Ic.T))
                 if not np.allclose(rebuilt, I6, atol=1e-9 * np.abs(I6).max()):
                     raise ValueError(f"add_body({name!r}).inertia: the 6x6 matrix is not a rigid-body spatial inertia "

@@ -11,10 +11,12 @@ from __future__ import annotations
 import math
 
 import numpy as np
+import numba
 from numba import njit, prange
 
 from .._api import as_states, raise_for_status
-from .._kernels.passes import OK, all_finite, check_q, BAD_V
+from .._kernels.batch import chunk, pick
+from .._kernels.passes import BAD_SHAPE, BAD_V, OK, all_finite, check_q
 from . import joints as J
 
 
@@ -62,21 +64,27 @@ def _rot_apply(x, y, z, w, vx, vy, vz):
 
 @njit(inline="always", cache=True)
 def _se3_V(wx, wy, wz, vx, vy, vz, inverse):
-    """V(w) v (or V(w)^-1 v), V = I + (1 - cos t)/t^2 [w]x + (t - sin t)/t^3 [w]x^2, the
-    left Jacobian of SO(3) that couples translation and rotation in exp6."""
+    """V(w) v (or V(w)^-1 v), V = I + a [w]x + b [w]x^2 with a = (1 - cos t)/t^2,
+    b = (t - sin t)/t^3: the left Jacobian of SO(3) that couples translation and rotation in
+    exp6.  V^-1 = I - [w]x / 2 + c [w]x^2, c = (1 - (t/2) cot(t/2)) / t^2.  Below t = 0.1 the
+    closed forms cancel, so their Taylor series are used (truncation error < 1e-16)."""
     t2 = wx * wx + wy * wy + wz * wz
     t = math.sqrt(t2)
     if inverse:
         a = -0.5
-        if t < 1e-6:
-            b = 1.0 / 12.0 + t2 / 720.0
+        if t < 0.1:
+            b = 1.0 / 12.0 + t2 * (1.0 / 720.0 + t2 * (1.0 / 30240.0 + t2 / 1209600.0))
         else:
-            b = (1.0 - t * math.sin(t) / (2.0 * (1.0 - math.cos(t)))) / t2
+            h = 0.5 * t
+            b = (1.0 - h * math.cos(h) / math.sin(h)) / t2
     else:
-        if t < 1e-6:
-            a, b = 0.5 - t2 / 24.0, 1.0 / 6.0 - t2 / 120.0
+        h = 0.5 * t
+        sinc_h = 1.0 - h * h / 6.0 if h < 1e-4 else math.sin(h) / h
+        a = 0.5 * sinc_h * sinc_h                    # (1 - cos t)/t^2 = sin^2(t/2) / (t^2/2)
+        if t < 0.1:
+            b = 1.0 / 6.0 - t2 * (1.0 / 120.0 - t2 * (1.0 / 5040.0 - t2 / 362880.0))
         else:
-            a, b = (1.0 - math.cos(t)) / t2, (t - math.sin(t)) / (t2 * t)
+            b = (t - math.sin(t)) / (t2 * t)
     cx, cy, cz = wy * vz - wz * vy, wz * vx - wx * vz, wx * vy - wy * vx           # w x v
     ccx, ccy, ccz = wy * cz - wz * cy, wz * cx - wx * cz, wx * cy - wy * cx        # w x (w x v)
     return vx + a * cx + b * ccx, vy + a * cy + b * ccy, vz + a * cz + b * ccz
@@ -84,11 +92,12 @@ def _se3_V(wx, wy, wz, vx, vy, vz, inverse):
 
 @njit(inline="always", cache=True)
 def _se2_V(th, vx, vy, inverse):
-    """V(th) [vx, vy] of the SE(2) exponential (or its inverse)."""
-    if abs(th) < 1e-8:
-        s, c = 1.0 - th * th / 6.0, 0.5 * th
-    else:
-        s, c = math.sin(th) / th, (1.0 - math.cos(th)) / th
+    """V(th) [vx, vy] of the SE(2) exponential (or its inverse), with s = sin th / th and
+    c = (1 - cos th) / th = 2 sin^2(th/2) / th, both free of cancellation."""
+    h = 0.5 * th
+    sinc_h = 1.0 - h * h / 6.0 if abs(h) < 1e-4 else math.sin(h) / h
+    s = sinc_h * math.cos(h)                          # sin th / th
+    c = sinc_h * math.sin(h)                          # (1 - cos th) / th
     if inverse:
         d = s * s + c * c
         return (s * vx + c * vy) / d, (-c * vx + s * vy) / d
@@ -101,7 +110,9 @@ def integrate_kernel(mi, q, v, dt, out):
     st = check_q(mi, q)
     if st != OK:
         return st
-    if not all_finite(v) or not math.isfinite(dt):
+    if v.shape[0] != mi[3, mi.shape[1] - 1] + mi[5, mi.shape[1] - 1]:
+        return BAD_SHAPE
+    if not all_finite(v):
         return BAD_V
     jtype, qadr, vadr = mi[1], mi[2], mi[3]
     out[:] = q
@@ -170,19 +181,30 @@ def difference_kernel(mi, q0, q1, out):
 
 @njit(parallel=True, cache=True)
 def integrate_batch(mi, Q, V, dt, OUT, status):
-    for n in prange(OUT.shape[0]):
-        status[n] = integrate_kernel(mi, Q[n if Q.shape[0] > 1 else 0], V[n if V.shape[0] > 1 else 0], dt, OUT[n])
+    nt, n = numba.get_num_threads(), OUT.shape[0]
+    for t in prange(nt):
+        lo, hi = chunk(t, nt, n)
+        for k in range(lo, hi):
+            status[k] = integrate_kernel(mi, pick(Q, k), pick(V, k), dt, OUT[k])
 
 
 @njit(parallel=True, cache=True)
 def difference_batch(mi, Q0, Q1, OUT, status):
-    for n in prange(OUT.shape[0]):
-        status[n] = difference_kernel(mi, Q0[n if Q0.shape[0] > 1 else 0], Q1[n if Q1.shape[0] > 1 else 0], OUT[n])
+    nt, n = numba.get_num_threads(), OUT.shape[0]
+    for t in prange(nt):
+        lo, hi = chunk(t, nt, n)
+        for k in range(lo, hi):
+            status[k] = difference_kernel(mi, pick(Q0, k), pick(Q1, k), OUT[k])
 
 
 def integrate(model, q, v, dt: float = 1.0) -> np.ndarray:
     """q (+) v dt on the configuration manifold; (N, nq) for a stack."""
-    dt = float(dt)
+    try:
+        dt = float(dt)
+    except (TypeError, ValueError):
+        raise TypeError(f"dt: expected a real number, got {dt!r}") from None
+    if not math.isfinite(dt):
+        raise ValueError(f"dt: must be finite, got {dt}")
     args = as_states(model, q=q, v=v)
     if args.batch is None:
         out = np.empty(model.nq)
@@ -204,21 +226,19 @@ def difference(model, q0, q1) -> np.ndarray:
         out, st = np.empty((args.batch, model.nv)), np.empty(args.batch, dtype=np.int64)
         difference_batch(model._mi, args.q0, args.q1, out, st)
     if np.any(st):
-        _check_named(model, q0, "q0")
-        _check_named(model, q1, "q1")
+        _raise_named(model, st, args)
     return out
 
 
-def _check_named(model, q, name):
-    """Raise ValueError naming ``name`` if q (or any row of a stack) is not a valid configuration."""
-    args = as_states(model, q=q)
-    for r in (args.q if args.batch is not None else args.q[None]):
-        st = check_q(model._mi, r)
-        if st != OK:
-            try:
-                raise_for_status(model, st, q=r)
-            except ValueError as exc:
-                raise ValueError(name + str(exc)[1:]) from None
+def _raise_named(model, status, args):
+    """difference's kernels report a bad configuration without saying which: check each."""
+    for name in ("q0", "q1"):
+        Q = getattr(args, name)
+        if args.batch is not None and Q.shape[0] == 1:
+            Q = np.repeat(Q, args.batch, axis=0)          # one configuration shared by the stack
+        st = np.array([check_q(model._mi, r) for r in Q]) if Q.ndim == 2 else check_q(model._mi, Q)
+        raise_for_status(model, st, q_name=name, q=Q)
+    raise_for_status(model, status, q_name="q0", q=args.q0)
 
 
 def neutral(model) -> np.ndarray:
