@@ -41,7 +41,7 @@ def load_pair(name):
     rel, floating = ROBOTS[name]
     path = str(example_robot_data_dir() / rel)
     pmodel = pin.buildModelFromUrdf(path, pin.JointModelFreeFlyer()) if floating else pin.buildModelFromUrdf(path)
-    return ld.load_urdf(path, floating_base=floating), pmodel
+    return ld.models.example_robot(name), pmodel
 
 
 def to_pin_q(model, pmodel, q):

@@ -23,8 +23,7 @@ def _demo(args) -> int:
     floating = ROBOTS[args.robot][1]
     if floating:
         # a tumbling floating base in zero gravity: energy and momentum must both stay put
-        model = ld.load_urdf(ld.models.example_robot_data_dir() / ROBOTS[args.robot][0], floating_base=True,
-                             gravity=(0.0, 0.0, 0.0))
+        model = ld.models.example_robot(args.robot, gravity=(0.0, 0.0, 0.0))
         v0[:6] = [0.2, 0.0, 0.1, 0.5, -0.3, 0.8]
         v0[6:] = 0.5 * rng.standard_normal(model.nv - 6)
         what = "tumbling in zero gravity"

@@ -85,10 +85,17 @@ ROBOTS = {
 }
 
 
-def example_robot(name: str):
-    """Load one of :data:`ROBOTS` (e.g. "panda", "talos") from example-robot-data."""
-    from ..model.urdf import load_urdf
+def example_robot(name: str, **kwargs):
+    """Load one of :data:`ROBOTS` (e.g. "panda", "talos") from example-robot-data.
+
+    The URDF warnings these known files raise (talos's grippers carry mimic tags on joints the
+    reduced model fixes) are silenced here; ``load_urdf`` on the same path shows them."""
+    import warnings
+
+    from ..model.urdf import URDFWarning, load_urdf
     if name not in ROBOTS:
         raise KeyError(f"unknown robot {name!r}; known: {sorted(ROBOTS)} (or load any URDF with linkdyn.load_urdf)")
     rel, floating = ROBOTS[name]
-    return load_urdf(example_robot_data_dir() / rel, floating_base=floating)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", URDFWarning)
+        return load_urdf(example_robot_data_dir() / rel, floating_base=floating, **kwargs)
