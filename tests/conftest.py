@@ -8,7 +8,7 @@
   quaternions stay on the manifold) or along any curve of t;
 * :func:`make_twin`: a random tree built twice, with ``linkdyn.ModelBuilder`` and with
   Pinocchio (fixed joints merged by Pinocchio, not by linkdyn), an independent oracle;
-* xfail markers of the library bugs found while writing these tests.
+* :func:`world_momentum`, :func:`twists_from_pose_derivative`: references computed by hand.
 """
 from __future__ import annotations
 
@@ -16,7 +16,6 @@ import functools
 
 import numpy as np
 import pytest
-from numba.core.errors import TypingError
 from scipy.spatial.transform import Rotation
 
 import linkdyn as ld
@@ -28,22 +27,6 @@ except ImportError:  # pragma: no cover
     pin = None
 
 needs_pin = pytest.mark.skipif(pin is None, reason="pinocchio not installed")
-
-# --------------------------------------------------------------------------------------
-# known library bugs (see the reasons); strict: the marked tests must fail until fixed
-FRAME_KERNEL_BUG = pytest.mark.xfail(
-    strict=True, raises=TypingError,
-    reason="BUG: linkdyn/kinematics.py defines the public Python function frame_pose(model, q, frame) "
-           "after the @njit kernel frame_pose(oR, op, b, fR, fp, R, p) of the same name, so the kernels "
-           "frame_jacobian_kernel and express (frame_motion_kernel) resolve the global 'frame_pose' to "
-           "the Python function and fail to compile: jacobian, point_jacobian, frame_velocity, "
-           "frame_acceleration and jacobian_dot_times_v raise numba TypingError for every model")
-BATCH_CONFIG_BUG = pytest.mark.xfail(
-    strict=True, raises=TypingError,
-    reason="BUG: linkdyn/model/configuration.py integrate_batch / difference_batch index the stacks "
-           "with `Q[n if Q.shape[0] > 1 else 0]` inside prange; numba types the parfor index as float64 "
-           "there and the kernels fail to compile: integrate / difference raise numba TypingError for "
-           "every stack (N, nq)")
 
 # --------------------------------------------------------------------------------------
 # the random trees
@@ -62,7 +45,6 @@ TREES.update({
     "branchy-25": dict(nbodies=25, floating=True, seed=7, branching=0.8),
 })
 FLOATING_TREES = [k for k, kw in TREES.items() if kw.get("floating")]
-SMALL_TREES = [k for k in TREES if k != "branchy-25"]
 
 
 @functools.lru_cache(maxsize=None)
@@ -73,16 +55,6 @@ def build_tree(name: str, gravity=(0.0, 0.0, -9.81)):
 @pytest.fixture(params=list(TREES), scope="session")
 def tree(request):
     """Every random tree of TREES (parametrized by name)."""
-    return build_tree(request.param)
-
-
-@pytest.fixture(params=FLOATING_TREES, scope="session")
-def floating_tree(request):
-    return build_tree(request.param)
-
-
-@pytest.fixture(params=SMALL_TREES, scope="session")
-def small_tree(request):
     return build_tree(request.param)
 
 
@@ -171,9 +143,9 @@ class Twin:
 
     linkdyn receives the bodies in insertion order (a later body may hang from any earlier
     one), Pinocchio depth first, and Pinocchio merges fixed bodies itself (appendBodyToJoint),
-    so linkdyn's depth-first reordering and fixed-joint merging are checked too.  ``q_pin(q)``, ``v_pin(v)`` map linkdyn vectors to Pinocchio's; ``perm`` is
-    the index array with ``v_pin = v[perm]``.  ``frames`` maps every linkdyn frame name to
-    its Pinocchio frame id.
+    so linkdyn's depth-first reordering and fixed-joint merging are checked too.
+    ``q_pin(q)``, ``v_pin(v)`` map linkdyn vectors to Pinocchio's; ``perm`` is the index array
+    with ``v_pin = v[perm]``.  ``frames`` maps every linkdyn frame name to its Pinocchio frame id.
     """
 
     def __init__(self, ld_model, pin_model, frames):

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 import linkdyn as ld
-from conftest import (FLOATING_TREES, FRAME_KERNEL_BUG, TREES, assert_close, build_tree, fd, fd_t, needs_pin,
+from conftest import (FLOATING_TREES, TREES, assert_close, build_tree, fd, fd_t, needs_pin,
                       random_q, random_state, world_momentum)
 
 try:
@@ -124,7 +124,6 @@ def test_gravity_free_model_has_no_generalized_gravity(name):
 
 # ---------------------------------------------------------------------------------------
 # external forces
-@FRAME_KERNEL_BUG
 @pytest.mark.parametrize("seed", [0, 1])
 def test_rnea_external_forces_are_jacobian_transpose(tree, seed):
     rng = np.random.default_rng(seed)
@@ -238,7 +237,7 @@ def test_passive_simulation_conserves_energy_and_momentum(name):
     rng = np.random.default_rng(8)
     q, v, _ = random_state(model, rng)
     E0, h0 = ld.mechanical_energy(model, q, v), world_momentum(model, q, v)
-    q1, v1 = _rk4(model, q, v, 1e-3, 500)
+    q1, v1 = _rk4(model, q, v, 2.5e-4, 2000)     # RK4 on the manifold: 2nd order in dt (no dexp^-1)
     E1, h1 = ld.mechanical_energy(model, q1, v1), world_momentum(model, q1, v1)
     assert abs(E1 - E0) <= 1e-6 * abs(E0), (E0, E1)
     assert np.abs(h1 - h0).max() <= 1e-6 * np.abs(h0).max(), (h0, h1)
@@ -419,7 +418,9 @@ def test_twin_dynamics_match_pinocchio(twin, seed):
                  "g")
     tau = rng.standard_normal(tw.ld.nv)
     assert_close(ld.aba(tw.ld, q, v, tau), tw.v_ld(pin.aba(tw.pin, d, qp, vp, tw.v_pin(tau))), 1e-8, "aba")
-    assert_close(ld.kinetic_energy(tw.ld, q, v), pin.computeKineticEnergy(tw.pin, d, qp, vp), 1e-10, "T")
+    # T = 1/2 v^T M v with the armature (Pinocchio's computeKineticEnergy treats the armature
+    # of some joint kinds differently, so use its mass matrix)
+    assert_close(ld.kinetic_energy(tw.ld, q, v), 0.5 * vp @ M @ vp, 1e-10, "T")
     assert_close(ld.potential_energy(tw.ld, q), pin.computePotentialEnergy(tw.pin, d, qp), 1e-10, "U")
 
 

@@ -147,8 +147,9 @@ class ModelBuilder:
                 raise ValueError(f"add_body({name!r}).inertia: expected an Inertia or a finite 6x6 matrix")
             if np.any(I6 != 0.0):
                 # the kernels rely on the rigid-body form [[m 1, -m[c]x], [m[c]x, I]]
+                # (a 6x6 is taken as given otherwise: URDF files carry slightly indefinite
+                # rotational inertias that Pinocchio accepts; Inertia(...) refuses them)
                 m, c, Ic = spatial.inertia_parameters(I6)
-                Inertia(m, c, Ic).matrix()                # same checks as an Inertia
                 rebuilt = spatial.spatial_inertia(m, c, 0.5 * (Ic + Ic.T))
                 if not np.allclose(rebuilt, I6, atol=1e-9 * np.abs(I6).max()):
                     raise ValueError(f"add_body({name!r}).inertia: the 6x6 matrix is not a rigid-body spatial inertia "

@@ -180,8 +180,8 @@ def difference_kernel(mi, q0, q1, out):
 
 
 @njit(parallel=True, cache=True)
-def integrate_batch(mi, Q, V, dt, OUT, status):
-    nt, n = numba.get_num_threads(), OUT.shape[0]
+def integrate_batch(mi, Q, V, dt, nt, OUT, status):
+    n = OUT.shape[0]
     for t in prange(nt):
         lo, hi = chunk(t, nt, n)
         for k in range(lo, hi):
@@ -189,8 +189,8 @@ def integrate_batch(mi, Q, V, dt, OUT, status):
 
 
 @njit(parallel=True, cache=True)
-def difference_batch(mi, Q0, Q1, OUT, status):
-    nt, n = numba.get_num_threads(), OUT.shape[0]
+def difference_batch(mi, Q0, Q1, nt, OUT, status):
+    n = OUT.shape[0]
     for t in prange(nt):
         lo, hi = chunk(t, nt, n)
         for k in range(lo, hi):
@@ -211,7 +211,7 @@ def integrate(model, q, v, dt: float = 1.0) -> np.ndarray:
         st = integrate_kernel(model._mi, args.q, args.v, dt, out)
     else:
         out, st = np.empty((args.batch, model.nq)), np.empty(args.batch, dtype=np.int64)
-        integrate_batch(model._mi, args.q, args.v, dt, out, st)
+        integrate_batch(model._mi, args.q, args.v, dt, numba.get_num_threads(), out, st)
     raise_for_status(model, st, q=q, v=v)
     return out
 
@@ -224,7 +224,7 @@ def difference(model, q0, q1) -> np.ndarray:
         st = difference_kernel(model._mi, args.q0, args.q1, out)
     else:
         out, st = np.empty((args.batch, model.nv)), np.empty(args.batch, dtype=np.int64)
-        difference_batch(model._mi, args.q0, args.q1, out, st)
+        difference_batch(model._mi, args.q0, args.q1, numba.get_num_threads(), out, st)
     if np.any(st):
         _raise_named(model, st, args)
     return out

@@ -61,6 +61,7 @@ import defusedxml
 import defusedxml.ElementTree as SafeET
 
 from . import joints as J
+from .. import spatial
 from .builder import Inertia, ModelBuilder
 
 
@@ -210,7 +211,14 @@ def _link_inertia(ctx, where, link_el):
     ixx, ixy, ixz, iyy, iyz, izz = (ctx.number(where, in_el, a) for a in ("ixx", "ixy", "ixz", "iyy", "iyz", "izz"))
     I = np.array([[ixx, ixy, ixz], [ixy, iyy, iyz], [ixz, iyz, izz]])
     I = R @ I @ R.T
-    return Inertia(m, tuple(c), 0.5 * (I + I.T))
+    I = 0.5 * (I + I.T)
+    lam = np.linalg.eigvalsh(I).min()
+    if lam < -1e-12 * max(1.0, np.abs(I).max()):
+        # real files have these (romeo, tiago); Pinocchio takes them as they are, and so do we
+        warnings.warn(f"{ctx.source}: {where}: the rotational inertia is not positive semi-definite "
+                      f"(smallest eigenvalue {lam:.3g}); kept as given", URDFWarning, stacklevel=4)
+        return spatial.spatial_inertia(m, c, I)
+    return Inertia(m, tuple(c), I)
 
 
 class _JointSpec:
