@@ -107,6 +107,25 @@ def as_fext(model, fext, batch):
     raise ValueError(f"fext: expected shape {want} (one spatial force [f; n] per body, body frame), got {F.shape}")
 
 
+def run(model, kernels, out_shape, args, names, extra=(), **originals):
+    """Run a kernel on validated ``args``: the single-state kernel, or its batched twin on
+    a stack (one parallel compiled loop).  Kernels take ``(mi, mf, ws, *inputs, *extra, out)``
+    and return a status; batched twins ``(mi, mf, WS, *inputs, *extra, OUT, status)``.
+    ``names`` lists the inputs taken from ``args``; ``originals`` are extra arrays that error
+    messages may point into (e.g. fext)."""
+    kernel, batched = kernels
+    inputs = tuple(getattr(args, n) for n in names)
+    if args.batch is None:
+        out = np.empty(out_shape)
+        status = kernel(model._mi, model._mf, model._ws, *inputs, *extra, out)
+    else:
+        out = np.empty((args.batch,) + tuple(out_shape))
+        status = np.empty(args.batch, dtype=np.int64)
+        batched(model._mi, model._mf, batch_workspace(model), *inputs, *extra, out, status)
+    raise_for_status(model, status, **dict(zip(names, inputs)), **originals)
+    return out
+
+
 def batch_workspace(model) -> np.ndarray:
     """One workspace row per compiled thread."""
     return np.empty((numba.get_num_threads(), data_size(model.nbody, model.nv)))

@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange
 
-from ._api import as_states, batch_workspace, raise_for_status, vectors
+from ._api import as_states, batch_workspace, raise_for_status, run, vectors
 from ._kernels.batch import chunk, pick
 from ._kernels.layout import model_sizes, unpack_data, unpack_model
 from ._kernels.passes import ACC, NO_MASS, OK, POS, VEL, check_inputs, check_q, kinematics_pass
@@ -326,15 +326,8 @@ def jacobian(model, q, frame, reference: str = "world") -> np.ndarray:
         J = np.empty((6, model.nv))
         if frame_jacobian_kernel(model._mi, model._mf, model._ws, q, b, fR, fp, ref, J) == OK:
             return J
-    args = as_states(model, q=q)
-    J = _out((6, model.nv), args.batch)
-    if args.batch is None:
-        st = frame_jacobian_kernel(model._mi, model._mf, model._ws, args.q, b, fR, fp, ref, J)
-    else:
-        st = _status(args.batch)
-        frame_jacobian_batch(model._mi, model._mf, batch_workspace(model), args.q, b, fR, fp, ref, J, st)
-    raise_for_status(model, st, q=q)
-    return J
+    return run(model, (frame_jacobian_kernel, frame_jacobian_batch), (6, model.nv), as_states(model, q=q),
+               ("q",), (b, fR, fp, ref))
 
 
 def point_jacobian(model, q, frame, point=(0.0, 0.0, 0.0)) -> np.ndarray:
@@ -356,15 +349,7 @@ def joint_jacobians(model, q) -> np.ndarray:
         J = np.empty((6, model.nv))
         if joint_jacobians_kernel(model._mi, model._mf, model._ws, q, J) == OK:
             return J
-    args = as_states(model, q=q)
-    J = _out((6, model.nv), args.batch)
-    if args.batch is None:
-        st = joint_jacobians_kernel(model._mi, model._mf, model._ws, args.q, J)
-    else:
-        st = _status(args.batch)
-        joint_jacobians_batch(model._mi, model._mf, batch_workspace(model), args.q, J, st)
-    raise_for_status(model, st, q=q)
-    return J
+    return run(model, (joint_jacobians_kernel, joint_jacobians_batch), (6, model.nv), as_states(model, q=q), ("q",))
 
 
 def _frame_motion(model, q, v, a, frame, reference, classical):
@@ -376,16 +361,8 @@ def _frame_motion(model, q, v, a, frame, reference, classical):
         args.a = np.zeros_like(args.v)
     else:
         args = as_states(model, q=q, v=v, a=a)
-    out = _out((2, 6), args.batch)
-    if args.batch is None:
-        st = frame_motion_kernel(model._mi, model._mf, model._ws, args.q, args.v, args.a, b, fR, fp, ref,
-                                 classical, out)
-    else:
-        st = _status(args.batch)
-        frame_motion_batch(model._mi, model._mf, batch_workspace(model), args.q, args.v, args.a, b, fR, fp,
-                           ref, classical, out, st)
-    raise_for_status(model, st, q=args.q, v=args.v, a=args.a)
-    return out
+    return run(model, (frame_motion_kernel, frame_motion_batch), (2, 6), args, ("q", "v", "a"),
+               (b, fR, fp, ref, classical))
 
 
 def frame_velocity(model, q, v, frame, reference: str = "local") -> np.ndarray:

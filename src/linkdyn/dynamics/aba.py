@@ -16,7 +16,7 @@ with a_0 = -g.  D_i is inverted in place (a 1x1 to 6x6 symmetric positive defini
 import numpy as np
 from numba import njit, prange
 
-from .._api import _NO_FORCE, as_fext, as_states, batch_workspace, raise_for_status, vectors
+from .._api import _NO_FORCE, as_fext, as_states, run, vectors
 from .._kernels.batch import chunk, pick
 from .._kernels.layout import model_sizes, unpack_data, unpack_model
 from .._kernels.passes import (BAD_F, OK, SINGULAR, VEL, all_finite, check_inputs, kinematics_pass)
@@ -145,14 +145,4 @@ def aba(model, q, v, tau, fext=None) -> np.ndarray:
             return qdd
     args = as_states(model, q=q, v=v, tau=tau)
     F = as_fext(model, fext, args.batch)
-    if args.batch is None:
-        qdd = np.empty(model.nv)
-        st = aba_kernel(model._mi, model._mf, model._ws, args.q, args.v, args.tau, F, qdd)
-        if st != OK:
-            raise_for_status(model, st, q=q, v=v, tau=tau, fext=fext)
-        return qdd
-    QDD = np.empty((args.batch, model.nv))
-    status = np.empty(args.batch, dtype=np.int64)
-    aba_batch(model._mi, model._mf, batch_workspace(model), args.q, args.v, args.tau, F, QDD, status)
-    raise_for_status(model, status, q=q, v=v, tau=tau, fext=fext)
-    return QDD
+    return run(model, (aba_kernel, aba_batch), (model.nv,), args, ("q", "v", "tau"), (F,), fext=fext)

@@ -14,7 +14,7 @@ All three include the armature on the diagonal and must agree to round-off.
 import numpy as np
 from numba import njit, prange
 
-from .._api import as_states, batch_workspace, raise_for_status, vectors
+from .._api import as_states, run, vectors
 from .._kernels.batch import chunk
 from .._kernels.layout import model_sizes, unpack_data, unpack_model
 from .._kernels.passes import OK, POS, check_q, kinematics_pass
@@ -151,17 +151,7 @@ def mass_matrix(model, q, method: str = "crba") -> np.ndarray:
     except (KeyError, TypeError):
         raise ValueError(f"method: expected one of {list(_METHODS)}, got {method!r}") from None
     args = as_states(model, q=q)
-    if args.batch is None:
-        M = np.empty((model.nv, model.nv))
-        st = mass_matrix_kernel(model._mi, model._mf, model._ws, args.q, code, M)
-        if st != OK:
-            raise_for_status(model, st, q=q)
-        return M
-    M = np.empty((args.batch, model.nv, model.nv))
-    status = np.empty(args.batch, dtype=np.int64)
-    mass_matrix_batch(model._mi, model._mf, batch_workspace(model), args.q, code, M, status)
-    raise_for_status(model, status, q=q)
-    return M
+    return run(model, (mass_matrix_kernel, mass_matrix_batch), (model.nv, model.nv), args, ("q",), (code,))
 
 
 def crba(model, q) -> np.ndarray:

@@ -5,7 +5,7 @@
 import numpy as np
 from numba import njit, prange
 
-from .._api import as_states, batch_workspace, raise_for_status
+from .._api import as_states, run
 from .._kernels.batch import chunk, pick
 from .._kernels.layout import model_sizes, unpack_data, unpack_model
 from .._kernels.passes import OK, VEL, check_inputs, kinematics_pass
@@ -51,14 +51,7 @@ def energy_batch(mi, mf, WS, Q, V, OUT, status):
 
 def _energies(model, q, v):
     args = as_states(model, q=q, v=v)
-    if args.batch is None:
-        out = np.empty(2)
-        st = energy_kernel(model._mi, model._mf, model._ws, args.q, args.v, out)
-    else:
-        out, st = np.empty((args.batch, 2)), np.empty(args.batch, dtype=np.int64)
-        energy_batch(model._mi, model._mf, batch_workspace(model), args.q, args.v, out, st)
-    raise_for_status(model, st, q=q, v=v)
-    return out
+    return run(model, (energy_kernel, energy_batch), (2,), args, ("q", "v"))
 
 
 def kinetic_energy(model, q, v):

@@ -12,7 +12,7 @@ External forces are per body, in the body frame (Pinocchio's convention).
 import numpy as np
 from numba import njit, prange
 
-from .._api import _NO_FORCE, as_fext, as_states, batch_workspace, raise_for_status, vectors
+from .._api import _NO_FORCE, as_fext, as_states, run, vectors
 from .._kernels.batch import chunk, pick
 from .._kernels.layout import model_sizes, unpack_data, unpack_model
 from .._kernels.passes import ACC, BAD_F, OK, all_finite, check_inputs, kinematics_pass
@@ -61,17 +61,7 @@ def rnea_batch(mi, mf, WS, Q, V, A, F, TAU, status):
 def _run(model, q, v, a, fext):
     args = as_states(model, q=q, v=v, a=a)
     F = as_fext(model, fext, args.batch)
-    if args.batch is None:
-        tau = np.empty(model.nv)
-        st = rnea_kernel(model._mi, model._mf, model._ws, args.q, args.v, args.a, F, tau)
-        if st != OK:
-            raise_for_status(model, st, q=q, v=v, a=a, fext=fext)
-        return tau
-    TAU = np.empty((args.batch, model.nv))
-    status = np.empty(args.batch, dtype=np.int64)
-    rnea_batch(model._mi, model._mf, batch_workspace(model), args.q, args.v, args.a, F, TAU, status)
-    raise_for_status(model, status, q=q, v=v, a=a, fext=fext)
-    return TAU
+    return run(model, (rnea_kernel, rnea_batch), (model.nv,), args, ("q", "v", "a"), (F,), fext=fext)
 
 
 def rnea(model, q, v, a, fext=None):
