@@ -120,7 +120,7 @@ def main(argv=None):
     for name in args.robots:
         rows = per_call(name, args.calls, args.blocks)
         if args.batch:
-            rows += batched(name, args.batch, args.threads, max(5, args.blocks // 3))
+            rows += batched(name, args.batch, args.threads, args.blocks)
         for robot, nv, label, n, t_ld, t_pin in rows:
             unit = "us" if n == "1" else "ms"
             print(f"{robot:<8}{nv:>4}  {label:<10}{n:>12}{t_ld:>10.2f}{unit}{t_pin:>10.2f}{unit}{t_ld / t_pin:>8.2f}")

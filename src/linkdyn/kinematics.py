@@ -209,7 +209,7 @@ def frame_jacobian_batch(mi, mf, WS, Q, b, fR, fp, ref, OUT, status):
     for t in prange(nt):
         lo, hi = chunk(t, nt, n)
         for k in range(lo, hi):
-            status[k] = frame_jacobian_kernel(mi, mf, WS[t], Q[k], b, fR, fp, ref, OUT[k])
+            status[k] = frame_jacobian_kernel(mi, mf, pick(WS, t), pick(Q, k), b, fR, fp, ref, pick(OUT, k))
 
 
 @njit(parallel=True, cache=True)
@@ -218,7 +218,7 @@ def joint_jacobians_batch(mi, mf, WS, Q, OUT, status):
     for t in prange(nt):
         lo, hi = chunk(t, nt, n)
         for k in range(lo, hi):
-            status[k] = joint_jacobians_kernel(mi, mf, WS[t], Q[k], OUT[k])
+            status[k] = joint_jacobians_kernel(mi, mf, pick(WS, t), pick(Q, k), pick(OUT, k))
 
 
 @njit(parallel=True, cache=True)
@@ -227,8 +227,8 @@ def frame_motion_batch(mi, mf, WS, Q, V, A, b, fR, fp, ref, classical, OUT, stat
     for t in prange(nt):
         lo, hi = chunk(t, nt, n)
         for k in range(lo, hi):
-            status[k] = frame_motion_kernel(mi, mf, WS[t], pick(Q, k), pick(V, k), pick(A, k), b, fR, fp, ref,
-                                            classical, OUT[k])
+            status[k] = frame_motion_kernel(mi, mf, pick(WS, t), pick(Q, k), pick(V, k), pick(A, k), b, fR, fp, ref,
+                                            classical, pick(OUT, k))
 
 
 @njit(parallel=True, cache=True)
@@ -237,7 +237,7 @@ def com_batch(mi, mf, WS, Q, C, JC, status):
     for t in prange(nt):
         lo, hi = chunk(t, nt, n)
         for k in range(lo, hi):
-            status[k] = com_kernel(mi, mf, WS[t], Q[k], C[k], JC[k])
+            status[k] = com_kernel(mi, mf, pick(WS, t), pick(Q, k), pick(C, k), pick(JC, k))
 
 
 @njit(parallel=True, cache=True)
@@ -246,8 +246,8 @@ def forward_kinematics_batch(mi, mf, WS, Q, V, A, level, R, P, VV, AA, status):
     for t in prange(nt):
         lo, hi = chunk(t, nt, n)
         for k in range(lo, hi):
-            status[k] = forward_kinematics_kernel(mi, mf, WS[t], pick(Q, k), pick(V, k), pick(A, k), level,
-                                                  R[k], P[k], pick(VV, k), pick(AA, k))
+            status[k] = forward_kinematics_kernel(mi, mf, pick(WS, t), pick(Q, k), pick(V, k), pick(A, k), level,
+                                                  pick(R, k), pick(P, k), pick(VV, k), pick(AA, k))
 
 
 # ---------------------------------------------------------------------------------------

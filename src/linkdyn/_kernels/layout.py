@@ -87,7 +87,9 @@ def _address(typingctx, arr, offset):
 
     def codegen(context, builder, signature, args):
         ary = context.make_array(signature.args[0])(context, builder, args[0])
-        return builder.gep(ary.data, [args[1]])
+        # inside parallel loops Numba sometimes hands the offset over as a float
+        index = context.cast(builder, args[1], signature.args[1], types.intp)
+        return builder.gep(ary.data, [index])
     return sig, codegen
 
 

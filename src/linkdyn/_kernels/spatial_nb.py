@@ -175,13 +175,18 @@ def inertia_to_parent_add(R, p, I, W, out):
             for k in range(6):
                 s += I[r, k] * X[k, c]
             Y[r, c] = s
-    # out += X^T Y
+    # out += X^T Y, symmetric: the upper triangle, mirrored
     for r in range(3):
-        for c in range(6):
-            out[r, c] += X[0, r] * Y[0, c] + X[1, r] * Y[1, c] + X[2, r] * Y[2, c]
+        for c in range(r, 6):
+            v = X[0, r] * Y[0, c] + X[1, r] * Y[1, c] + X[2, r] * Y[2, c]
+            out[r, c] += v
+            if c != r:
+                out[c, r] += v
     for r in range(3, 6):
-        for c in range(6):
-            s = 0.0
+        for c in range(r, 6):
+            v = 0.0
             for k in range(6):
-                s += X[k, r] * Y[k, c]
-            out[r, c] += s
+                v += X[k, r] * Y[k, c]
+            out[r, c] += v
+            if c != r:
+                out[c, r] += v

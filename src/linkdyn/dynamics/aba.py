@@ -133,7 +133,7 @@ def aba_batch(mi, mf, WS, Q, V, T, F, QDD, status):
     for t in prange(nt):
         lo, hi = chunk(t, nt, n)
         for k in range(lo, hi):
-            status[k] = aba_kernel(mi, mf, WS[t], pick(Q, k), pick(V, k), pick(T, k), pick(F, k), QDD[k])
+            status[k] = aba_kernel(mi, mf, pick(WS, t), pick(Q, k), pick(V, k), pick(T, k), pick(F, k), pick(QDD, k))
 
 
 def aba(model, q, v, tau, fext=None) -> np.ndarray:

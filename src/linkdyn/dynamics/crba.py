@@ -15,7 +15,7 @@ import numpy as np
 from numba import njit, prange
 
 from .._api import as_states, run, vectors
-from .._kernels.batch import chunk
+from .._kernels.batch import chunk, pick
 from .._kernels.layout import model_sizes, unpack_data, unpack_model
 from .._kernels.passes import OK, POS, check_q, kinematics_pass
 from .._kernels.spatial_nb import (dot6, force_act_add, force_act_inplace, inertia_to_parent_add,
@@ -138,7 +138,7 @@ def mass_matrix_batch(mi, mf, WS, Q, method, OUT, status):
     for t in prange(nt):
         lo, hi = chunk(t, nt, n)
         for k in range(lo, hi):
-            status[k] = mass_matrix_kernel(mi, mf, WS[t], Q[k], method, OUT[k])
+            status[k] = mass_matrix_kernel(mi, mf, pick(WS, t), pick(Q, k), method, pick(OUT, k))
 
 
 def mass_matrix(model, q, method: str = "crba") -> np.ndarray:

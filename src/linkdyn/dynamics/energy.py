@@ -46,7 +46,7 @@ def energy_batch(mi, mf, WS, Q, V, OUT, status):
     for t in prange(nt):
         lo, hi = chunk(t, nt, n)
         for k in range(lo, hi):
-            status[k] = energy_kernel(mi, mf, WS[t], pick(Q, k), pick(V, k), OUT[k])
+            status[k] = energy_kernel(mi, mf, pick(WS, t), pick(Q, k), pick(V, k), pick(OUT, k))
 
 
 def _energies(model, q, v):

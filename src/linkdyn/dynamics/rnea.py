@@ -55,7 +55,7 @@ def rnea_batch(mi, mf, WS, Q, V, A, F, TAU, status):
     for t in prange(nt):
         lo, hi = chunk(t, nt, n)
         for k in range(lo, hi):
-            status[k] = rnea_kernel(mi, mf, WS[t], pick(Q, k), pick(V, k), pick(A, k), pick(F, k), TAU[k])
+            status[k] = rnea_kernel(mi, mf, pick(WS, t), pick(Q, k), pick(V, k), pick(A, k), pick(F, k), pick(TAU, k))
 
 
 def _run(model, q, v, a, fext):

@@ -185,7 +185,7 @@ def integrate_batch(mi, Q, V, dt, nt, OUT, status):
     for t in prange(nt):
         lo, hi = chunk(t, nt, n)
         for k in range(lo, hi):
-            status[k] = integrate_kernel(mi, pick(Q, k), pick(V, k), dt, OUT[k])
+            status[k] = integrate_kernel(mi, pick(Q, k), pick(V, k), dt, pick(OUT, k))
 
 
 @njit(parallel=True, cache=True)
@@ -194,7 +194,7 @@ def difference_batch(mi, Q0, Q1, nt, OUT, status):
     for t in prange(nt):
         lo, hi = chunk(t, nt, n)
         for k in range(lo, hi):
-            status[k] = difference_kernel(mi, pick(Q0, k), pick(Q1, k), OUT[k])
+            status[k] = difference_kernel(mi, pick(Q0, k), pick(Q1, k), pick(OUT, k))
 
 
 def integrate(model, q, v, dt: float = 1.0) -> np.ndarray:
