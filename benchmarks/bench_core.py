@@ -11,6 +11,13 @@ of threads.  Needs ``pip install -e '.[bench]'``.
 """
 from __future__ import annotations
 
+import os
+
+# Both libraries run their parallel loops on OpenMP, whose idle threads spin for a while after
+# each parallel region; interleaved timings then measure one library's spinning threads
+# stealing the CPU from the other.  Passive waiting (set before either runtime loads) removes it.
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+
 import argparse
 import statistics
 import time
