@@ -43,7 +43,7 @@ def check_q(mi, q):
         return BAD_SHAPE
     if not all_finite(q):
         return BAD_Q
-    parent, jtype, qadr = mi[0], mi[1], mi[2]
+    jtype, qadr = mi[1], mi[2]
     for i in range(1, mi.shape[1]):
         k = jtype[i]
         if k == SPHERICAL or k == FREE:

@@ -18,7 +18,7 @@ from .._api import as_states, run, vectors
 from .._kernels.batch import chunk, pick
 from .._kernels.layout import model_sizes, unpack_data, unpack_model
 from .._kernels.passes import OK, POS, check_q, kinematics_pass
-from .._kernels.spatial_nb import (dot6, force_act_add, force_act_inplace, inertia_to_parent_add,
+from .._kernels.spatial_nb import (dot6, force_act_add, force_act_inplace,
                                    rigid_inertia_to_parent_add, mat6_vec, motion_act,
                                    motion_inv_act)
 

@@ -14,12 +14,15 @@ and the parent/child/brother pointers of seed 004 sec. 3.1.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from .. import spatial
-from .._kernels import layout
 from . import joints as J
+
+if TYPE_CHECKING:
+    from .model import Model
 
 
 @dataclass(frozen=True)
