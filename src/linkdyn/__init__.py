@@ -12,7 +12,8 @@ Conventions (the same as Pinocchio's): spatial vectors [linear; angular], quater
 """
 from .model import joints  # noqa: F401  (ld.joints.Revolute, ...)
 from . import spatial
-from . import models, sim
+from . import analysis, models, sim
+from .analysis import manipulability, manipulability_ellipsoid
 from .dynamics import (aba, crba, generalized_gravity, kinetic_energy, mass_matrix, mechanical_energy,
                        nonlinear_effects, potential_energy, rnea)
 from .kinematics import (Kinematics, center_of_mass, com_jacobian, forward_kinematics, frame_acceleration,
@@ -23,5 +24,6 @@ from .model import (Cylindrical, Fixed, FreeFlyer, Inertia, Model, ModelBuilder,
                     random_configuration)
 
 from .model.urdf import load_urdf, parse_urdf
+from .models.dh import DHLink, from_dh
 
 __version__ = "0.1.0"

@@ -1,5 +1,6 @@
-"""Built-in models: random trees (for tests and experiments) and the real robots of the
-``example-robot-data`` package (``pip install linkdyn[robots]``)."""
+"""Built-in models: random trees (for tests and experiments), DH arms (PUMA 560, Stanford,
+SCARA, ...; :mod:`linkdyn.models.dh`) and the real robots of the ``example-robot-data``
+package (``pip install linkdyn[robots]``)."""
 from __future__ import annotations
 
 import importlib.metadata
@@ -9,6 +10,9 @@ import numpy as np
 
 from ..model import builder as _b
 from ..model import joints as J
+from . import dh
+from .dh import (DHLink, cartesian_arm, cylindrical_arm, dh_transform, from_dh, planar_2link, polar_arm, puma560,
+                 scara, stanford_arm)
 
 ALL_KINDS = ("revolute", "prismatic", "cylindrical", "universal", "spherical", "spherical_zyx", "planar", "fixed")
 

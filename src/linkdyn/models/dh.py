@@ -1,0 +1,347 @@
+"""Serial arms from Denavit-Hartenberg tables.
+
+Two conventions are supported (seed 002 ch. 4):
+
+``"standard"`` (Denavit-Hartenberg, seed 002 eq. (4.9))
+    ``A_i = Rot_z(theta_i) Trans_z(d_i) Trans_x(a_i) Rot_x(alpha_i)``; DH frame ``i`` sits at
+    the *end* of link ``i`` and joint ``i`` moves about / along ``z_{i-1}``.
+``"modified"`` (Craig)
+    ``A_i = Rot_x(alpha_{i-1}) Trans_x(a_{i-1}) Rot_z(theta_i) Trans_z(d_i)``; joint ``i``
+    moves about / along ``z_i``.  As in Corke's toolbox, row ``i`` of a modified table holds
+    ``a_{i-1}`` and ``alpha_{i-1}`` in its ``a`` and ``alpha`` fields.
+
+Joint variables: ``q = 0`` is the table's value.  For a revolute joint ``theta_i = theta + q_i``
+(``DHLink.theta`` is the offset), for a prismatic joint ``d_i = d + q_i`` (``DHLink.d`` is the
+offset).  The same convention as Corke's Robotics Toolbox (``q + offset``).
+
+Frames of the built model: ``"link{i}"`` (i = 1..n) is DH frame ``i``, ``"link0"`` the base
+frame (``base``), ``"tool"`` is DH frame ``n`` times ``tool``.  Bodies are named ``"body{i}"``
+and joints ``"joint{i}"``.
+
+How the standard convention maps onto the builder: Rot_z and Trans_z commute, so
+``A_i = J_i(q_i) S_i`` with ``J_i`` the joint motion about/along z and ``S_i = A_i(q = 0)``.
+Body ``i`` is therefore placed at DH frame ``i-1`` (where joint ``i``'s axis is: its placement in
+body ``i-1`` is ``S_{i-1}``, the base for ``i = 1``) and DH frame ``i`` is a frame fixed to it at
+``S_i``.  The link's mass properties, given in DH frame ``i``, are carried into the body frame
+by ``S_i`` (centre of mass ``R c + p``, inertia ``R I R^T``).  For the modified convention the
+body frame *is* DH frame ``i`` and nothing needs transforming.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from math import pi
+
+import numpy as np
+
+from ..model import builder as _b
+from ..model import joints as J
+
+__all__ = ["DHLink", "from_dh", "dh_transform", "planar_2link", "puma560", "stanford_arm", "scara",
+           "cartesian_arm", "cylindrical_arm", "polar_arm"] + [
+    f"{n}_links" for n in ("planar_2link", "puma560", "stanford_arm", "scara", "cartesian_arm", "cylindrical_arm",
+                           "polar_arm")]
+
+_KINDS = ("revolute", "prismatic")
+
+
+@dataclass
+class DHLink:
+    """One row of a DH table plus the link's mass properties.
+
+    ``a``, ``alpha``, ``d``, ``theta``: DH parameters (for ``"modified"``, ``a`` and ``alpha``
+    are ``a_{i-1}``, ``alpha_{i-1}``).  ``theta`` is the joint offset of a revolute joint, ``d``
+    that of a prismatic joint (``q = 0`` gives the table's values).  ``mass``, ``com`` and
+    ``inertia`` (3x3, about the centre of mass) are expressed in DH frame ``i``.  ``armature``
+    is the reflected rotor inertia (added to the mass matrix diagonal); ``lower``/``upper`` bound
+    ``q_i``.
+    """
+    a: float = 0.0
+    alpha: float = 0.0
+    d: float = 0.0
+    theta: float = 0.0
+    kind: str = "revolute"
+    mass: float = 0.0
+    com: tuple = (0.0, 0.0, 0.0)
+    inertia: tuple = field(default_factory=lambda: np.zeros((3, 3)))
+    armature: float = 0.0
+    lower: float = -np.inf
+    upper: float = np.inf
+
+    def __post_init__(self):
+        if self.kind not in _KINDS:
+            raise ValueError(f"DHLink.kind: expected 'revolute' or 'prismatic', got {self.kind!r}")
+        for name in ("a", "alpha", "d", "theta", "armature"):
+            v = getattr(self, name)
+            if not np.isfinite(float(v)):
+                raise ValueError(f"DHLink.{name}: expected a finite number, got {v!r}")
+        if self.armature < 0:
+            raise ValueError(f"DHLink.armature: expected >= 0, got {self.armature}")
+        I = np.asarray(self.inertia, dtype=float)
+        if I.shape == (3,):
+            I = np.diag(I)
+        if I.shape != (3, 3):
+            raise ValueError(f"DHLink.inertia: expected a 3x3 matrix or 3 principal moments, got shape {I.shape}")
+        self.inertia = I
+        c = np.asarray(self.com, dtype=float)
+        if c.shape != (3,):
+            raise ValueError(f"DHLink.com: expected a 3-vector, got shape {c.shape}")
+        self.com = c
+
+
+def _rx(t):
+    c, s = np.cos(t), np.sin(t)
+    return np.array([[1.0, 0, 0, 0], [0, c, -s, 0], [0, s, c, 0], [0, 0, 0, 1]])
+
+
+def _rz(t):
+    c, s = np.cos(t), np.sin(t)
+    return np.array([[c, -s, 0, 0], [s, c, 0, 0], [0, 0, 1.0, 0], [0, 0, 0, 1]])
+
+
+def _tx(a):
+    T = np.eye(4)
+    T[0, 3] = a
+    return T
+
+
+def _tz(d):
+    T = np.eye(4)
+    T[2, 3] = d
+    return T
+
+
+def dh_transform(a, alpha, d, theta, convention: str = "standard") -> np.ndarray:
+    """4x4 link transform: standard ``Rot_z(theta) Trans_z(d) Trans_x(a) Rot_x(alpha)`` (seed 002
+    eq. (4.9)) or modified ``Rot_x(alpha) Trans_x(a) Rot_z(theta) Trans_z(d)`` (Craig)."""
+    if convention == "standard":
+        return _rz(theta) @ _tz(d) @ _tx(a) @ _rx(alpha)
+    if convention == "modified":
+        return _rx(alpha) @ _tx(a) @ _rz(theta) @ _tz(d)
+    raise ValueError(f"convention: expected 'standard' or 'modified', got {convention!r}")
+
+
+def _pose4(T, what):
+    if T is None:
+        return np.eye(4)
+    R, p = _b.as_pose(T, what)
+    out = np.eye(4)
+    out[:3, :3], out[:3, 3] = R, p
+    return out
+
+
+def from_dh(links, convention: str = "standard", base=None, tool=None, name: str = "dh_arm",
+            gravity=(0.0, 0.0, -9.81)):
+    """Build a :class:`~linkdyn.Model` of a serial arm from a DH table (list of :class:`DHLink`).
+
+    ``base`` (4x4) places DH frame 0 in the world; ``tool`` (4x4) is the tool frame in DH frame
+    ``n``.  See the module docstring for the joint-variable convention (``q = 0`` is the table's
+    offset) and the frames (``"link0"`` .. ``"link{n}"``, ``"tool"``).
+    """
+    if convention not in ("standard", "modified"):
+        raise ValueError(f"convention: expected 'standard' or 'modified', got {convention!r}")
+    links = list(links)
+    if not links:
+        raise ValueError("links: expected at least one DHLink")
+    for k, L in enumerate(links):
+        if not isinstance(L, DHLink):
+            raise TypeError(f"links[{k}]: expected a DHLink, got {type(L).__name__}")
+    base4, tool4 = _pose4(base, "base"), _pose4(tool, "tool")
+    b = _b.ModelBuilder(name, gravity=gravity)
+    b.add_frame("link0", "world", placement=base4)
+    parent, placement = "world", base4
+    for i, L in enumerate(links, start=1):
+        S = dh_transform(L.a, L.alpha, L.d, L.theta, convention)   # the link transform at q = 0
+        joint = J.Revolute("z") if L.kind == "revolute" else J.Prismatic("z")
+        if convention == "standard":
+            # body i sits at DH frame i-1 (joint i's axis z_{i-1}); DH frame i = body * S_i
+            body_place, frame_in_body = placement, S
+        else:
+            # body i is DH frame i: placement S_i in DH frame i-1, joint about z_i
+            body_place, frame_in_body = placement @ S, np.eye(4)
+        R, p = frame_in_body[:3, :3], frame_in_body[:3, 3]
+        inertia = _b.Inertia(float(L.mass), R @ L.com + p, R @ L.inertia @ R.T)
+        body = f"body{i}"
+        b.add_body(body, parent, joint, placement=body_place, inertia=inertia, joint_name=f"joint{i}",
+                   lower=[L.lower], upper=[L.upper], armature=[L.armature])
+        b.add_frame(f"link{i}", body, placement=frame_in_body)
+        parent = body
+        placement = frame_in_body if convention == "standard" else np.eye(4)
+    b.add_frame("tool", parent, placement=placement @ tool4 if convention == "standard" else tool4)
+    return b.build()
+
+
+# ------------------------------------------------------------------------------ built-in arms
+
+def _rod_x(m, length):
+    """Uniform slender rod along x: inertia about its centre of mass."""
+    return np.diag([0.0, m * length ** 2 / 12.0, m * length ** 2 / 12.0])
+
+
+def _box(m, sx, sy, sz):
+    return m / 12.0 * np.diag([sy * sy + sz * sz, sx * sx + sz * sz, sx * sx + sy * sy])
+
+
+def planar_2link_links(l1: float = 1.0, l2: float = 1.0, m1: float = 1.0, m2: float = 1.0) -> list:
+    """The DH table (list of :class:`DHLink`) of :func:`planar_2link`."""
+    links = [DHLink(a=l1, kind="revolute", mass=m1, com=(-l1 / 2, 0, 0), inertia=_rod_x(m1, l1)),
+             DHLink(a=l2, kind="revolute", mass=m2, com=(-l2 / 2, 0, 0), inertia=_rod_x(m2, l2))]
+    return links
+
+
+def planar_2link(l1: float = 1.0, l2: float = 1.0, m1: float = 1.0, m2: float = 1.0, **kwargs):
+    """The planar 2-link arm of seed 002 sec. 4.1.2 / 5.4 (two revolute joints about z, standard DH
+    ``a_i = l_i``, ``alpha_i = d_i = theta_i = 0``), links modelled as *uniform slender rods*.
+
+    In the notation of seed 002 sec. 5.4 (eqs. (5.79)-(5.87)), the centre of mass of link ``i``
+    is at ``[-r_i, 0, 0]`` in DH frame ``i`` with ``r_i = l_i / 2`` (so the distance from the joint
+    is ``l_ci = l_i / 2``), and ``J_i = m_i l_i^2 / 12`` about the z axis.  The arm moves in the
+    xy-plane; with the default gravity (-z) gravity does no work, as in seed 002 eq. (5.93).
+    The tool frame is DH frame 2 (the tip).  ``kwargs`` go to :func:`from_dh`.
+    """
+    kwargs.setdefault("name", "planar_2link")
+    return from_dh(planar_2link_links(l1=l1, l2=l2, m1=m1, m2=m2), **kwargs)
+
+
+#: reflected armature Jm G^2 of the Puma 560 (Corke's mdl_puma560: Jm, G per joint)
+_PUMA_JM = (200e-6, 200e-6, 200e-6, 33e-6, 33e-6, 33e-6)
+_PUMA_G = (-62.6111, 107.815, -53.7063, 76.0364, 71.923, 76.686)
+
+
+def puma560_links(armature: bool = True) -> list:
+    """The DH table (list of :class:`DHLink`) of :func:`puma560`."""
+    deg = pi / 180
+    rows = [  # a, alpha, d, mass, com, (Ixx, Iyy, Izz), limits (deg)
+        (0.0, pi / 2, 0.0, 0.0, (0, 0, 0), (0, 0.35, 0), 160),
+        (0.4318, 0.0, 0.0, 17.4, (-0.3638, 0.006, 0.2275), (0.13, 0.524, 0.539), 110),
+        (0.0203, -pi / 2, 0.15005, 4.8, (-0.0203, -0.0141, 0.070), (0.066, 0.086, 0.0125), 135),
+        (0.0, pi / 2, 0.4318, 0.82, (0, 0.019, 0), (1.8e-3, 1.3e-3, 1.8e-3), 266),
+        (0.0, -pi / 2, 0.0, 0.34, (0, 0, 0), (0.3e-3, 0.4e-3, 0.3e-3), 100),
+        (0.0, 0.0, 0.0, 0.09, (0, 0, 0.032), (0.15e-3, 0.15e-3, 0.04e-3), 266),
+    ]
+    links = [DHLink(a=a, alpha=al, d=d, kind="revolute", mass=m, com=c, inertia=np.diag(I),
+                    armature=(jm * g * g if armature else 0.0), lower=-lim * deg, upper=lim * deg)
+             for (a, al, d, m, c, I, lim), jm, g in zip(rows, _PUMA_JM, _PUMA_G)]
+    return links
+
+
+def puma560(armature: bool = True, **kwargs):
+    """Unimation PUMA 560, standard DH, with the kinematic and dynamic parameters of Peter Corke's
+    Robotics Toolbox ``mdl_puma560`` (from P. Corke and B. Armstrong-Helouvry, "A search for
+    consensus among model parameters reported for the PUMA 560 robot", ICRA 1994, pp. 1608-1613).
+
+    As in ``mdl_puma560`` (MATLAB), ``d_1 = 0`` (no pedestal), the mass of link 1 is 0 (only its
+    inertia about z, 0.35 kg m^2, matters), joint limits from Corke's model.  With
+    ``armature=True`` the reflected motor inertias ``Jm G^2`` are put on the mass matrix diagonal
+    (Corke's ``rne`` does the same).  Centres of mass and inertias (about the com) are in DH frame
+    ``i``.  ``kwargs`` go to :func:`from_dh`.
+    """
+    kwargs.setdefault("name", "puma560")
+    return from_dh(puma560_links(armature=armature), **kwargs)
+
+
+def stanford_arm_links(armature: bool = True) -> list:
+    """The DH table (list of :class:`DHLink`) of :func:`stanford_arm`."""
+    deg, inch = pi / 180, 0.0254
+    r = lambda lim: dict(lower=-lim * deg, upper=lim * deg)   # noqa: E731
+    links = [
+        DHLink(d=0.412, alpha=-pi / 2, mass=9.29, com=(0, 0.0175, -0.1105), inertia=np.diag([0.276, 0.255, 0.071]),
+               armature=0.953 if armature else 0.0, **r(170)),
+        DHLink(d=0.154, alpha=pi / 2, mass=5.01, com=(0, -1.054, 0), inertia=np.diag([0.108, 0.018, 0.100]),
+               armature=2.193 if armature else 0.0, **r(170)),
+        DHLink(theta=-pi / 2, a=0.0203, kind="prismatic", mass=4.25, com=(0, 0, -6.447),
+               inertia=np.diag([2.51, 2.51, 0.006]), armature=0.782 if armature else 0.0,
+               lower=12 * inch, upper=50 * inch),
+        DHLink(alpha=-pi / 2, mass=1.08, com=(0, 0.092, -0.054), inertia=np.diag([0.002, 0.001, 0.001]),
+               armature=0.106 if armature else 0.0, **r(170)),
+        DHLink(alpha=pi / 2, mass=0.630, com=(0, 0.566, 0.003), inertia=np.diag([0.003, 0.0004, 0.0]),
+               armature=0.097 if armature else 0.0, **r(90)),
+        DHLink(mass=0.51, com=(0, 0, 1.554), inertia=np.diag([0.013, 0.013, 0.0003]),
+               armature=0.020 if armature else 0.0, **r(170)),
+    ]
+    return links
+
+
+def stanford_arm(armature: bool = True, **kwargs):
+    """Stanford arm (RRPRRR), standard DH, with the parameters of Peter Corke's Robotics Toolbox
+    ``mdl_stanford`` (kinematics: Stanford AIM-177 fig. 2.3; dynamics: R. P. Paul, "Robot
+    Manipulators", 1981, tables 6.5, 6.6).  Joint 3 is prismatic with ``theta = -pi/2`` and
+    ``q_3 = d_3`` (limits 12 to 50 inches).  ``armature=True`` adds Corke's ``Jm`` (gear ratio 1).
+
+    The centres of mass are copied as Corke lists them; several (e.g. link 2's 1.054 m, link 3's
+    6.447 m) are implausible for this arm's size, so treat the dynamics as a test case rather than
+    a faithful model of the hardware.  ``kwargs`` go to :func:`from_dh`.
+    """
+    kwargs.setdefault("name", "stanford_arm")
+    return from_dh(stanford_arm_links(armature=armature), **kwargs)
+
+
+def scara_links(l1: float = 0.35, l2: float = 0.30, h: float = 0.40) -> list:
+    """The DH table (list of :class:`DHLink`) of :func:`scara`."""
+    links = [DHLink(a=l1, d=h, mass=4.0, com=(-l1 / 2, 0, 0), inertia=_box(4.0, l1, 0.08, 0.08)),
+             DHLink(a=l2, alpha=pi, mass=3.0, com=(-l2 / 2, 0, 0), inertia=_box(3.0, l2, 0.07, 0.07)),
+             DHLink(kind="prismatic", mass=1.0, com=(0, 0, -0.1), inertia=_box(1.0, 0.03, 0.03, 0.2),
+                    lower=0.0, upper=0.2),
+             DHLink(mass=0.3, com=(0, 0, 0.02), inertia=_box(0.3, 0.05, 0.05, 0.04))]
+    return links
+
+
+def scara(l1: float = 0.35, l2: float = 0.30, h: float = 0.40, **kwargs):
+    """SCARA arm (RRPR, seed 002 sec. 2.3), standard DH: ``a_1 = l1``, ``d_1 = h``; ``a_2 = l2``,
+    ``alpha_2 = pi`` (so z_2 points down); prismatic ``d_3 = q_3`` (downwards); wrist roll.
+    Dimensions and masses are *illustrative* (roughly a 0.65 m reach table-top SCARA), not taken
+    from a datasheet.  ``kwargs`` go to :func:`from_dh`.
+    """
+    kwargs.setdefault("name", "scara")
+    return from_dh(scara_links(l1=l1, l2=l2, h=h), **kwargs)
+
+
+def cartesian_arm_links(stroke: float = 1.0) -> list:
+    """The DH table (list of :class:`DHLink`) of :func:`cartesian_arm`."""
+    box = lambda m: _box(m, 0.1, 0.1, 0.1)   # noqa: E731
+    lim = dict(lower=0.0, upper=stroke)
+    links = [DHLink(alpha=-pi / 2, kind="prismatic", mass=8.0, inertia=box(8.0), **lim),
+             DHLink(theta=-pi / 2, alpha=-pi / 2, kind="prismatic", mass=5.0, inertia=box(5.0), **lim),
+             DHLink(kind="prismatic", mass=2.0, com=(0, 0, -0.1), inertia=box(2.0), **lim)]
+    return links
+
+
+def cartesian_arm(stroke: float = 1.0, **kwargs):
+    """Cartesian (PPP) arm of seed 002 sec. 2.3, standard DH: joint 1 along world z, joint 2
+    along world y, joint 3 along world x (``alpha_1 = -pi/2``; ``theta_2 = -pi/2``,
+    ``alpha_2 = -pi/2``).  Masses and the ``[0, stroke]`` limits are *illustrative*."""
+    kwargs.setdefault("name", "cartesian_arm")
+    return from_dh(cartesian_arm_links(stroke=stroke), **kwargs)
+
+
+def cylindrical_arm_links(h: float = 0.5) -> list:
+    """The DH table (list of :class:`DHLink`) of :func:`cylindrical_arm`."""
+    links = [DHLink(d=h, mass=6.0, com=(0, 0, -h / 2), inertia=_box(6.0, 0.15, 0.15, h)),
+             DHLink(alpha=-pi / 2, kind="prismatic", mass=3.0, inertia=_box(3.0, 0.1, 0.1, 0.1), lower=0.0, upper=1.0),
+             DHLink(kind="prismatic", mass=1.5, com=(0, 0, -0.25), inertia=_box(1.5, 0.05, 0.05, 0.5),
+                    lower=0.0, upper=0.8)]
+    return links
+
+
+def cylindrical_arm(h: float = 0.5, **kwargs):
+    """Cylindrical (RPP) arm of seed 002 sec. 2.3, standard DH: base rotation about z (``d_1 = h``),
+    vertical prismatic ``d_2 = q_2`` (``alpha_2 = -pi/2``), horizontal radial prismatic
+    ``d_3 = q_3``.  Dimensions and masses are *illustrative*."""
+    kwargs.setdefault("name", "cylindrical_arm")
+    return from_dh(cylindrical_arm_links(h=h), **kwargs)
+
+
+def polar_arm_links(h: float = 0.5) -> list:
+    """The DH table (list of :class:`DHLink`) of :func:`polar_arm`."""
+    links = [DHLink(d=h, alpha=-pi / 2, mass=6.0, com=(0, h / 2, 0), inertia=_box(6.0, 0.15, h, 0.15)),
+             DHLink(alpha=pi / 2, mass=3.0, inertia=_box(3.0, 0.15, 0.15, 0.15)),
+             DHLink(d=0.3, kind="prismatic", mass=1.5, com=(0, 0, -0.25), inertia=_box(1.5, 0.05, 0.05, 0.5),
+                    lower=-0.2, upper=0.5)]
+    return links
+
+
+def polar_arm(h: float = 0.5, **kwargs):
+    """Polar (spherical, RRP) arm of seed 002 sec. 2.3, standard DH: base rotation about z
+    (``d_1 = h``, ``alpha_1 = -pi/2``), elevation (``alpha_2 = pi/2``), radial prismatic ``d_3 = q_3``
+    (offset 0.3 m).  Dimensions and masses are *illustrative*."""
+    kwargs.setdefault("name", "polar_arm")
+    return from_dh(polar_arm_links(h=h), **kwargs)
