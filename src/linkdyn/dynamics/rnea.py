@@ -59,7 +59,10 @@ def rnea_batch(mi, mf, WS, Q, V, A, F, TAU, status):
 
 
 def _run(model, q, v, a, fext):
-    args = as_states(model, q=q, v=v, a=a)
+    return _run_states(model, as_states(model, q=q, v=v, a=a), fext)
+
+
+def _run_states(model, args, fext=None):
     F = as_fext(model, fext, args.batch)
     return run(model, (rnea_kernel, rnea_batch), (model.nv,), args, ("q", "v", "a"), (F,), fext=fext)
 
@@ -81,15 +84,13 @@ def rnea(model, q, v, a, fext=None):
 
 def nonlinear_effects(model, q, v):
     """b(q, v) = C(q, v) v + g(q): RNEA with zero acceleration."""
-    return _run(model, q, v, _zeros_like_v(model, v), None)
+    args = as_states(model, q=q, v=v)
+    args.a = np.zeros_like(args.v)
+    return _run_states(model, args)
 
 
 def generalized_gravity(model, q):
     """g(q): the joint torques that hold the model still against gravity."""
-    z = _zeros_like_v(model, q, rows_from_q=True)
-    return _run(model, q, z, z, None)
-
-
-def _zeros_like_v(model, x, rows_from_q=False):
-    x = np.asarray(x)
-    return np.zeros(model.nv) if x.ndim < 2 else np.zeros((x.shape[0], model.nv))
+    args = as_states(model, q=q)
+    args.v = args.a = np.zeros(model.nv if args.batch is None else (1, model.nv))
+    return _run_states(model, args)
