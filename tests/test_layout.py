@@ -10,7 +10,11 @@ from linkdyn._kernels import layout
 
 @njit
 def _model_views(mi, mf):
-    return layout.unpack_model(mi, mf)
+    """Every packed field in table order: the int rows, then the float segments."""
+    parent, jtype, qadr, vadr, jnq, jnv, axis, axis2, R_tree, p_tree, inertia, armature, g = layout.unpack_model(mi, mf)
+    damping, friction = layout.unpack_joint_terms(mi, mf)
+    return (parent, jtype, qadr, vadr, jnq, jnv, layout.axis_ids(mi), layout.subtree_ends(mi),
+            axis, axis2, R_tree, p_tree, inertia, armature, g, damping, friction)
 
 
 @njit

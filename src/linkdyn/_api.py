@@ -7,8 +7,9 @@ A well-formed single state takes the fast path: a handful of attribute checks, n
 """
 from __future__ import annotations
 
-import numpy as np
 import numba
+import numpy as np
+from numba import types as nt
 
 from ._kernels import passes
 from ._kernels.layout import data_size
@@ -30,11 +31,54 @@ def _size(model, name):
 _ND = np.ndarray
 
 
+# --- compiled entry points ---------------------------------------------------------------
+# Argument types of the single-state kernels: the packed model (mi, mf), the workspace, the
+# caller's vectors in any layout (so a strided view is read correctly, not copied), and
+# outputs the public layer allocates.
+MI = nt.Array(nt.int64, 2, "C", readonly=True)
+MF = nt.Array(nt.float64, 1, "C", readonly=True)
+WS = nt.Array(nt.float64, 1, "C")
+VEC = nt.Array(nt.float64, 1, "A")
+OUT1 = nt.Array(nt.float64, 1, "C")
+OUT2 = nt.Array(nt.float64, 2, "C")
+FEXT = nt.Array(nt.float64, 2, "C")
+
+
+class Entry:
+    """One kernel compiled for one fixed signature and called without Numba's dispatcher.
+
+    The dispatcher works out the type of every argument on every call (about 0.03 us per
+    argument) to pick a compiled version; for a kernel that takes eight arrays and runs for
+    a microsecond that is a fifth of the time.  ``entry.fn`` is the compiled version itself.
+    It trusts its arguments completely: a float64 array where the signature says so, of the
+    stated number of dimensions (anything else is undefined behaviour), which is why only
+    the public layer calls it, right after checking exactly that.  Compiled on first use
+    (from Numba's disk cache when it is there).
+    """
+    __slots__ = ("fn", "kernel", "sig")
+
+    def __init__(self, kernel, *sig):
+        self.kernel, self.sig = kernel, tuple(sig)
+        self.fn = self._first_call
+
+    def _first_call(self, *args):
+        self.kernel.compile(self.sig)
+        try:
+            self.fn = self.kernel.overloads[self.sig].entry_point
+        except (AttributeError, KeyError):    # a Numba that hides it: the dispatcher, always safe
+            self.fn = self.kernel
+        return self.fn(*args)
+
+    def __call__(self, *args):
+        return self.fn(*args)
+
+
 def vectors(q, v=None, a=None) -> bool:
     """True if every given argument is a 1-D float64 ndarray: such input takes the fast path,
-    straight to the kernel, which checks lengths, finiteness and quaternion norms itself and
-    returns a status; on any bad status the caller re-runs the full validation below, which
-    builds the error message."""
+    straight to the kernel's :class:`Entry` (``VEC`` arguments), which checks lengths,
+    finiteness and quaternion norms itself and returns a status; on any bad status the caller
+    re-runs the full validation below, which builds the error message.  The hottest callers
+    inline this test."""
     return (type(q) is _ND and q.dtype is _F64 and q.ndim == 1
             and (v is None or (type(v) is _ND and v.dtype is _F64 and v.ndim == 1))
             and (a is None or (type(a) is _ND and a.dtype is _F64 and a.ndim == 1)))
@@ -113,7 +157,7 @@ def run(model, kernels, out_shape, args, names, extra=(), **originals):
     and return a status; batched twins ``(mi, mf, WS, *inputs, *extra, OUT, status)``.
     ``names`` lists the inputs taken from ``args``; ``originals`` are extra arrays that error
     messages may point into (e.g. fext)."""
-    kernel, batched = kernels
+    kernel, batched = kernels      # kernel: a Numba dispatcher or an Entry taking these arrays
     inputs = tuple(getattr(args, n) for n in names)
     if args.batch is None:
         out = np.empty(out_shape)

@@ -19,9 +19,12 @@ from numba import carray, njit, types
 from numba.extending import intrinsic
 
 # --- integer rows of mi, each of shape (nbody,) -----------------------------------------
-PARENT, JTYPE, QADR, VADR, JNQ, JNV = range(6)
-N_INT_ROWS = 6
-INT_FIELDS = ("parent", "jnt_type", "jnt_qadr", "jnt_vadr", "jnt_nq", "jnt_nv")
+PARENT, JTYPE, QADR, VADR, JNQ, JNV, JAXIS, SUBTREE_END = range(8)
+N_INT_ROWS = 8
+# jnt_axis_id: k in {0, 1, 2} when a revolute or prismatic axis is +-e_k (the kernels then
+# skip the general Rodrigues rotation and 3x3 product), -1 otherwise
+# subtree_end: the subtree of body i is the contiguous range [i, subtree_end[i]) (depth-first order)
+INT_FIELDS = ("parent", "jnt_type", "jnt_qadr", "jnt_vadr", "jnt_nq", "jnt_nv", "jnt_axis_id", "subtree_end")
 
 # --- float segments of mf: (name, shape as a function of (nbody, nv)) --------------------
 FLOAT_FIELDS = (
@@ -32,6 +35,8 @@ FLOAT_FIELDS = (
     ("inertia", lambda nb, nv: (nb, 6, 6)),    # spatial inertia in the body frame, [lin; ang]
     ("armature", lambda nb, nv: (nv,)),        # rotor inertia added to the diagonal of M
     ("gravity", lambda nb, nv: (3,)),          # gravity in the world frame
+    ("damping", lambda nb, nv: (nv,)),         # viscous friction: tau += damping * v
+    ("friction", lambda nb, nv: (nv,)),        # Coulomb friction: tau += friction * sign(v)
 )
 
 # --- workspace segments of ws ------------------------------------------------------------
@@ -121,6 +126,29 @@ def unpack_model(mi, mf):
     return (_view(mi, PARENT * nb, (nb,)), _view(mi, JTYPE * nb, (nb,)), _view(mi, QADR * nb, (nb,)),
             _view(mi, VADR * nb, (nb,)), _view(mi, JNQ * nb, (nb,)), _view(mi, JNV * nb, (nb,)),
             axis, axis2, R_tree, p_tree, inertia, armature, gravity)
+
+
+@njit(inline="always", cache=True)
+def unpack_joint_terms(mi, mf):
+    """(damping, friction), each (nv,): the velocity-dependent joint torques, kept apart from
+    ``unpack_model`` so that kernels without them keep their signature."""
+    nb, nq, nv = model_sizes(mi)
+    o = 54 * nb + nv + 3
+    return _view(mf, o, (nv,)), _view(mf, o + nv, (nv,))
+
+
+@njit(inline="always", cache=True)
+def axis_ids(mi):
+    """``jnt_axis_id`` (nb,)."""
+    nb = mi.shape[1]
+    return _view(mi, JAXIS * nb, (nb,))
+
+
+@njit(inline="always", cache=True)
+def subtree_ends(mi):
+    """``subtree_end`` (nb,)."""
+    nb = mi.shape[1]
+    return _view(mi, SUBTREE_END * nb, (nb,))
 
 
 @njit(inline="always", cache=True)

@@ -15,9 +15,9 @@ import math
 
 from numba import njit
 
-from ..model.joints import FREE, SPHERICAL
-from .jcalc import jcalc
-from .layout import model_sizes, unpack_data, unpack_model
+from ..model.joints import FREE, PRISMATIC, REVOLUTE, SPHERICAL
+from .jcalc import jcalc, rodrigues
+from .layout import axis_ids, model_sizes, unpack_data, unpack_model
 from .spatial_nb import motion_cross_add, motion_inv_act
 
 OK, BAD_Q, BAD_QUAT, BAD_V, BAD_A, BAD_F, SINGULAR, BAD_SHAPE, NO_MASS = 0, 1, 2, 3, 4, 5, 6, 7, 8
@@ -33,6 +33,14 @@ def all_finite(x):
         if not math.isfinite(x.flat[k]):
             return False
     return True
+
+
+@njit(inline="always", cache=True)
+def joint_torque(armature, damping, friction, qd, qdd):
+    """The torque a joint's own rotor and bearings take: armature q'' + damping q'
+    + friction sign(q') (Coulomb friction is 0 at rest here, as sign(0) = 0)."""
+    s = 0.0 if qd == 0.0 else (1.0 if qd > 0.0 else -1.0)
+    return armature * qdd + damping * qd + friction * s
 
 
 @njit(cache=True)
@@ -70,15 +78,34 @@ def check_inputs(mi, q, v, a, need_a):
     return OK
 
 
+@njit(inline="always", cache=True)
+def _tree_times_axis_rotation(Rt, k, c, s, out):
+    """out = Rt R_k(theta) for a rotation about coordinate axis e_k (c, s = cos, sin theta):
+    column k is kept, the other two turn in their plane (12 products instead of 27)."""
+    k1 = (k + 1) % 3
+    k2 = (k + 2) % 3
+    for r in range(3):
+        x, y = Rt[r, k1], Rt[r, k2]
+        out[r, k] = Rt[r, k]
+        out[r, k1] = c * x + s * y
+        out[r, k2] = c * y - s * x
+
+
 @njit(cache=True)
 def kinematics_pass(mi, mf, ws, q, v, a, level, world, with_gravity):
     """Fill liMi (and oMi if ``world``), S, vJ, cJ, and for ``level`` >= VEL the body
     velocities, for ``level`` == ACC the accelerations.  With ``with_gravity`` the world
-    accelerates by a_0 = [-g; 0] instead of gravity pulling on every body."""
+    accelerates by a_0 = [-g; 0] instead of gravity pulling on every body.
+
+    Revolute and prismatic joints (most of every robot) take a fused path: X_tree X_J is
+    formed directly (a plane rotation of two columns of R_tree when the axis is a
+    coordinate axis), S is one 6-vector and c_J = 0; every other kind goes through jcalc."""
     parent, jtype, qadr, vadr, jnq, jnv, axis, axis2, R_tree, p_tree, _, _, g = unpack_model(mi, mf)
+    axid = axis_ids(mi)
     nb, nq, nv = model_sizes(mi)
     oR, op, liR, lip, vel, acc, frc, S, vJ, cJ, I6, pA, U, Dinv, u, tmp, W6, W3 = unpack_data(ws, nb, nv)
     RJ, T, pJ = W3[0], W3[1], W3[2, 0]
+    has_v = level >= VEL
     for r in range(3):
         for c in range(3):
             oR[0, r, c] = 1.0 if r == c else 0.0
@@ -90,13 +117,44 @@ def kinematics_pass(mi, mf, ws, q, v, a, level, world, with_gravity):
         acc[0, 0], acc[0, 1], acc[0, 2] = -g[0], -g[1], -g[2]
     for i in range(1, nb):
         pi = parent[i]
-        jcalc(jtype[i], axis[i], axis2[i], q, qadr[i], v, vadr[i], level >= VEL, RJ, pJ, S, vJ[i], cJ[i], T)
-        # liMi = X_tree X_J
+        kind = jtype[i]
         Rt = R_tree[i]
-        for r in range(3):
-            for c in range(3):
-                liR[i, r, c] = Rt[r, 0] * RJ[0, c] + Rt[r, 1] * RJ[1, c] + Rt[r, 2] * RJ[2, c]
-            lip[i, r] = p_tree[i, r] + Rt[r, 0] * pJ[0] + Rt[r, 1] * pJ[1] + Rt[r, 2] * pJ[2]
+        ax = axis[i]
+        va = vadr[i]
+        if kind == REVOLUTE or kind == PRISMATIC:
+            x = q[qadr[i]]
+            Si = S[va]
+            off = 3 if kind == REVOLUTE else 0
+            for k in range(6):
+                Si[k] = 0.0
+            Si[off], Si[off + 1], Si[off + 2] = ax[0], ax[1], ax[2]
+            if kind == REVOLUTE:
+                k = axid[i]
+                if k >= 0:
+                    # liMi = X_tree R_k(+-q): a plane rotation of two columns
+                    _tree_times_axis_rotation(Rt, k, math.cos(x), ax[k] * math.sin(x), liR[i])
+                else:
+                    rodrigues(ax, x, RJ)
+                    _matmul3(Rt, RJ, liR[i])
+                for r in range(3):
+                    lip[i, r] = p_tree[i, r]
+            else:
+                # liMi = (R_tree, p_tree + R_tree a q)
+                for r in range(3):
+                    for c in range(3):
+                        liR[i, r, c] = Rt[r, c]
+                    lip[i, r] = p_tree[i, r] + x * (Rt[r, 0] * ax[0] + Rt[r, 1] * ax[1] + Rt[r, 2] * ax[2])
+            if has_v:
+                qd = v[va]
+                for k in range(6):
+                    vJ[i, k] = Si[k] * qd
+                    cJ[i, k] = 0.0
+        else:
+            jcalc(kind, ax, axis2[i], q, qadr[i], v, va, has_v, RJ, pJ, S, vJ[i], cJ[i], T)
+            # liMi = X_tree X_J
+            _matmul3(Rt, RJ, liR[i])
+            for r in range(3):
+                lip[i, r] = p_tree[i, r] + Rt[r, 0] * pJ[0] + Rt[r, 1] * pJ[1] + Rt[r, 2] * pJ[2]
         if world:
             # oMi = oMparent liMi
             Rp = oR[pi]
@@ -104,7 +162,7 @@ def kinematics_pass(mi, mf, ws, q, v, a, level, world, with_gravity):
                 for c in range(3):
                     oR[i, r, c] = Rp[r, 0] * liR[i, 0, c] + Rp[r, 1] * liR[i, 1, c] + Rp[r, 2] * liR[i, 2, c]
                 op[i, r] = op[pi, r] + Rp[r, 0] * lip[i, 0] + Rp[r, 1] * lip[i, 1] + Rp[r, 2] * lip[i, 2]
-        if level >= VEL:
+        if has_v:
             # v_i = liMi^-1 v_parent + vJ
             motion_inv_act(liR[i], lip[i], vel[pi], vel[i])
             for k in range(6):
@@ -114,9 +172,16 @@ def kinematics_pass(mi, mf, ws, q, v, a, level, world, with_gravity):
         if level >= ACC:
             # a_i = liMi^-1 a_parent + S q'' + c_i
             motion_inv_act(liR[i], lip[i], acc[pi], acc[i])
-            va = vadr[i]
             for d in range(jnv[i]):
                 for k in range(6):
                     acc[i, k] += S[va + d, k] * a[va + d]
             for k in range(6):
                 acc[i, k] += cJ[i, k]
+
+
+@njit(inline="always", cache=True)
+def _matmul3(A, B, out):
+    """out = A B for 3x3 matrices."""
+    for r in range(3):
+        for c in range(3):
+            out[r, c] = A[r, 0] * B[0, c] + A[r, 1] * B[1, c] + A[r, 2] * B[2, c]

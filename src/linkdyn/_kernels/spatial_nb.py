@@ -190,3 +190,54 @@ def inertia_to_parent_add(R, p, I, W, out):
             out[r, c] += v
             if c != r:
                 out[c, r] += v
+
+
+# --- rigid-body inertias as 10 parameters ------------------------------------------------
+# P = [m, h_x, h_y, h_z, I_xx, I_xy, I_yy, I_xz, I_yz, I_zz] with h = m c the first moment and
+# I the rotational inertia about the frame's origin: the spatial inertia
+# [[m 1, -[h]x], [[h]x, I]] in 10 numbers (composites of CRBA are sums of these).
+
+@njit(**_opts)
+def rigid_params_to_world(R, p, I, P):
+    """P = the 10 parameters of the 6x6 rigid-body inertia I (body frame) seen in the frame
+    where the body sits at (R, p): h' = R h + m p,
+    I' = R Ib R^T - [Rh]x [p]x - [p]x [Rh]x - m [p]x [p]x (as ``rigid_inertia_to_parent_add``)."""
+    m = I[0, 0]
+    h0, h1, h2 = I[5, 1], I[3, 2], I[4, 0]
+    r0 = R[0, 0] * h0 + R[0, 1] * h1 + R[0, 2] * h2
+    r1 = R[1, 0] * h0 + R[1, 1] * h1 + R[1, 2] * h2
+    r2 = R[2, 0] * h0 + R[2, 1] * h1 + R[2, 2] * h2
+    pp = p[0] * p[0] + p[1] * p[1] + p[2] * p[2]
+    rp = r0 * p[0] + r1 * p[1] + r2 * p[2]
+    P[0] = m
+    P[1], P[2], P[3] = r0 + m * p[0], r1 + m * p[1], r2 + m * p[2]
+    # P[4 + index of (a, b)] in the order xx, xy, yy, xz, yz, zz
+    k = 4
+    for b in range(3):
+        t0 = I[3, 3] * R[b, 0] + I[3, 4] * R[b, 1] + I[3, 5] * R[b, 2]
+        t1 = I[4, 3] * R[b, 0] + I[4, 4] * R[b, 1] + I[4, 5] * R[b, 2]
+        t2 = I[5, 3] * R[b, 0] + I[5, 4] * R[b, 1] + I[5, 5] * R[b, 2]
+        rb = r0 if b == 0 else (r1 if b == 1 else r2)
+        for a in range(b + 1):
+            ra = r0 if a == 0 else (r1 if a == 1 else r2)
+            x = R[a, 0] * t0 + R[a, 1] * t1 + R[a, 2] * t2
+            # [u]x[w]x = w u^T - (u.w) 1
+            x -= p[a] * rb + p[b] * ra + m * p[a] * p[b]
+            if a == b:
+                x += 2.0 * rp + m * pp
+            P[k] = x
+            k += 1
+
+
+@njit(**_opts)
+def rigid_params_times_motion(P, v, out):
+    """out = I v for the inertia of parameters P and a motion v = [v; w]:
+    [m v - h x w; h x v + I w]."""
+    m, h0, h1, h2 = P[0], P[1], P[2], P[3]
+    ixx, ixy, iyy, ixz, iyz, izz = P[4], P[5], P[6], P[7], P[8], P[9]
+    out[0] = m * v[0] - (h1 * v[5] - h2 * v[4])
+    out[1] = m * v[1] - (h2 * v[3] - h0 * v[5])
+    out[2] = m * v[2] - (h0 * v[4] - h1 * v[3])
+    out[3] = h1 * v[2] - h2 * v[1] + ixx * v[3] + ixy * v[4] + ixz * v[5]
+    out[4] = h2 * v[0] - h0 * v[2] + ixy * v[3] + iyy * v[4] + iyz * v[5]
+    out[5] = h0 * v[1] - h1 * v[0] + ixz * v[3] + iyz * v[4] + izz * v[5]

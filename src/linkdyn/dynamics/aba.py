@@ -11,15 +11,16 @@ dofs through their motion subspace S_i (seed 000 sec. 2.5):
     pass 3 (out):  a'_i = X_i a_p + c_i,  q''_i = D_i^-1 (u_i - U_i^T a'_i),
                    a_i = a'_i + S_i q''_i                                        (eqs. 25-26)
 
-with a_0 = -g.  D_i is inverted in place (a 1x1 to 6x6 symmetric positive definite block).
+with a_0 = -g; the joints' damping and friction torques are taken off tau (see rnea).
+D_i is inverted in place (a 1x1 to 6x6 symmetric positive definite block).
 """
 import numpy as np
 from numba import njit, prange
 
-from .._api import _NO_FORCE, as_fext, as_states, run, vectors
+from .._api import _F64, _ND, _NO_FORCE, FEXT, MF, MI, OUT1, VEC, WS, Entry, as_fext, as_states, run
 from .._kernels.batch import chunk, pick
-from .._kernels.layout import model_sizes, unpack_data, unpack_model
-from .._kernels.passes import (BAD_F, OK, SINGULAR, VEL, all_finite, check_inputs, kinematics_pass)
+from .._kernels.layout import model_sizes, unpack_data, unpack_joint_terms, unpack_model
+from .._kernels.passes import BAD_F, OK, SINGULAR, VEL, all_finite, check_inputs, joint_torque, kinematics_pass
 from .._kernels.spatial_nb import (dot6, force_act_add, force_cross_add, inertia_to_parent_add, mat6_vec,
                                    motion_inv_act)
 
@@ -60,6 +61,7 @@ def aba_kernel(mi, mf, ws, q, v, tau, fext, qdd):
     if not all_finite(fext):
         return BAD_F
     parent, jtype, qadr, vadr, jnq, jnv, _, _, _, _, inertia, armature, g = unpack_model(mi, mf)
+    damping, friction = unpack_joint_terms(mi, mf)
     nb, nq, nv = model_sizes(mi)
     oR, op, liR, lip, vel, acc, frc, S, vJ, c, IA, pA, U, Dinv, u, tmp, W6, W3 = unpack_data(ws, nb, nv)
     kinematics_pass(mi, mf, ws, q, v, tau[:0], VEL, False, False)
@@ -78,7 +80,8 @@ def aba_kernel(mi, mf, ws, q, v, tau, fext, qdd):
         va, ni = vadr[i], jnv[i]
         for d in range(va, va + ni):
             mat6_vec(IA[i], S[d], U[d])                         # U = I^A S
-            u[d] = tau[d] - dot6(S[d], pA[i])                   # u = tau - S^T p^A
+            # u = tau - tau_J(q', q''=0) - S^T p^A  (the armature is in D below)
+            u[d] = tau[d] - joint_torque(0.0, damping[d], friction[d], v[d], 0.0) - dot6(S[d], pA[i])
         for d in range(ni):
             for e in range(ni):
                 D[d, e] = dot6(S[va + d], U[va + e])            # D = S^T U
@@ -136,13 +139,17 @@ def aba_batch(mi, mf, WS, Q, V, T, F, QDD, status):
             status[k] = aba_kernel(mi, mf, pick(WS, t), pick(Q, k), pick(V, k), pick(T, k), pick(F, k), pick(QDD, k))
 
 
+_aba = Entry(aba_kernel, MI, MF, WS, VEC, VEC, VEC, FEXT, OUT1)
+
+
 def aba(model, q, v, tau, fext=None) -> np.ndarray:
     """Joint accelerations q'' = M^-1 (tau - b(q, v) + sum_i J_i^T f_i^ext) by the
     articulated body algorithm.  Shapes as in :func:`linkdyn.rnea`."""
-    if fext is None and vectors(q, v, tau):
+    if (fext is None and type(q) is _ND and type(v) is _ND and type(tau) is _ND and q.dtype is _F64
+            and v.dtype is _F64 and tau.dtype is _F64 and q.ndim == 1 and v.ndim == 1 and tau.ndim == 1):
         qdd = np.empty(model.nv)
-        if aba_kernel(model._mi, model._mf, model._ws, q, v, tau, _NO_FORCE, qdd) == OK:
+        if _aba.fn(model._mi, model._mf, model._ws, q, v, tau, _NO_FORCE, qdd) == OK:
             return qdd
     args = as_states(model, q=q, v=v, tau=tau)
     F = as_fext(model, fext, args.batch)
-    return run(model, (aba_kernel, aba_batch), (model.nv,), args, ("q", "v", "tau"), (F,), fext=fext)
+    return run(model, (_aba, aba_batch), (model.nv,), args, ("q", "v", "tau"), (F,), fext=fext)

@@ -1,9 +1,9 @@
 """The joint-space inertia matrix M(q), three ways (seed 003).
 
-* ``crba``: the composite rigid body algorithm (seed 003 sec. 2; Featherstone's CRBA):
-  composite inertias I^c_i = I_i + sum_children X^T I^c_j X (backward), then
-  M_ij = S_i^T (X_{i<-j}^* I^c_j S_j) walking from j to the root.  About twice as fast as
-  the other two, as the seed measures.
+* ``crba``: the composite rigid body algorithm (seed 003 sec. 2; Featherstone's CRBA),
+  in world coordinates: composite inertias I^c_i = oI_i + sum_children I^c_j (backward),
+  then M_ed = J_e^T I^c_i J_d for the dofs e of the subtree of joint i.  About twice as
+  fast as the other two, as the seed measures.
 * ``unit_vector``: column j of M is the inverse dynamics of q'' = e_j with v = 0 and no
   gravity (seed 003 sec. 3, seed 002 "inertia matrix by unit vectors").
 * ``jacobian``: M = sum_i J_i^T I_i J_i over the bodies' Jacobians (seed 003 sec. 4,
@@ -13,14 +13,15 @@ All three include the armature on the diagonal and must agree to round-off.
 """
 import numpy as np
 from numba import njit, prange
+from numba import types as nt
 
-from .._api import as_states, run, vectors
+from .._api import _F64, _ND, MF, MI, OUT2, VEC, WS, Entry, as_states, run
 from .._kernels.batch import chunk, pick
-from .._kernels.layout import model_sizes, unpack_data, unpack_model
+from .._kernels.layout import model_sizes, subtree_ends, unpack_data, unpack_model
 from .._kernels.passes import OK, POS, check_q, kinematics_pass
-from .._kernels.spatial_nb import (dot6, force_act_add, force_act_inplace,
-                                   rigid_inertia_to_parent_add, mat6_vec, motion_act,
-                                   motion_inv_act)
+from .._kernels.spatial_nb import (dot6, force_act_add, mat6_vec, motion_act, motion_inv_act,
+                                   rigid_inertia_to_parent_add, rigid_params_times_motion,
+                                   rigid_params_to_world)
 
 _EMPTY = np.zeros(0)
 CRBA, UNIT_VECTOR, JACOBIAN = 0, 1, 2
@@ -29,37 +30,50 @@ _METHODS = {"crba": CRBA, "unit_vector": UNIT_VECTOR, "jacobian": JACOBIAN}
 
 @njit(cache=True)
 def crba_kernel(mi, mf, ws, q, M):
+    """Composite rigid body algorithm in world coordinates (seed 003 sec. 2).
+
+    Seed 003 writes the composite body i (everything beyond joint i moving as one rigid
+    body, its mass, centre of mass and inertia found recursively) in link i's frame; here
+    every quantity is in world coordinates, which makes the recursion a plain sum and each
+    entry of M one dot product (no force transform per ancestor):
+
+        oI_i = X_i^-T I_i X_i^-1,  J_d = X_i S_d               (world inertia, dof motion)
+        I^c_i = oI_i + sum_{children j} I^c_j                  (backward)
+        F_d = I^c_i J_d,  M_ed = J_e^T F_d                     (e in the subtree of i)
+    """
     st = check_q(mi, q)
     if st != OK:
         return st
     parent, jtype, qadr, vadr, jnq, jnv, _, _, _, _, inertia, armature, _ = unpack_model(mi, mf)
     nb, nq, nv = model_sizes(mi)
-    oR, op, liR, lip, vel, acc, frc, S, vJ, cJ, Ic, pA, F, Dinv, u, tmp, W6, W3 = unpack_data(ws, nb, nv)
-    kinematics_pass(mi, mf, ws, q, _EMPTY, _EMPTY, POS, False, False)
-    Ic[:] = inertia
-    M[:, :] = 0.0
-    # I^c_parent += X^T I^c_i X
-    for i in range(nb - 1, 0, -1):
-        if parent[i] > 0:
-            rigid_inertia_to_parent_add(liR[i], lip[i], Ic[i], Ic[parent[i]])
+    sub = subtree_ends(mi)
+    oR, op, liR, lip, vel, acc, frc, S, vJ, cJ, I6, pA, F, Jw, u, tmp, W6, W3 = unpack_data(ws, nb, nv)
+    Ic = I6.reshape((nb, 36))      # composite inertias as 10 parameters (spatial_nb), world frame
+    kinematics_pass(mi, mf, ws, q, _EMPTY, _EMPTY, POS, True, False)
+    M[:, :] = 0.0       # entries of dofs on different branches stay zero
     for i in range(1, nb):
+        # oI_i, the body inertia about the world origin in world axes; J_d = X_i S_d
+        rigid_params_to_world(oR[i], op[i], inertia[i], Ic[i])
+        for d in range(vadr[i], vadr[i] + jnv[i]):
+            motion_act(oR[i], op[i], S[d], Jw[d])
+    for i in range(nb - 1, 0, -1):
         va, ni = vadr[i], jnv[i]
-        # F = I^c_i S_i ; M_ii = S_i^T F
+        end = vadr[sub[i]] if sub[i] < nb else nv
+        # F_d = I^c_i J_d for the dofs of joint i (the subtree's F are already in place)
         for d in range(va, va + ni):
-            mat6_vec(Ic[i], S[d], F[d])
-            for e in range(va, va + ni):
-                M[e, d] = dot6(S[e], F[d])
+            rigid_params_times_motion(Ic[i], Jw[d], F[d])
+        # M_de = J_d^T F_e for the dofs e of the subtree of i
+        for d in range(va, va + ni):
+            for e in range(va, end):
+                x = dot6(Jw[d], F[e])
+                M[d, e] = x
+                M[e, d] = x
             M[d, d] += armature[d]
-        j = i
-        while parent[j] > 0:
-            # F <- X_j^* F, then M_ji = S_j^T F
-            for d in range(va, va + ni):
-                force_act_inplace(liR[j], lip[j], F[d])
-            j = parent[j]
-            for d in range(va, va + ni):
-                for e in range(vadr[j], vadr[j] + jnv[j]):
-                    M[e, d] = dot6(S[e], F[d])
-                    M[d, e] = M[e, d]
+        # I^c_parent += I^c_i
+        pi = parent[i]
+        if pi > 0:
+            for k in range(10):
+                Ic[pi, k] += Ic[i, k]
     return OK
 
 
@@ -141,6 +155,10 @@ def mass_matrix_batch(mi, mf, WS, Q, method, OUT, status):
             status[k] = mass_matrix_kernel(mi, mf, pick(WS, t), pick(Q, k), method, pick(OUT, k))
 
 
+_mass_matrix = Entry(mass_matrix_kernel, MI, MF, WS, VEC, nt.int64, OUT2)
+_crba = Entry(crba_kernel, MI, MF, WS, VEC, OUT2)
+
+
 def mass_matrix(model, q, method: str = "crba") -> np.ndarray:
     """Joint-space inertia matrix M(q) (nv, nv), full and symmetric; (N, nv, nv) for a stack.
 
@@ -151,13 +169,13 @@ def mass_matrix(model, q, method: str = "crba") -> np.ndarray:
     except (KeyError, TypeError):
         raise ValueError(f"method: expected one of {list(_METHODS)}, got {method!r}") from None
     args = as_states(model, q=q)
-    return run(model, (mass_matrix_kernel, mass_matrix_batch), (model.nv, model.nv), args, ("q",), (code,))
+    return run(model, (_mass_matrix, mass_matrix_batch), (model.nv, model.nv), args, ("q",), (code,))
 
 
 def crba(model, q) -> np.ndarray:
     """M(q) by the composite rigid body algorithm (full symmetric matrix)."""
-    if vectors(q):
+    if type(q) is _ND and q.dtype is _F64 and q.ndim == 1:
         M = np.empty((model.nv, model.nv))
-        if crba_kernel(model._mi, model._mf, model._ws, q, M) == OK:
+        if _crba.fn(model._mi, model._mf, model._ws, q, M) == OK:
             return M
     return mass_matrix(model, q, "crba")

@@ -5,18 +5,22 @@ propagation); the same steps as spatial_v2's ``ID.m``:
 
     forward:   v_i = X_i v_p + S_i q'_i,   a_i = X_i a_p + S_i q''_i + c_i      (a_0 = -g)
                f_i = I_i a_i + v_i x* I_i v_i - f_i^ext
-    backward:  tau_i = S_i^T f_i (+ armature q''_i),   f_p += X_i^* f_i
+    backward:  tau_i = S_i^T f_i + tau_J,i,   f_p += X_i^* f_i
+
+with the joint's own torque tau_J = armature q'' + damping q' + friction sign(q') (rotor
+inertia, viscous and Coulomb friction, seed 002 sec. 5; zero unless the model has them).
 
 External forces are per body, in the body frame (Pinocchio's convention).
 """
 import numpy as np
 from numba import njit, prange
 
-from .._api import _NO_FORCE, as_fext, as_states, run, vectors
+from .._api import _F64, _ND, _NO_FORCE, FEXT, MF, MI, OUT1, VEC, WS, Entry, as_fext, as_states, run
 from .._kernels.batch import chunk, pick
-from .._kernels.layout import model_sizes, unpack_data, unpack_model
-from .._kernels.passes import ACC, BAD_F, OK, all_finite, check_inputs, kinematics_pass
+from .._kernels.layout import model_sizes, unpack_data, unpack_joint_terms, unpack_model
+from .._kernels.passes import ACC, BAD_F, OK, all_finite, check_inputs, joint_torque, kinematics_pass
 from .._kernels.spatial_nb import dot6, force_act_add, force_cross_add, mat6_vec
+
 
 
 @njit(cache=True)
@@ -27,6 +31,7 @@ def rnea_kernel(mi, mf, ws, q, v, a, fext, tau):
     if not all_finite(fext):
         return BAD_F
     parent, jtype, qadr, vadr, jnq, jnv, _, _, _, _, inertia, armature, _ = unpack_model(mi, mf)
+    damping, friction = unpack_joint_terms(mi, mf)
     nb, nq, nv = model_sizes(mi)
     oR, op, liR, lip, vel, acc, frc, S, vJ, cJ, I6, pA, U, Dinv, u, tmp, W6, W3 = unpack_data(ws, nb, nv)
     kinematics_pass(mi, mf, ws, q, v, a, ACC, False, True)
@@ -40,9 +45,9 @@ def rnea_kernel(mi, mf, ws, q, v, a, fext, tau):
                 frc[i, k] -= fext[i, k]
     for i in range(nb - 1, 0, -1):
         va = vadr[i]
-        # tau_i = S_i^T f_i
+        # tau_i = S_i^T f_i + tau_J
         for d in range(va, va + jnv[i]):
-            tau[d] = dot6(S[d], frc[i]) + armature[d] * a[d]
+            tau[d] = dot6(S[d], frc[i]) + joint_torque(armature[d], damping[d], friction[d], v[d], a[d])
         # f_parent += X_i^* f_i
         if parent[i] > 0:
             force_act_add(liR[i], lip[i], frc[i], frc[parent[i]])
@@ -58,32 +63,37 @@ def rnea_batch(mi, mf, WS, Q, V, A, F, TAU, status):
             status[k] = rnea_kernel(mi, mf, pick(WS, t), pick(Q, k), pick(V, k), pick(A, k), pick(F, k), pick(TAU, k))
 
 
+_rnea = Entry(rnea_kernel, MI, MF, WS, VEC, VEC, VEC, FEXT, OUT1)
+
+
 def _run(model, q, v, a, fext):
     return _run_states(model, as_states(model, q=q, v=v, a=a), fext)
 
 
 def _run_states(model, args, fext=None):
     F = as_fext(model, fext, args.batch)
-    return run(model, (rnea_kernel, rnea_batch), (model.nv,), args, ("q", "v", "a"), (F,), fext=fext)
+    return run(model, (_rnea, rnea_batch), (model.nv,), args, ("q", "v", "a"), (F,), fext=fext)
 
 
 def rnea(model, q, v, a, fext=None):
     """Joint torques ``tau = M(q) a + b(q, v) - sum_i J_i^T f_i^ext`` by the recursive
-    Newton-Euler algorithm.
+    Newton-Euler algorithm (with the model's armature, damping and friction, if any).
 
     q (nq,) or (N, nq); v, a (nv,) or (N, nv); fext (nbody, 6) or (N, nbody, 6): external
     spatial force [f; n] on each body, in the body frame (row 0, the world, is ignored).
     Returns tau (nv,) or (N, nv).
     """
-    if fext is None and vectors(q, v, a):
+    if (fext is None and type(q) is _ND and type(v) is _ND and type(a) is _ND and q.dtype is _F64
+            and v.dtype is _F64 and a.dtype is _F64 and q.ndim == 1 and v.ndim == 1 and a.ndim == 1):
         tau = np.empty(model.nv)
-        if rnea_kernel(model._mi, model._mf, model._ws, q, v, a, _NO_FORCE, tau) == OK:
+        if _rnea.fn(model._mi, model._mf, model._ws, q, v, a, _NO_FORCE, tau) == OK:
             return tau
     return _run(model, q, v, a, fext)
 
 
 def nonlinear_effects(model, q, v):
-    """b(q, v) = C(q, v) v + g(q): RNEA with zero acceleration."""
+    """b(q, v) = C(q, v) v + g(q) (+ the joints' damping and friction torques, if the model
+    has any): RNEA with zero acceleration, so that ``rnea(q, v, a) = crba(q) a + b(q, v)``."""
     args = as_states(model, q=q, v=v)
     args.a = np.zeros_like(args.v)
     return _run_states(model, args)

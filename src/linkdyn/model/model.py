@@ -14,15 +14,19 @@ on one movable joint, also numbered ``i``.  Shapes, with ``nb = nbody``:
     R_tree      (nb, 3, 3)  joint frame in the parent body frame (X_tree of spatial_v2)
     p_tree      (nb, 3)
     inertia     (nb, 6, 6)  spatial inertia in the body frame, [linear; angular]
+    jnt_axis_id (nb,)       k if a revolute/prismatic axis is +-e_k, else -1 (fast paths)
+    subtree_end (nb,)       the subtree of body i is range(i, subtree_end[i])
     armature    (nv,)       rotor inertia on the diagonal of the mass matrix
+    damping     (nv,)       viscous friction coefficients: tau += damping * v
+    friction    (nv,)       Coulomb friction levels: tau += friction * sign(v)
     gravity     (3,)        gravity in the world frame
     frame_body  (nf,)       body that carries each frame
     frame_R     (nf, 3, 3)  frame pose in that body
     frame_p     (nf, 3)
     lower, upper (nq,)      position limits; velocity_limit, effort_limit (nv,)
 
-Derived topology: ``children`` (list of arrays), ``subtree_end`` (the subtree of ``i`` is
-``range(i, subtree_end[i])``), and the pointer description of seed 004 sec. 3.1:
+Derived topology: ``children`` (list of arrays), ``subtree_end`` (above), and the pointer
+description of seed 004 sec. 3.1:
 ``first_child`` and ``brother`` (-1 where there is none).
 """
 from __future__ import annotations
@@ -31,6 +35,14 @@ import numpy as np
 
 from .._kernels import layout
 from . import joints as J
+
+
+def _axis_id(joint) -> int:
+    """k if a revolute or prismatic joint's axis is +-e_k exactly, else -1 (layout.JAXIS)."""
+    if joint.kind not in (J.REVOLUTE, J.PRISMATIC):
+        return -1
+    nz = np.flatnonzero(joint.axis)
+    return int(nz[0]) if len(nz) == 1 and abs(joint.axis[nz[0]]) == 1.0 else -1
 
 
 def _readonly(a):
@@ -59,6 +71,11 @@ class Model:
         mi[layout.JNV] = nvs
         mi[layout.QADR] = np.concatenate([[0], np.cumsum(nqs)[:-1]])
         mi[layout.VADR] = np.concatenate([[0], np.cumsum(nvs)[:-1]])
+        mi[layout.JAXIS] = [_axis_id(b.joint) for b in bodies]
+        end = np.arange(1, nb + 1)
+        for i in range(nb - 1, 0, -1):
+            end[parent[i]] = max(end[parent[i]], end[i])
+        mi[layout.SUBTREE_END] = end
         mf = np.zeros(layout.float_size(nb, nv))
         f = layout.views(mf, layout.FLOAT_FIELDS, nb, nv)
         f["jnt_axis"][:] = [b.joint.axis for b in bodies]
@@ -68,6 +85,8 @@ class Model:
         f["inertia"][:] = inertia
         f["armature"][:] = np.concatenate([b.armature for b in bodies]) if nv else []
         f["gravity"][:] = gravity
+        f["damping"][:] = np.concatenate([b.damping for b in bodies]) if nv else []
+        f["friction"][:] = np.concatenate([b.friction for b in bodies]) if nv else []
         self._mi, self._mf = _readonly(mi), _readonly(mf)
         for k, name_ in enumerate(layout.INT_FIELDS):
             setattr(self, name_, mi[k])
@@ -93,10 +112,6 @@ class Model:
 
         # derived topology
         self.children = tuple(np.flatnonzero(self.parent == i) for i in range(nb))
-        end = np.arange(1, nb + 1)
-        for i in range(nb - 1, 0, -1):
-            end[self.parent[i]] = max(end[self.parent[i]], end[i])
-        self.subtree_end = _readonly(end)
         self.first_child = _readonly(np.array([c[0] if len(c) else -1 for c in self.children], dtype=np.int64))
         brother = np.full(nb, -1, dtype=np.int64)
         for c in self.children:
