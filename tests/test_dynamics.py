@@ -456,3 +456,78 @@ def test_builder_inertia_is_pinocchio_spatial_inertia():
     want = pin.Inertia(m, c, Ic) + pin.SE3(R, p).act(pin.Inertia(m, c, Ic))
     assert model.nbody == 2
     assert_close(model.inertia[1], want.matrix(), 1e-13, "merged inertia")
+
+
+# --------------------------------------------------------------------------------------
+# joint terms: armature, viscous and Coulomb friction (seed 002 sec. 5)
+FRICTION_TREES = {k: kw for k, kw in TREES.items() if k in ("mixed-fixed-s0", "mixed-floating-s4", "branchy-25",
+                                                              "chain4-spherical", "chain4-universal")}
+
+
+@pytest.fixture(params=list(FRICTION_TREES), scope="module")
+def pair_with_friction(request):
+    """The same random tree without and with armature, damping and friction on every dof."""
+    kw = FRICTION_TREES[request.param]
+    return ld.models.random_tree(**kw), ld.models.random_tree(joint_terms=True, **kw)
+
+
+def test_random_tree_joint_terms_are_drawn(pair_with_friction):
+    bare, rough = pair_with_friction
+    free = np.zeros(rough.nv, dtype=bool)
+    for i in range(1, rough.nbody):
+        if rough.jnt_type[i] == ld.joints.FREE:
+            free[rough.jnt_vadr[i]:rough.jnt_vadr[i] + 6] = True
+    for what in ("armature", "damping", "friction"):
+        assert np.all(getattr(rough, what)[~free] > 0) and np.all(getattr(rough, what)[free] == 0), what
+        assert np.all(getattr(bare, what) == 0), what
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_rnea_adds_the_joint_terms(pair_with_friction, seed):
+    """tau = rigid-body tau + armature a + damping v + friction sign(v), the rest unchanged."""
+    bare, rough = pair_with_friction
+    q, v, a = random_state(bare, np.random.default_rng(seed))
+    v[::3] = 0.0                                           # sign(0) = 0: no Coulomb torque at rest
+    want = ld.rnea(bare, q, v, a) + rough.armature * a + rough.damping * v + rough.friction * np.sign(v)
+    assert_close(ld.rnea(rough, q, v, a), want, 1e-12, "rnea with joint terms")
+    assert_close(ld.crba(rough, q), ld.crba(bare, q) + np.diag(rough.armature), 1e-12, "crba + armature")
+    assert_close(ld.nonlinear_effects(rough, q, v),
+                 ld.nonlinear_effects(bare, q, v) + rough.damping * v + rough.friction * np.sign(v), 1e-12, "b")
+    assert_close(ld.generalized_gravity(rough, q), ld.generalized_gravity(bare, q), 1e-12, "g has no friction")
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_aba_and_rnea_agree_with_joint_terms(pair_with_friction, seed):
+    _, m = pair_with_friction
+    q, v, a = random_state(m, np.random.default_rng(seed))
+    tau = ld.rnea(m, q, v, a)
+    assert_close(ld.aba(m, q, v, tau), a, 1e-9, "aba(rnea(a)) = a")
+    tau = 3 * np.random.default_rng(seed + 7).standard_normal(m.nv)
+    # M a = tau - b, with b carrying the friction
+    a = ld.aba(m, q, v, tau)
+    assert_close(ld.crba(m, q) @ a + ld.nonlinear_effects(m, q, v), tau, 1e-9, "M aba + b = tau")
+    # batched calls apply them too
+    Q = np.stack([q, q]); V = np.stack([v, -v]); T = np.stack([tau, tau])
+    assert_close(ld.aba(m, Q, V, T)[1], ld.aba(m, q, -v, tau), 1e-12, "batched aba")
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_friction_dissipates_power(pair_with_friction, seed):
+    """dE/dt = v^T tau - v^T (damping v + friction sign v) <= v^T tau (armature is part of the
+    kinetic energy as 1/2 armature v^2)."""
+    _, m = pair_with_friction
+    rng = np.random.default_rng(seed)
+    q, v, _ = random_state(m, rng)
+    tau = 5 * rng.standard_normal(m.nv)
+    vdot = ld.aba(m, q, v, tau)
+    dE = fd_t(lambda t: ld.mechanical_energy(m, ld.integrate(m, q, v, t), v + t * vdot))
+    loss = v @ (m.damping * v + m.friction * np.sign(v))
+    assert loss > 0
+    assert_close(dE, v @ tau - loss, 1e-6, "dE/dt with friction")
+
+
+def test_builder_rejects_negative_joint_terms():
+    b = ld.ModelBuilder()
+    for what in ("armature", "damping", "friction"):
+        with pytest.raises(ValueError, match=what):
+            b.add_body(f"b_{what}", "world", ld.Revolute("z"), **{what: [-1.0]})

@@ -438,3 +438,32 @@ def test_center_of_mass_without_moving_mass():
     m = ld.parse_urdf(urdf)
     with pytest.raises(ValueError, match="mass"):
         ld.center_of_mass(m, np.zeros(1))
+
+
+@pytest.mark.parametrize("name", ["talos_data/robots/talos_reduced", "xarm_description/urdf/xarm7",
+                                  "b1_description/urdf/b1-z1"])
+def test_urdf_joint_friction(name):
+    """joint_friction=True reads <dynamics damping friction> as Pinocchio's parser does
+    (model.damping / model.friction), and RNEA and ABA apply them."""
+    path = ALL[name]
+    floating = name.startswith("talos") or name.startswith("b1")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", URDFWarning)
+        m = ld.load_urdf(path, floating_base=floating, joint_friction=True)
+    pm = _pin_load(str(path), floating)
+    pd = pm.createData()
+    P = pair(name, floating)
+    assert np.count_nonzero(m.damping) > 0 and np.count_nonzero(m.friction) > 0
+    for q, qp, v, a, tau, F, Fpin in P.states(seed=5, n=3):
+        # Pinocchio keeps the coefficients in its own velocity order; ours follow model order too
+        damping, friction = np.empty(m.nv), np.empty(m.nv)
+        for i in range(1, pm.njoints):
+            jm = pm.joints[i]
+            sl = m.v_slice(pm.names[i])
+            damping[sl] = pm.damping[jm.idx_v:jm.idx_v + jm.nv]
+            friction[sl] = pm.friction[jm.idx_v:jm.idx_v + jm.nv]
+        close(m.damping, damping, "damping as Pinocchio reads it")
+        close(m.friction, friction, "friction as Pinocchio reads it")
+        joint = damping * v + friction * np.sign(v)
+        close(ld.rnea(m, q, v, a), pin.rnea(pm, pd, qp, v, a) + joint, "rnea + friction")
+        close(ld.aba(m, q, v, tau), pin.aba(pm, pd, qp, v, tau - joint), "aba with friction")

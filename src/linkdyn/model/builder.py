@@ -91,6 +91,8 @@ class _BodySpec:
     velocity: np.ndarray
     effort: np.ndarray
     armature: np.ndarray
+    damping: np.ndarray
+    friction: np.ndarray
 
 
 class ModelBuilder:
@@ -102,7 +104,7 @@ class ModelBuilder:
         if self.gravity.shape != (3,) or not np.isfinite(self.gravity).all():
             raise ValueError(f"gravity: expected a finite 3-vector, got {gravity!r}")
         self._bodies = [_BodySpec(world_name, -1, J.Fixed(), "", np.eye(3), np.zeros(3), np.zeros((6, 6)),
-                                  *(np.zeros(0) for _ in range(5)))]
+                                  *(np.zeros(0) for _ in range(7)))]
         self._index = {world_name: 0}
         self._joint_names = set()
         self._frames = []          # (name, body index, R, p)
@@ -119,13 +121,16 @@ class ModelBuilder:
 
     def add_body(self, name: str, parent="world", joint: J.Joint | None = None, placement=None,
                  inertia: Inertia | np.ndarray | None = None, joint_name: str | None = None,
-                 lower=None, upper=None, velocity_limit=None, effort_limit=None, armature=None) -> int:
+                 lower=None, upper=None, velocity_limit=None, effort_limit=None, armature=None,
+                 damping=None, friction=None) -> int:
         """Add body ``name`` under ``parent`` through ``joint`` (default: fixed).
 
         ``placement`` is the joint frame in the parent body frame (the body frame coincides
         with the joint frame at q = 0).  ``inertia`` is an :class:`Inertia` or a 6x6 spatial
         inertia in the body frame.  Limits are per coordinate (``lower``/``upper``, size nq)
         and per velocity (``velocity_limit``/``effort_limit``/``armature``, size nv).
+        ``damping`` (viscous, ``tau += damping * v``) and ``friction`` (Coulomb,
+        ``tau += friction * sign(v)``), size nv, enter RNEA and ABA alike (seed 002 sec. 5).
         Returns the body's index in the builder.
         """
         if not isinstance(name, str) or not name:
@@ -174,7 +179,12 @@ class ModelBuilder:
         spec = _BodySpec(name, pidx, joint, joint_name, R, p, I6, lo, hi,
                          vec(velocity_limit, nv, np.inf, "velocity_limit"),
                          vec(effort_limit, nv, np.inf, "effort_limit"),
-                         vec(armature, nv, 0.0, "armature"))
+                         vec(armature, nv, 0.0, "armature"),
+                         vec(damping, nv, 0.0, "damping"), vec(friction, nv, 0.0, "friction"))
+        for what in ("armature", "damping", "friction"):
+            x = getattr(spec, what)
+            if not np.isfinite(x).all() or (x < 0).any():
+                raise ValueError(f"add_body({name!r}).{what}: expected finite values >= 0, got {x.tolist()}")
         self._bodies.append(spec)
         self._index[name] = len(self._bodies) - 1
         self._joint_names.add(joint_name)

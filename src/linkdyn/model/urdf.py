@@ -34,7 +34,10 @@ Mapping (the same as Pinocchio's ``buildModelFromUrdf`` unless stated):
   independent degree of freedom (Pinocchio's default, ``mimic=False``).  A tag that names an
   unknown joint (Pinocchio loads such files too), or that involves a joint other than
   revolute, continuous or prismatic, is dropped with a :class:`URDFWarning`;
-* ``<dynamics>``, ``<safety_controller>``, ``<calibration>``, ``<visual>``,
+* ``<dynamics damping friction>`` of revolute, continuous and prismatic joints with
+  ``joint_friction=True`` (viscous and Coulomb friction, applied by RNEA and ABA); ignored
+  otherwise, as Pinocchio's algorithms do;
+* ``<safety_controller>``, ``<calibration>``, ``<visual>``,
   ``<collision>``, ``<transmission>``, ``<gazebo>`` and unknown elements are ignored.
 
 Planar joints: the URDF specification says a planar joint moves in the plane normal to its
@@ -79,20 +82,24 @@ _INF = re.compile(r"[+-]?inf(?:inity)?", re.IGNORECASE)
 _ONE_DOF = ("revolute", "continuous", "prismatic")
 
 
-def load_urdf(path, floating_base: bool = False, gravity=(0.0, 0.0, -9.81)):
+def load_urdf(path, floating_base: bool = False, gravity=(0.0, 0.0, -9.81), joint_friction: bool = False):
     """Read the URDF file ``path`` into a :class:`~linkdyn.Model`.
 
     ``floating_base`` puts a free-flyer joint named ``"root_joint"`` between the world and the
     root link (otherwise the root link is welded to the world).  ``gravity`` is the world
-    gravity vector.  Raises ``FileNotFoundError`` for a missing file and :class:`URDFError`
-    for a malformed one.
+    gravity vector.  ``joint_friction`` reads ``<dynamics damping friction>`` into
+    ``model.damping`` and ``model.friction``, which RNEA and ABA then apply (viscous and
+    Coulomb joint friction); off by default, so that the rigid-body results are the same as
+    Pinocchio's, which stores these values but leaves them out of its algorithms.  Raises
+    ``FileNotFoundError`` for a missing file and :class:`URDFError` for a malformed one.
     """
     path = Path(path)
     data = path.read_bytes()
-    return _build(data, str(path), floating_base, gravity, default_name=path.stem)
+    return _build(data, str(path), floating_base, gravity, default_name=path.stem, joint_friction=joint_friction)
 
 
-def parse_urdf(text, floating_base: bool = False, gravity=(0.0, 0.0, -9.81), source: str = "<string>"):
+def parse_urdf(text, floating_base: bool = False, gravity=(0.0, 0.0, -9.81), source: str = "<string>",
+               joint_friction: bool = False):
     """Build a :class:`~linkdyn.Model` from URDF ``text`` (an XML ``str`` or ``bytes``).
 
     ``source`` names the text in error messages.  See :func:`load_urdf`.
@@ -100,7 +107,7 @@ def parse_urdf(text, floating_base: bool = False, gravity=(0.0, 0.0, -9.81), sou
     if not isinstance(text, (str, bytes, bytearray)):
         raise TypeError(f"parse_urdf: expected the URDF XML as str or bytes, got {type(text).__name__} "
                         "(use load_urdf for a path)")
-    return _build(text, source, floating_base, gravity, default_name="robot")
+    return _build(text, source, floating_base, gravity, default_name="robot", joint_friction=joint_friction)
 
 
 # --------------------------------------------------------------------------------------------
@@ -236,7 +243,7 @@ def _unique(base, used):
     return name
 
 
-def _build(text, source, floating_base, gravity, default_name):
+def _build(text, source, floating_base, gravity, default_name, joint_friction=False):
     ctx = _Ctx(source)
     root = _parse_xml(text, source)
     if root.tag != "robot":
@@ -372,6 +379,13 @@ def _build(text, source, floating_base, gravity, default_name):
                     raise ctx.error(where, f"<limit lower='{lim.get('lower')}' upper='{lim.get('upper')}'>: "
                                            "lower is above upper")
                 kw["lower"], kw["upper"] = [lo], [hi]
+        dyn = el.find("dynamics")
+        if joint_friction and dyn is not None and js.type in ("revolute", "continuous", "prismatic"):
+            for attr, key in (("damping", "damping"), ("friction", "friction")):
+                x = ctx.number(where, dyn, attr, default=0.0)
+                if x < 0:
+                    raise ctx.error(where, f"<dynamics {attr}='{dyn.get(attr)}'> is negative")
+                kw[key] = [x]
         mim = el.find("mimic")
         if mim is not None:
             target = mim.get("joint")

@@ -35,14 +35,17 @@ def _random_joint(kind, rng):
 
 
 def random_tree(nbodies: int = 10, kinds=ALL_KINDS, floating: bool = False, seed=None, branching: float = 0.5,
-                gravity=(0.0, 0.0, -9.81)):
+                gravity=(0.0, 0.0, -9.81), joint_terms: bool = False):
     """A random kinematic tree of ``nbodies`` bodies with joints drawn from ``kinds``.
 
     Every body has a random placement, mass in [0.5, 2], centre of mass and a positive
     definite rotational inertia, so every algorithm is well defined.  ``branching`` is the
     probability that a body hangs from a random earlier body rather than the last one.
+    ``joint_terms`` also draws an armature, a viscous damping and a Coulomb friction for
+    every degree of freedom (the free joint's excepted).
     """
     rng = np.random.default_rng(seed)
+    rng_terms = np.random.default_rng(rng.integers(2**63))   # its own stream: same tree either way
     b = _b.ModelBuilder(f"random_tree_{nbodies}", gravity=gravity)
     names = ["world"]
     for k in range(nbodies):
@@ -53,8 +56,12 @@ def random_tree(nbodies: int = 10, kinds=ALL_KINDS, floating: bool = False, seed
         A = rng.standard_normal((3, 3))
         inertia = _b.Inertia(rng.uniform(0.5, 2.0), 0.2 * rng.standard_normal(3), A @ A.T + 0.05 * np.eye(3))
         name = f"body{k}"
-        b.add_body(name, parent, _random_joint(kind, rng), placement=(_random_rotation(rng), 0.3 * rng.standard_normal(3)),
-                   inertia=inertia, joint_name=f"joint{k}")
+        joint = _random_joint(kind, rng)
+        extra = {}
+        if joint_terms and kind != "free":
+            extra = {key: rng_terms.uniform(0.05, 0.5, joint.nv) for key in ("armature", "damping", "friction")}
+        b.add_body(name, parent, joint, placement=(_random_rotation(rng), 0.3 * rng.standard_normal(3)),
+                   inertia=inertia, joint_name=f"joint{k}", **extra)
         names.append(name)
     b.add_frame("tip", names[-1], placement=(_random_rotation(rng), 0.2 * rng.standard_normal(3)))
     return b.build()

@@ -52,8 +52,10 @@ class DHLink:
     are ``a_{i-1}``, ``alpha_{i-1}``).  ``theta`` is the joint offset of a revolute joint, ``d``
     that of a prismatic joint (``q = 0`` gives the table's values).  ``mass``, ``com`` and
     ``inertia`` (3x3, about the centre of mass) are expressed in DH frame ``i``.  ``armature``
-    is the reflected rotor inertia (added to the mass matrix diagonal); ``lower``/``upper`` bound
-    ``q_i``.
+    is the reflected rotor inertia (added to the mass matrix diagonal); ``viscous`` and
+    ``coulomb`` are the joint's friction, ``tau_f = viscous q' + coulomb sign(q')`` (seed 002
+    sec. 5, viscous friction); ``lower``/``upper`` bound ``q_i``.  Armature and friction
+    enter RNEA, CRBA and ABA alike.
     """
     a: float = 0.0
     alpha: float = 0.0
@@ -64,18 +66,21 @@ class DHLink:
     com: tuple = (0.0, 0.0, 0.0)
     inertia: tuple = field(default_factory=lambda: np.zeros((3, 3)))
     armature: float = 0.0
+    viscous: float = 0.0
+    coulomb: float = 0.0
     lower: float = -np.inf
     upper: float = np.inf
 
     def __post_init__(self):
         if self.kind not in _KINDS:
             raise ValueError(f"DHLink.kind: expected 'revolute' or 'prismatic', got {self.kind!r}")
-        for name in ("a", "alpha", "d", "theta", "armature"):
+        for name in ("a", "alpha", "d", "theta", "armature", "viscous", "coulomb"):
             v = getattr(self, name)
             if not np.isfinite(float(v)):
                 raise ValueError(f"DHLink.{name}: expected a finite number, got {v!r}")
-        if self.armature < 0:
-            raise ValueError(f"DHLink.armature: expected >= 0, got {self.armature}")
+        for name in ("armature", "viscous", "coulomb"):
+            if getattr(self, name) < 0:
+                raise ValueError(f"DHLink.{name}: expected >= 0, got {getattr(self, name)}")
         I = np.asarray(self.inertia, dtype=float)
         if I.shape == (3,):
             I = np.diag(I)
@@ -162,7 +167,8 @@ def from_dh(links, convention: str = "standard", base=None, tool=None, name: str
         inertia = _b.Inertia(float(L.mass), R @ L.com + p, R @ L.inertia @ R.T)
         body = f"body{i}"
         b.add_body(body, parent, joint, placement=body_place, inertia=inertia, joint_name=f"joint{i}",
-                   lower=[L.lower], upper=[L.upper], armature=[L.armature])
+                   lower=[L.lower], upper=[L.upper], armature=[L.armature], damping=[L.viscous],
+                   friction=[L.coulomb])
         b.add_frame(f"link{i}", body, placement=frame_in_body)
         parent = body
         placement = frame_in_body if convention == "standard" else np.eye(4)
