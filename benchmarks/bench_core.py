@@ -3,9 +3,9 @@
     python benchmarks/bench_core.py                 # all four robots, per call and batched
     python benchmarks/bench_core.py --robots ur5 --batch 0
 
-Per call: each function is called from Python on one state, in blocks; the median over
-blocks of the time per call is reported (the machines are shared and noisy: medians and
-ratios, never single timings).  Batched: N states through one call, linkdyn's compiled
+Per call: each function is called from Python on one state, in blocks that alternate
+between the two libraries; the median over blocks of the thread CPU time per call is
+reported (the machines are shared and noisy: medians and ratios, never single timings).  Batched: N states through one call, linkdyn's compiled
 parallel loop against Pinocchio's ``rneaInParallel`` / ``abaInParallel`` with the same number
 of threads.  Needs ``pip install -e '.[bench]'``.
 """
@@ -32,15 +32,31 @@ BENCH_ROBOTS = ("ur5", "panda", "talos", "human")
 
 
 def median_time(fn, calls: int, blocks: int) -> float:
-    """Median over ``blocks`` of the seconds per call of ``fn`` (called ``calls`` times a block)."""
+    """Median over ``blocks`` of the thread CPU seconds per call of ``fn``."""
     fn()
     times = []
     for _ in range(blocks):
-        t0 = time.perf_counter()
+        t0 = time.thread_time()
         for _ in range(calls):
             fn()
-        times.append((time.perf_counter() - t0) / calls)
+        times.append((time.thread_time() - t0) / calls)
     return statistics.median(times)
+
+
+def paired_times(ours, theirs, calls: int, blocks: int, clock=time.perf_counter):
+    """Median seconds per call of ``ours`` and of ``theirs``, timed in alternating blocks of
+    ``calls`` calls, so that a load that comes and goes on a shared machine falls on both.
+    Single-thread timings use the thread's CPU clock (time lost to other processes while
+    this one waits for a core is not counted); parallel ones the wall clock."""
+    ours(), theirs()
+    t_ours, t_theirs = [], []
+    for _ in range(blocks):
+        for fn, out in ((ours, t_ours), (theirs, t_theirs)):
+            t0 = clock()
+            for _ in range(calls):
+                fn()
+            out.append((clock() - t0) / calls)
+    return statistics.median(t_ours), statistics.median(t_theirs)
 
 
 def load_pair(name):
@@ -85,8 +101,7 @@ def per_call(name, calls, blocks):
         ("aba", lambda: ld.aba(model, q, v, tau), lambda: pin.aba(pmodel, pdata, qp, v, tau)),
         ("jacobians", lambda: ld.joint_jacobians(model, q), lambda: pin.computeJointJacobians(pmodel, pdata, qp)),
     ):
-        t_ld = median_time(ours, calls, blocks)
-        t_pin = median_time(theirs, calls, blocks)
+        t_ld, t_pin = paired_times(ours, theirs, calls, blocks, clock=time.thread_time)
         rows.append((name, f"{model.nv}", label, "1", t_ld * 1e6, t_pin * 1e6))
     return rows
 
@@ -107,8 +122,7 @@ def batched(name, n, threads, blocks):
         ("rnea", lambda: ld.rnea(model, Q, V, A), lambda: pin.rneaInParallel(threads, pool, QP, VP, AP, out)),
         ("aba", lambda: ld.aba(model, Q, V, TAU), lambda: pin.abaInParallel(threads, pool, QP, VP, TP, out)),
     ):
-        t_ld = median_time(ours, 1, blocks)
-        t_pin = median_time(theirs, 1, blocks)
+        t_ld, t_pin = paired_times(ours, theirs, 1, blocks)
         rows.append((name, f"{model.nv}", label, f"{n}x{threads}t", t_ld * 1e3, t_pin * 1e3))
     return rows
 

@@ -156,12 +156,9 @@ def kinematics_pass(mi, mf, ws, q, v, a, level, world, with_gravity):
             for r in range(3):
                 lip[i, r] = p_tree[i, r] + Rt[r, 0] * pJ[0] + Rt[r, 1] * pJ[1] + Rt[r, 2] * pJ[2]
         if world:
-            # oMi = oMparent liMi
-            Rp = oR[pi]
-            for r in range(3):
-                for c in range(3):
-                    oR[i, r, c] = Rp[r, 0] * liR[i, 0, c] + Rp[r, 1] * liR[i, 1, c] + Rp[r, 2] * liR[i, 2, c]
-                op[i, r] = op[pi, r] + Rp[r, 0] * lip[i, 0] + Rp[r, 1] * lip[i, 1] + Rp[r, 2] * lip[i, 2]
+            # oMi = oMparent liMi (through locals: the views share one buffer, so the compiler
+            # cannot keep values in registers across the stores by itself)
+            _compose_pose(oR[pi], op[pi], liR[i], lip[i], oR[i], op[i])
         if has_v:
             # v_i = liMi^-1 v_parent + vJ
             motion_inv_act(liR[i], lip[i], vel[pi], vel[i])
@@ -177,6 +174,21 @@ def kinematics_pass(mi, mf, ws, q, v, a, level, world, with_gravity):
                     acc[i, k] += S[va + d, k] * a[va + d]
             for k in range(6):
                 acc[i, k] += cJ[i, k]
+
+
+@njit(inline="always", cache=True)
+def _compose_pose(Ra, pa, Rb, pb, R, p):
+    """(R, p) = (Ra Rb, pa + Ra pb)."""
+    b00, b01, b02 = Rb[0, 0], Rb[0, 1], Rb[0, 2]
+    b10, b11, b12 = Rb[1, 0], Rb[1, 1], Rb[1, 2]
+    b20, b21, b22 = Rb[2, 0], Rb[2, 1], Rb[2, 2]
+    x, y, z = pb[0], pb[1], pb[2]
+    for r in range(3):
+        a0, a1, a2 = Ra[r, 0], Ra[r, 1], Ra[r, 2]
+        R[r, 0] = a0 * b00 + a1 * b10 + a2 * b20
+        R[r, 1] = a0 * b01 + a1 * b11 + a2 * b21
+        R[r, 2] = a0 * b02 + a1 * b12 + a2 * b22
+        p[r] = pa[r] + a0 * x + a1 * y + a2 * z
 
 
 @njit(inline="always", cache=True)
