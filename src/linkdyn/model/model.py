@@ -181,6 +181,14 @@ class Model:
             body = self.parent[body]
         return out
 
+    def inertial_parameters(self, with_joint_terms: bool = False):
+        """The 10 standard inertial parameters of every moving body (Pinocchio's order:
+        m, m c, then the rotational inertia about the body origin xx, xy, yy, xz, yz, zz), and
+        with ``with_joint_terms`` the armature, damping and friction of every dof: the vector
+        ``p`` with ``rnea(q, v, a) = joint_torque_regressor(q, v, a) @ p`` (seed 002 property 7)."""
+        from ..dynamics.regressor import inertial_parameters
+        return inertial_parameters(self, with_joint_terms)
+
     @property
     def total_mass(self) -> float:
         """Mass of every link, including links welded to the world (the sum of Pinocchio's
