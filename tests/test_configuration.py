@@ -416,3 +416,16 @@ def test_free_flyer_integrate_is_se3_exp():
     M1 = M0 * pin.exp6(pin.Motion(v))
     assert_close(ld.frame_pose(model, ld.integrate(model, q, v), "base"), M1.homogeneous, 1e-12, "pose")
     assert_close(ld.difference(model, q, pin.SE3ToXYZQUAT(M1)), v, 1e-10, "log6")
+
+
+def test_random_configuration_with_one_sided_limits():
+    """A coordinate bounded on one side only (here beyond +-pi) is drawn next to its bound."""
+    b = ld.ModelBuilder()
+    b.add_body("a", "world", ld.Revolute("z"), lower=[4.0], inertia=ld.Inertia(1.0))
+    b.add_body("b", "a", ld.Revolute("x"), upper=[-5.0], inertia=ld.Inertia(1.0))
+    b.add_body("c", "b", ld.Prismatic("x"), lower=[3.0], inertia=ld.Inertia(1.0))
+    m = b.build()
+    Q = ld.random_configuration(m, 0, size=500)
+    assert np.all(Q[:, 0] >= 4.0) and np.all(Q[:, 0] <= 4.0 + 2 * np.pi)
+    assert np.all(Q[:, 1] <= -5.0) and np.all(Q[:, 1] >= -5.0 - 2 * np.pi)
+    assert np.all(Q[:, 2] >= 3.0) and np.all(Q[:, 2] <= 5.0)

@@ -151,12 +151,18 @@ def as_fext(model, fext, batch):
     raise ValueError(f"fext: expected shape {want} (one spatial force [f; n] per body, body frame), got {F.shape}")
 
 
-def run(model, kernels, out_shape, args, names, extra=(), **originals):
+#: stacks smaller than this run state by state on the calling thread: waking the thread pool
+#: costs ~10 us on an idle machine and milliseconds on a busy one, more than a few states take
+SERIAL_BELOW = 16
+
+
+def run(model, kernels, out_shape, args, names, extra=(), stacked_extra=0, **originals):
     """Run a kernel on validated ``args``: the single-state kernel, or its batched twin on
-    a stack (one parallel compiled loop).  Kernels take ``(mi, mf, ws, *inputs, *extra, out)``
-    and return a status; batched twins ``(mi, mf, WS, *inputs, *extra, OUT, status)``.
-    ``names`` lists the inputs taken from ``args``; ``originals`` are extra arrays that error
-    messages may point into (e.g. fext)."""
+    a stack (one parallel compiled loop; a small stack state by state).  Kernels take
+    ``(mi, mf, ws, *inputs, *extra, out)`` and return a status; batched twins
+    ``(mi, mf, WS, *inputs, *extra, OUT, status)``.  ``names`` lists the inputs taken from
+    ``args``; the first ``stacked_extra`` of ``extra`` are stacks like the inputs (external
+    forces); ``originals`` are extra arrays that error messages may point into (e.g. fext)."""
     kernel, batched = kernels      # kernel: a Numba dispatcher or an Entry taking these arrays
     inputs = tuple(getattr(args, n) for n in names)
     if args.batch is None:
@@ -165,7 +171,14 @@ def run(model, kernels, out_shape, args, names, extra=(), **originals):
     else:
         out = np.empty((args.batch,) + tuple(out_shape))
         status = np.empty(args.batch, dtype=np.int64)
-        batched(model._mi, model._mf, batch_workspace(model), *inputs, *extra, out, status)
+        if args.batch < SERIAL_BELOW:
+            stacks = inputs + tuple(extra[:stacked_extra])
+            rest = tuple(extra[stacked_extra:])
+            for k in range(args.batch):
+                rows = tuple(x[k] if x.shape[0] > 1 else x[0] for x in stacks)
+                status[k] = kernel(model._mi, model._mf, model._ws, *rows, *rest, out[k])
+        else:
+            batched(model._mi, model._mf, batch_workspace(model), *inputs, *extra, out, status)
     raise_for_status(model, status, **dict(zip(names, inputs)), **originals)
     return out
 

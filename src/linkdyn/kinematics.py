@@ -72,6 +72,8 @@ def frame_jacobian_kernel(mi, mf, ws, q, b, fR, fp, ref, J):
     kinematics_pass(mi, mf, ws, q, _EMPTY, _EMPTY, POS, True, False)
     J[:, :] = 0.0
     R, p, col, t = W3[0], W3[2, 0], tmp[0], tmp[1]
+    if ref != WORLD:
+        _frame_pose_nb(oR, op, b, fR, fp, R, p)       # oMf
     j = b
     while j > 0:
         for d in range(vadr[j], vadr[j] + jnv[j]):
@@ -80,7 +82,6 @@ def frame_jacobian_kernel(mi, mf, ws, q, b, fR, fp, ref, J):
                 for k in range(6):
                     J[k, d] = col[k]
             else:
-                _frame_pose_nb(oR, op, b, fR, fp, R, p)
                 if ref == LOCAL:
                     # world -> frame: X_f^-1
                     motion_inv_act(R, p, col, t)

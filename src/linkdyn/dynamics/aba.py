@@ -152,4 +152,4 @@ def aba(model, q, v, tau, fext=None) -> np.ndarray:
             return qdd
     args = as_states(model, q=q, v=v, tau=tau)
     F = as_fext(model, fext, args.batch)
-    return run(model, (_aba, aba_batch), (model.nv,), args, ("q", "v", "tau"), (F,), fext=fext)
+    return run(model, (_aba, aba_batch), (model.nv,), args, ("q", "v", "tau"), (F,), 1, fext=fext)

@@ -72,7 +72,7 @@ def _run(model, q, v, a, fext):
 
 def _run_states(model, args, fext=None):
     F = as_fext(model, fext, args.batch)
-    return run(model, (_rnea, rnea_batch), (model.nv,), args, ("q", "v", "a"), (F,), fext=fext)
+    return run(model, (_rnea, rnea_batch), (model.nv,), args, ("q", "v", "a"), (F,), 1, fext=fext)
 
 
 def rnea(model, q, v, a, fext=None):

@@ -265,8 +265,9 @@ def normalize(model, q) -> np.ndarray:
 def random_configuration(model, rng=None, size=None) -> np.ndarray:
     """A configuration drawn uniformly within the joint limits (or a stack of ``size``).
 
-    Unlimited coordinates are drawn in [-pi, pi] for angles and [-1, 1] for translations;
-    quaternions uniformly on the unit sphere.
+    Unlimited coordinates are drawn in [-pi, pi] for angles and [-1, 1] for translations,
+    a coordinate limited on one side only within a span of 2 pi (angles) or 2 (translations)
+    from its limit; quaternions uniformly on the unit sphere.
     """
     rng = np.random.default_rng(rng)
     shape = (model.nq,) if size is None else (int(size), model.nq)
@@ -280,8 +281,10 @@ def random_configuration(model, rng=None, size=None) -> np.ndarray:
             angle[o + 1] = True
         elif k == J.PLANAR:
             angle[o + 2] = True
-    lo = np.where(np.isfinite(lo), lo, np.where(angle, -np.pi, -1.0))
-    hi = np.where(np.isfinite(hi), hi, np.where(angle, np.pi, 1.0))
+    half = np.where(angle, np.pi, 1.0)
+    lo_f, hi_f = np.isfinite(lo), np.isfinite(hi)
+    lo, hi = (np.where(lo_f, lo, np.where(hi_f, hi - 2 * half, -half)),
+              np.where(hi_f, hi, np.where(lo_f, lo + 2 * half, half)))
     q = rng.uniform(lo, hi, size=shape)
     for o in model._quat_starts:
         g = rng.standard_normal(q[..., o:o + 4].shape)
