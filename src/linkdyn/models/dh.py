@@ -236,7 +236,9 @@ def puma560(armature: bool = True, **kwargs):
     consensus among model parameters reported for the PUMA 560 robot", ICRA 1994, pp. 1608-1613).
 
     As in ``mdl_puma560`` (MATLAB), ``d_1 = 0`` (no pedestal), the mass of link 1 is 0 (only its
-    inertia about z, 0.35 kg m^2, matters), joint limits from Corke's model.  With
+    inertia about z, 0.35 kg m^2, matters).  The joint limits (+-160, +-110, +-135, +-266, +-100,
+    +-266 degrees) are those of the Python Robotics Toolbox's ``Puma560``; the MATLAB model lists
+    other ranges for joints 2-4 (-45..225, -225..45, -110..170); the dynamics are the same.  With
     ``armature=True`` the reflected motor inertias ``Jm G^2`` are put on the mass matrix diagonal
     (Corke's ``rne`` does the same).  Centres of mass and inertias (about the com) are in DH frame
     ``i``.  ``kwargs`` go to :func:`from_dh`.
@@ -269,7 +271,8 @@ def stanford_arm_links(armature: bool = True) -> list:
 
 def stanford_arm(armature: bool = True, **kwargs):
     """Stanford arm (RRPRRR), standard DH, with the parameters of Peter Corke's Robotics Toolbox
-    ``mdl_stanford`` (kinematics: Stanford AIM-177 fig. 2.3; dynamics: R. P. Paul, "Robot
+    ``mdl_stanford`` as the Python toolbox's ``Stanford`` has it (a_3 = 0.0203 m, d_6 = 0; the MATLAB
+    file has a_3 = 0, d_6 = 0.263 m) (kinematics: Stanford AIM-177 fig. 2.3; dynamics: R. P. Paul, "Robot
     Manipulators", 1981, tables 6.5, 6.6).  Joint 3 is prismatic with ``theta = -pi/2`` and
     ``q_3 = d_3`` (limits 12 to 50 inches).  ``armature=True`` adds Corke's ``Jm`` (gear ratio 1).
 
