@@ -108,6 +108,8 @@ class ModelBuilder:
         self._index = {world_name: 0}
         self._joint_names = set()
         self._frames = []          # (name, body index, R, p)
+        self._loops = []           # dicts: see add_loop
+        self._virtual = set()      # builder indices of virtual links
         self.mimic = []            # dicts kept for the gear couplings: joint, mimicked, multiplier, offset
 
     def _body_index(self, ref, what):
@@ -144,6 +146,9 @@ class ModelBuilder:
         if joint_name in self._joint_names:
             raise ValueError(f"add_body({name!r}): a joint named {joint_name!r} already exists")
         pidx = self._body_index(parent, f"add_body({name!r}).parent")
+        if pidx in self._virtual:
+            raise ValueError(f"add_body({name!r}).parent: {self._bodies[pidx].name!r} is a virtual link (a loop "
+                             "closure); virtual links are end links and carry no bodies")
         R, p = as_pose(placement, f"add_body({name!r}).placement")
         if inertia is None:
             I6 = np.zeros((6, 6))
@@ -189,6 +194,47 @@ class ModelBuilder:
         self._index[name] = len(self._bodies) - 1
         self._joint_names.add(joint_name)
         return len(self._bodies) - 1
+
+    def add_loop(self, name: str, parent, real, joint: J.Joint | None = None, placement=None,
+                 real_placement=None, joint_name: str | None = None) -> None:
+        """Close a kinematic loop (seed 004 sec. 3.2): a *virtual link* ``name`` hangs from
+        ``parent`` through the cut joint ``joint`` (any kind; default ``Fixed()``, a weld) with
+        its joint frame at ``placement`` in ``parent``'s frame, and must coincide with its *real
+        link*: the frame at ``real_placement`` on body ``real``.  The virtual link has kinematic
+        parameters only (no inertia) and is an end link of the tree, so the tree stays a tree:
+        its joint's coordinates are part of q (the cut joint's angle, say), and the loop adds the
+        constraint  pose(virtual link) = pose(real_placement on real).
+
+        A weld leaves no virtual body (a weld has no coordinates): the loop then joins the frame
+        ``name`` on ``parent`` to the frame on ``real``.  ``model.loops`` lists the closures.
+        """
+        if not isinstance(name, str) or not name:
+            raise ValueError(f"add_loop: name must be a non-empty string, got {name!r}")
+        joint = J.Fixed() if joint is None else joint
+        if not isinstance(joint, J.Joint):
+            raise TypeError(f"add_loop({name!r}): joint must be a linkdyn joint kind, got {type(joint).__name__}")
+        if joint.kind == J.FREE:
+            raise ValueError(f"add_loop({name!r}): a free cut joint constrains nothing")
+        pidx = self._body_index(parent, f"add_loop({name!r}).parent")
+        ridx = self._body_index(real, f"add_loop({name!r}).real")
+        if pidx == ridx:
+            raise ValueError(f"add_loop({name!r}): parent and real are the same body {self._bodies[pidx].name!r}")
+        if ridx in self._virtual or pidx in self._virtual:
+            raise ValueError(f"add_loop({name!r}): a loop cannot end on a virtual link")
+        R_b, p_b = as_pose(real_placement, f"add_loop({name!r}).real_placement")
+        if joint.kind == J.FIXED:
+            if name in self._index or any(f[0] == name for f in self._frames):
+                raise ValueError(f"add_loop: the name {name!r} is already used")
+            R_a, p_a = as_pose(placement, f"add_loop({name!r}).placement")
+            self._frames.append((name, pidx, R_a, p_a))
+            self._loops.append(dict(name=name, a=pidx, R_a=R_a, p_a=p_a, b=ridx, R_b=R_b, p_b=p_b,
+                                    virtual=None, joint=joint, joint_name=joint_name or f"{name}_joint"))
+            return
+        idx = self.add_body(name, pidx, joint, placement=placement, inertia=None,
+                            joint_name=joint_name or f"{name}_joint")
+        self._virtual.add(idx)
+        self._loops.append(dict(name=name, a=idx, R_a=np.eye(3), p_a=np.zeros(3), b=ridx, R_b=R_b, p_b=p_b,
+                                virtual=idx, joint=joint, joint_name=self._bodies[idx].joint_name))
 
     def add_frame(self, name: str, body, placement=None) -> None:
         """A named frame fixed to ``body`` at ``placement`` (a point of interest, a tool, a sensor)."""
@@ -237,5 +283,17 @@ class ModelBuilder:
             hb, hR, hp = host[bidx]
             frames.append((name, hb) + _compose(hR, hp, R, p))
         parent_model = [-1] + [host[b.parent][0] for b in kept[1:]]
+        loops = []
+        for lp in self._loops:
+            ha, hRa, hpa = host[lp["a"]]
+            hb, hRb, hpb = host[lp["b"]]
+            if ha == hb:
+                raise ValueError(f"loop {lp['name']!r}: both ends are welded to body "
+                                 f"{self._bodies[lp['b']].name!r}, the loop closes nothing")
+            loops.append(dict(name=lp["name"], joint_name=lp["joint_name"], kind=lp["joint"].kind,
+                              a=ha, a_pose=_compose(hRa, hpa, lp["R_a"], lp["p_a"]),
+                              b=hb, b_pose=_compose(hRb, hpb, lp["R_b"], lp["p_b"]),
+                              virtual=None if lp["virtual"] is None else host[lp["virtual"]][0],
+                              real=hb))
         return Model(self.name, kept, parent_model, tree, inertia, frames, joint_frames,
-                     self.gravity.copy(), list(self.mimic))
+                     self.gravity.copy(), list(self.mimic), loops)

@@ -25,6 +25,10 @@ on one movable joint, also numbered ``i``.  Shapes, with ``nb = nbody``:
     frame_p     (nf, 3)
     lower, upper (nq,)      position limits; velocity_limit, effort_limit (nv,)
 
+Loop closures (seed 004 sec. 3.2): ``loops`` (tuple of :class:`Loop`), ``is_virtual`` (nb,)
+marks virtual links (zero-inertia end links carrying a cut joint) and ``real`` (nb,) points
+from a virtual link to its real link (-1 elsewhere).
+
 Derived topology: ``children`` (list of arrays), ``subtree_end`` (above), and the pointer
 description of seed 004 sec. 3.1:
 ``first_child`` and ``brother`` (-1 where there is none).
@@ -35,6 +39,27 @@ import numpy as np
 
 from .._kernels import layout
 from . import joints as J
+
+
+class Loop:
+    """One loop closure: the frame ``a_pose`` on body ``a`` (the virtual link's frame, or a frame
+    on the parent for a weld) must coincide with the frame ``b_pose`` on body ``b`` (on the real
+    link ``real``).  ``kind`` is the cut joint's kind, ``virtual`` the virtual link's body index
+    (None for a weld) and ``cut_v`` the slice of v that the cut joint's velocities occupy."""
+    __slots__ = ("index", "name", "joint_name", "kind", "a", "a_pose", "b", "b_pose", "virtual", "real", "cut_v")
+
+    def __init__(self, index, name, joint_name, kind, a, a_pose, b, b_pose, virtual, real, cut_v):
+        self.index, self.name, self.joint_name, self.kind = index, name, joint_name, kind
+        self.a, self.a_pose, self.b, self.b_pose = a, a_pose, b, b_pose
+        self.virtual, self.real, self.cut_v = virtual, real, cut_v
+
+    @property
+    def nv(self) -> int:
+        """Number of velocities of the cut joint (0 for a weld)."""
+        return self.cut_v.stop - self.cut_v.start
+
+    def __repr__(self):
+        return (f"Loop({self.name!r}: {J.KIND_NAMES[self.kind]} cut joint, body {self.a} -> real body {self.b})")
 
 
 def _axis_id(joint) -> int:
@@ -54,7 +79,7 @@ class Model:
     """Immutable description of a kinematic tree.  Build one with :class:`ModelBuilder`,
     :func:`linkdyn.load_urdf` or :mod:`linkdyn.models`."""
 
-    def __init__(self, name, bodies, parent, tree, inertia, frames, joint_frames, gravity, mimic):
+    def __init__(self, name, bodies, parent, tree, inertia, frames, joint_frames, gravity, mimic, loops=()):
         nb = len(bodies)
         nqs = [b.joint.nq for b in bodies]
         nvs = [b.joint.nv for b in bodies]
@@ -123,6 +148,25 @@ class Model:
             [self.jnt_qadr[i] + J.QUAT_OFFSET[k] for i, k in enumerate(self.jnt_type) if k in J.QUAT_OFFSET],
             dtype=np.int64))
         self._ws = np.zeros(layout.data_size(nb, nv))   # the workspace of single-state calls
+
+        # loop closures (seed 004 sec. 3.2): virtual links and their real links
+        self.loops = tuple(Loop(k, **lp, cut_v=(slice(int(self.jnt_vadr[lp["virtual"]]),
+                                                       int(self.jnt_vadr[lp["virtual"]] + self.jnt_nv[lp["virtual"]]))
+                                                 if lp["virtual"] is not None else slice(0, 0)))
+                           for k, lp in enumerate(loops))
+        self.real = np.full(nb, -1, dtype=np.int64)
+        for lp in self.loops:
+            if lp.virtual is not None:
+                self.real[lp.virtual] = lp.real
+        self.real = _readonly(self.real)
+        self.is_virtual = _readonly(self.real >= 0)
+        li = np.zeros((len(self.loops), 4), dtype=np.int64)
+        lf = np.zeros((len(self.loops), 24))
+        for k, lp in enumerate(self.loops):
+            li[k] = lp.a, lp.b, lp.cut_v.start, lp.cut_v.stop - lp.cut_v.start
+            lf[k, :9], lf[k, 9:12] = lp.a_pose[0].ravel(), lp.a_pose[1]
+            lf[k, 12:21], lf[k, 21:24] = lp.b_pose[0].ravel(), lp.b_pose[1]
+        self._loop_i, self._loop_f = _readonly(li), _readonly(lf)
 
     # --- names --------------------------------------------------------------------------
     @property
@@ -196,10 +240,15 @@ class Model:
         bodies only."""
         return float(self.inertia[:, 0, 0].sum())
 
+    @property
+    def nloops(self) -> int:
+        return len(self.loops)
+
     def __repr__(self):
         kinds = {}
         for j in self.joints[1:]:
             kinds[j.kind_name] = kinds.get(j.kind_name, 0) + 1
         ks = ", ".join(f"{v} {k}" for k, v in kinds.items())
         return (f"<linkdyn.Model {self.name!r}: {self.nbody - 1} bodies ({ks}), nq={self.nq}, nv={self.nv}, "
-                f"{self.nframes} frames, mass {self.total_mass:.3f}>")
+                f"{self.nframes} frames, mass {self.total_mass:.3f}"
+                + (f", {self.nloops} loop{'s' if self.nloops > 1 else ''}" if self.nloops else "") + ">")

@@ -1,0 +1,214 @@
+"""Dynamics of closed chains (seed 004 secs. 2.1-2.4; seed 002 eq. 6.10).
+
+Inverse dynamics through the virtually cut open chain (seed 004 eqs. 1-4):
+
+    tau_O = RNEA(theta_J, theta_J', theta_J'')     every joint of the cut tree driven
+    tau_G = W^T tau_O                              (1)  generalized forces
+    tau_G = S^T tau_A                              (2)  actuator torques
+
+Forward dynamics, three ways that agree on a closed, velocity-consistent state:
+
+* ``"unit_vector"`` (sec. 2.4, eqs. 17-19): b = W^T tau_O at theta_G'' = 0, then column i of
+  A = W^T tau_O at theta_G'' = e_i minus b, each by RNEA; theta_G'' = A^-1 (tau_G - b);
+* ``"projected"``: the same A = W^T M W from one CRBA and b from one RNEA;
+* ``"kkt"``: the multiplier form of seed 002 eq. 6.10 on all of theta_J,
+  [M  J^T; J  0] [theta''; -lambda] = [tau - b; -J' theta' + stabilization],
+  which needs no W and is the default (``linkdyn.loops.constrained_dynamics``).
+
+Torques: ``tau`` is the applied joint torque of every velocity of the tree (nv,; zero for
+passive joints), or, with ``actuated`` (joint names), the actuator torques tau_A (N_A,).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..dynamics.crba import crba
+from ..dynamics.rnea import rnea
+from .kinematics import (RANK_TOL, _need_loops, _single, _terms, analyze, dof_indices, independent_rows)
+from ._kernels import ACC
+
+METHODS = ("kkt", "projected", "unit_vector")
+
+
+@dataclass
+class ClosedChainID:
+    """Result of :func:`inverse_dynamics`: ``tau_A`` (N_A,) actuator torques, ``tau_G`` (N_F,)
+    generalized forces, ``tau_O`` (nv,) torques of the cut open chain, ``lam`` (6 nloops,) the
+    constraint forces: for every loop the spatial force [f; n] that the real link exerts on
+    the virtual link, in the virtual link's frame (the cut joint's reaction); ``residual`` the
+    part of tau_G the actuators cannot produce (zero unless under-actuated);
+    ``analysis`` the :class:`LoopAnalysis` used."""
+    tau_A: np.ndarray
+    tau_G: np.ndarray
+    tau_O: np.ndarray
+    lam: np.ndarray
+    residual: float
+    analysis: object
+
+    def loop_forces(self):
+        """(nloops, 6): ``lam`` per loop."""
+        return self.lam.reshape(-1, 6)
+
+
+def _full_tau(model, tau, actuated):
+    """Applied torques on every velocity from ``tau`` (nv,) or, with ``actuated``, tau_A."""
+    tau = np.asarray(tau, dtype=float)
+    if actuated is None:
+        if tau.shape != (model.nv,):
+            raise ValueError(f"tau: expected shape ({model.nv},) (a torque on every velocity of the tree; "
+                             f"or pass actuated=[joint names] and the actuator torques), got {tau.shape}")
+        if not np.isfinite(tau).all():
+            raise ValueError("tau: contains NaN or infinity")
+        return tau
+    A = dof_indices(model, actuated, "actuated")
+    if tau.shape != (len(A),):
+        raise ValueError(f"tau: expected the {len(A)} actuator torques of {list(actuated)}, got shape {tau.shape}")
+    if not np.isfinite(tau).all():
+        raise ValueError("tau: contains NaN or infinity")
+    full = np.zeros(model.nv)
+    full[A] = tau
+    return full
+
+
+def _check_consistent(model, JC, bias, v, a, tol):
+    scale = max(1.0, np.abs(JC).max() * (np.abs(v).max() + np.abs(a).max()))
+    rv = np.abs(JC @ v).max() if JC.size else 0.0
+    ra = np.abs(JC @ a + bias).max() if JC.size else 0.0
+    if rv > tol * scale:
+        raise ValueError(f"v: violates the loop constraints (|J_C v| = {rv:.3g}); use linkdyn.loops.project_velocity "
+                         "or velocities built from theta_G' with H")
+    if ra > tol * scale:
+        raise ValueError(f"a: violates the loop constraints (|J_C a + J_C' v| = {ra:.3g}); build a from "
+                         "theta_G'' with LoopAnalysis.accelerations (seed 004 eq. 13)")
+
+
+def _check_closed(model, e, JC, v, tol):
+    """The W-based forms hold on the constraint manifold only."""
+    scale = max(1.0, np.abs(JC).max() * np.abs(v).max())
+    if np.abs(e).max() > tol:
+        raise ValueError(f"q: the loops are open (error {np.abs(e).max():.3g}); close them first "
+                         "(linkdyn.loops.close_loops) or use method='kkt'")
+    if JC.size and np.abs(JC @ v).max() > tol * scale:
+        raise ValueError(f"v: violates the loop constraints (|J_C v| = {np.abs(JC @ v).max():.3g}); use "
+                         "linkdyn.loops.project_velocity or method='kkt'")
+
+
+def inverse_dynamics(model, q, v, a, actuated, weights=None, analysis=None, tol=1e-8) -> ClosedChainID:
+    """Actuator torques for the motion (q, v, a) of a closed chain (seed 004 eqs. 1-4).
+
+    ``a`` is the acceleration of every velocity (nv,), consistent with the loops
+    (``LoopAnalysis.accelerations(qdd_G, loop_bias(q, v))`` builds one from theta_G'').
+    ``actuated``: joint names.  With as many actuators as degrees of freedom, S^T tau_A =
+    tau_G is solved exactly; with more (redundant actuation), tau_A is the minimum-norm
+    solution, weighted by ``weights`` (N_A,: minimizes sum tau_A^2 / weights... i.e.
+    tau_A^T diag(1/weights) tau_A) (seed 004 ref. [8]); with fewer, a motion the actuators
+    cannot produce raises ValueError (a producible one is solved exactly).  The constraint
+    forces are those of seed 002 eq. 6.10: J_C^T lam = tau_O - tau (applied).
+    """
+    _need_loops(model, "inverse_dynamics")
+    args = _single(model, "inverse_dynamics", q=q, v=v, a=a)
+    q, v, a = args.q, args.v, args.a
+    an = analysis if analysis is not None else analyze(model, q, actuated)
+    e, JC, bias = _terms(model, q, v, ACC)
+    _check_consistent(model, JC, bias, v, a, tol)
+    tau_O = rnea(model, q, v, a)                                  # the cut open chain, all joints driven
+    tau_G = an.W.T @ tau_O                                        # eq. (1)
+    S = an.S                                                      # eq. (4): (N_A, N_F)
+    n_a = S.shape[0]
+    if weights is None:
+        wts = np.ones(n_a)
+    else:
+        wts = np.asarray(weights, dtype=float)
+        if wts.shape != (n_a,) or not np.all(wts > 0) or not np.isfinite(wts).all():
+            raise ValueError(f"weights: expected {n_a} positive finite numbers, got {weights!r}")
+    # eq. (2): S^T tau_A = tau_G; minimum weighted norm: tau_A = Wt S (S^T Wt S)^+ tau_G
+    St = S.T * wts                                                # S^T Wt
+    sol = np.linalg.lstsq(St @ S, tau_G, rcond=None)[0] if n_a else np.zeros(an.dof)
+    tau_A = wts * (S @ sol)
+    residual = float(np.abs(S.T @ tau_A - tau_G).max()) if an.dof else 0.0
+    scale = max(1.0, np.abs(tau_G).max() if an.dof else 1.0)
+    if residual > 1e-8 * scale:
+        raise ValueError(f"the actuators {list(actuated)} cannot produce this motion: the generalized force "
+                         f"tau_G misses the range of S^T by {residual:.3g} (under-actuated: {n_a} actuated "
+                         f"velocities for {an.dof} degrees of freedom)")
+    applied = np.zeros(model.nv)
+    applied[an.A_dofs] = tau_A
+    # constraint forces: J_C^T lam = tau_O - applied
+    return ClosedChainID(tau_A, tau_G, tau_O, _min_norm_forces(JC, tau_O - applied), residual, an)
+
+
+def _min_norm_forces(JC, gen_force):
+    """lam with J_C^T lam = gen_force and the least norm: where the loops are redundant (a
+    planar loop has 3 independent constraints of 6) the split of the force between them is
+    statically indeterminate, and this picks the smallest one."""
+    return np.linalg.lstsq(JC.T, gen_force, rcond=None)[0]
+
+
+def _generalized_terms(model, q, v, an, bias):
+    """b = W^T tau_O at theta_G'' = 0 (seed 004 sec. 2.4 step 2)."""
+    a0 = an.accelerations(np.zeros(an.dof), bias)
+    return an.W.T @ rnea(model, q, v, a0)
+
+
+def forward_dynamics(model, q, v, tau, actuated=None, method="kkt", analysis=None,
+                     baumgarte=(0.0, 0.0), tol=1e-8) -> np.ndarray:
+    """Accelerations q'' (nv,) of every velocity of a closed chain under the applied torques
+    ``tau`` (see the module docstring), by ``method`` "kkt" (default), "projected" or
+    "unit_vector" (seed 004 eqs. 17-19).  ``baumgarte`` = (alpha, beta) adds
+    -2 alpha J q' + beta^2 e to the constraint acceleration of the "kkt" form (e the loop
+    error; zero on a closed state); the other two need a closed, velocity-consistent state."""
+    _need_loops(model, "forward_dynamics")
+    if method not in METHODS:
+        raise ValueError(f"method: expected one of {list(METHODS)}, got {method!r}")
+    args = _single(model, "forward_dynamics", q=q, v=v)
+    q, v = args.q, args.v
+    tau = _full_tau(model, tau, actuated)
+    if method == "kkt":
+        return _kkt(model, q, v, tau, baumgarte, tol)[0]
+    an = analysis if analysis is not None else analyze(model, q, actuated)
+    e, JC, bias = _terms(model, q, v, ACC)
+    _check_closed(model, e, JC, v, tol)
+    tau_G = an.W.T @ tau                                            # eq. (2) with tau = E_A tau_A
+    b = _generalized_terms(model, q, v, an, bias)                   # step (2)
+    if method == "projected":
+        A = an.W.T @ crba(model, q) @ an.W
+    else:
+        A = np.empty((an.dof, an.dof))
+        for i in range(an.dof):                                     # step (3), eq. (18)
+            ei = np.zeros(an.dof)
+            ei[i] = 1.0
+            A[:, i] = an.W.T @ rnea(model, q, v, an.accelerations(ei, bias)) - b
+    qdd_G = np.linalg.solve(A, tau_G - b)                           # eq. (19)
+    return an.accelerations(qdd_G, bias)                            # step (5), eq. (13)
+
+
+def _kkt(model, q, v, tau, baumgarte, tol):
+    """Dense reference solution of seed 002 eq. 6.10 on all velocities (cut joints included:
+    M is singular on them, the KKT matrix is not, as J_C has full rank on their columns)."""
+    e, JC, bias = _terms(model, q, v, ACC)
+    rows = independent_rows(JC, RANK_TOL)
+    J = JC[rows]
+    alpha, beta = baumgarte
+    c = -bias[rows] - 2.0 * alpha * (J @ v) + beta * beta * e.ravel()[rows]
+    M = crba(model, q)
+    b = rnea(model, q, v, np.zeros(model.nv))
+    n, m = model.nv, len(rows)
+    K = np.zeros((n + m, n + m))
+    K[:n, :n] = M
+    K[:n, n:] = J.T
+    K[n:, :n] = J
+    rhs = np.concatenate([tau - b, c])
+    sol = np.linalg.solve(K, rhs)
+    return sol[:n], _min_norm_forces(JC, -J.T @ sol[n:])
+
+
+def constraint_forces(model, q, v, tau, actuated=None, baumgarte=(0.0, 0.0)):
+    """(q'' (nv,), lam (nloops, 6)) of the multiplier form: M q'' + b = tau + J_C^T lam, lam per
+    loop the spatial force [f; n] of the real link on the virtual link in the virtual link's
+    frame (least norm where the loops are redundant)."""
+    _need_loops(model, "constraint_forces")
+    args = _single(model, "constraint_forces", q=q, v=v)
+    a, lam = _kkt(model, args.q, args.v, _full_tau(model, tau, actuated), baumgarte, 1e-8)
+    return a, lam.reshape(-1, 6)

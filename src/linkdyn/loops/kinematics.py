@@ -1,0 +1,272 @@
+"""Kinematics of closed chains: loop errors, loop Jacobians, and the W, S, H of seed 004.
+
+A closed chain is a tree (``Model``) plus loop closures (``ModelBuilder.add_loop``): each loop
+has a virtual link, whose cut joint is a joint of the tree, that must coincide with its real
+link (seed 004 sec. 3.2).  theta_J are all the tree's velocities (nv), cut joints included.
+
+    J_L theta_J' = 0 for every loop (eq. 5), stacked into J_C (eq. 6);
+    m independent rows (J_Cm, eq. 7) by a rank-revealing QR with a stated tolerance;
+    N_F = N_J - m degrees of freedom (eq. 8);
+    J_Cm = [J_S  J_G] with J_S (m x m) invertible (eq. 9), H = -J_S^-1 J_G (eq. 12);
+    W = d theta_O / d theta_G, S = d theta_A / d theta_G built from H as in Fig. 2 (eqs. 3-4).
+
+Everything here works on one state; the heavy lifting is the compiled ``loop_terms`` kernel.
+"""
+from __future__ import annotations
+
+import numpy as np
+import scipy.linalg
+
+from .._api import as_states, raise_for_status
+from .._kernels.passes import OK, check_inputs, check_q
+from ..model.configuration import integrate
+from ..model.joints import FREE
+from ._kernels import ACC, POS, VEL, loop_terms
+
+#: relative tolerance of the rank decisions (singular values / QR pivots below
+#: RANK_TOL * the largest are taken as zero)
+RANK_TOL = 1e-9
+
+
+class LoopClosureError(ValueError):
+    """A loop cannot be closed (the mechanism cannot reach the requested configuration)."""
+
+
+def _single(model, what, **arrays):
+    args = as_states(model, **arrays)
+    if args.batch is not None:
+        raise ValueError(f"{what}: takes one state; got a stack of {args.batch}")
+    return args
+
+
+def _terms(model, q, v, level):
+    """(e (nl, 6), J_C (6 nl, nv), J_C' v (6 nl,)) at ``level``."""
+    nl = model.nloops
+    e = np.empty((nl, 6))
+    JC = np.empty((6 * nl, model.nv))
+    g = np.empty(6 * nl)
+    st = check_q(model._mi, q) if level < ACC else check_inputs(model._mi, q, v, v, False)
+    if st == OK:
+        loop_terms(model._mi, model._mf, model._ws, model._loop_i, model._loop_f, q,
+                   v if v is not None else q[:0], level, e, JC, g)
+    raise_for_status(model, st, q=q, v=v if v is not None else np.zeros(model.nv))
+    return e, JC, g
+
+
+def _need_loops(model, what):
+    if model.nloops == 0:
+        raise ValueError(f"{what}: model {model.name!r} has no loop closures (ModelBuilder.add_loop)")
+
+
+def loop_error(model, q) -> np.ndarray:
+    """(nloops, 6): log of the pose of each loop's real-link frame seen from its virtual link,
+    [linear; angular] in the virtual link's frame; zero when every loop is closed."""
+    _need_loops(model, "loop_error")
+    args = _single(model, "loop_error", q=q)
+    return _terms(model, args.q, None, POS)[0]
+
+
+def loop_jacobian(model, q) -> np.ndarray:
+    """J_C (6 nloops, nv) of seed 004 eqs. 5-6: J_C q' stacks, for every loop, the velocity of
+    the virtual link minus that of its real link, in the virtual link's frame."""
+    _need_loops(model, "loop_jacobian")
+    args = _single(model, "loop_jacobian", q=q)
+    return _terms(model, args.q, None, VEL)[1]
+
+
+def loop_bias(model, q, v) -> np.ndarray:
+    """J_C' q' (6 nloops,): the loops' relative acceleration at q'' = 0 (seed 004 eq. 16)."""
+    _need_loops(model, "loop_bias")
+    args = _single(model, "loop_bias", q=q, v=v)
+    return _terms(model, args.q, args.v, ACC)[2]
+
+
+# ---------------------------------------------------------------------------------------
+# independent rows and columns
+def independent_rows(A, tol=RANK_TOL):
+    """Indices (sorted) of a maximal set of linearly independent rows of A, by QR with column
+    pivoting of A^T: a pivot |R_kk| <= tol * |R_00| ends the set."""
+    if A.shape[0] == 0 or not np.any(A):
+        return np.zeros(0, dtype=np.int64)
+    _, R, piv = scipy.linalg.qr(A.T, mode="economic", pivoting=True)
+    d = np.abs(np.diag(R))
+    r = int(np.sum(d > tol * d[0]))
+    return np.sort(piv[:r])
+
+
+def _pick_columns(A, m, tiers, tol):
+    """m columns of A (m x n, full row rank) that form a well-conditioned square block,
+    taken from the tiers in order of preference: QR with column pivoting on each tier's
+    columns, deflated by the columns already chosen."""
+    chosen = []
+    Q = np.zeros((A.shape[0], 0))
+    scale = np.linalg.norm(A, axis=0).max() if A.size else 1.0
+    for tier in tiers:
+        if len(chosen) == m:
+            break
+        cols = [c for c in tier if c not in chosen]
+        if not cols:
+            continue
+        B = A[:, cols] - Q @ (Q.T @ A[:, cols])
+        _, R, piv = scipy.linalg.qr(B, mode="economic", pivoting=True)
+        d = np.abs(np.diag(R))
+        take = [cols[piv[k]] for k in range(min(len(d), m - len(chosen))) if d[k] > tol * max(scale, 1e-300)]
+        if take:
+            chosen.extend(take)
+            Q, _ = np.linalg.qr(A[:, chosen])
+    return chosen
+
+
+class LoopAnalysis:
+    """The seed's closed-chain quantities at one configuration (seed 004 secs. 2.1-2.2).
+
+    ``JC`` (6 nl, N_J) loop Jacobians; ``rows`` the m independent rows (J_Cm = JC[rows]);
+    ``m``, ``dof`` (N_F); ``S_dofs`` / ``G_dofs`` the velocity indices of theta_S (dependent)
+    and theta_G (generalized coordinates); ``JS``, ``JG``; ``H`` (m, N_F) = -J_S^-1 J_G;
+    ``W`` (N_J, N_F) = d theta_O / d theta_G; ``S`` (N_A, N_F) = d theta_A / d theta_G for the
+    actuated velocities ``A_dofs``; ``cond`` the condition number of J_S.
+    """
+
+    def __init__(self, model, JC, rows, G_dofs, A_dofs):
+        self.model = model
+        self.JC = JC
+        self.rows = rows
+        self.m = len(rows)
+        nv = model.nv
+        self.G_dofs = np.asarray(G_dofs, dtype=np.int64)
+        self.S_dofs = np.setdiff1d(np.arange(nv), self.G_dofs)
+        self.dof = len(self.G_dofs)
+        JCm = JC[rows]
+        self.JS = JCm[:, self.S_dofs]
+        self.JG = JCm[:, self.G_dofs]
+        self.cond = np.linalg.cond(self.JS) if self.m else 1.0
+        self.H = -np.linalg.solve(self.JS, self.JG) if self.m else np.zeros((0, self.dof))
+        W = np.zeros((nv, self.dof))
+        W[self.S_dofs] = self.H                             # Fig. 2: rows of theta_S are rows of H
+        W[self.G_dofs, np.arange(self.dof)] = 1.0           # rows of theta_G are unit rows
+        self.W = W
+        self.A_dofs = np.asarray(A_dofs, dtype=np.int64)
+        self.S = W[self.A_dofs]
+
+    def Hdot_qdot(self, bias):
+        """H' theta_G' = -J_S^-1 J_Cm' theta_J' (seed 004 eq. 16) from the loop bias J_C' q'."""
+        return -np.linalg.solve(self.JS, bias[self.rows]) if self.m else np.zeros(0)
+
+    def accelerations(self, qdd_G, bias):
+        """theta_J'' from theta_G'' (eq. 13): theta_S'' = H theta_G'' + H' theta_G'."""
+        a = np.zeros(self.model.nv)
+        a[self.G_dofs] = qdd_G
+        a[self.S_dofs] = self.H @ qdd_G + self.Hdot_qdot(bias)
+        return a
+
+    def __repr__(self):
+        return (f"<LoopAnalysis: N_J={self.model.nv}, m={self.m}, N_F={self.dof}, "
+                f"cond(J_S)={self.cond:.3g}>")
+
+
+def dof_indices(model, names, what="actuated"):
+    """Velocity indices of the joints ``names`` (every velocity of each joint)."""
+    if names is None:
+        return np.zeros(0, dtype=np.int64)
+    if isinstance(names, str):
+        names = [names]
+    out = []
+    for n in names:
+        try:
+            sl = model.v_slice(n)
+        except KeyError as exc:
+            raise KeyError(f"{what}: {exc.args[0]}") from None
+        out.extend(range(sl.start, sl.stop))
+    if len(set(out)) != len(out):
+        raise ValueError(f"{what}: a joint is named twice")
+    return np.array(out, dtype=np.int64)
+
+
+def analyze(model, q, actuated=None, generalized=None, tol=RANK_TOL) -> LoopAnalysis:
+    """The closed-chain analysis at q: J_C, m independent constraints, N_F = N_J - m, the split
+    into theta_S and theta_G, H, W and S (seed 004 eqs. 5-12, Fig. 2).
+
+    ``actuated``: joint names (their velocities are theta_A).  ``generalized``: joint names
+    to use as theta_G; by default they are chosen for a well-conditioned J_S, preferring cut
+    joints, then passive joints, for theta_S (so that actuated joints and a floating base
+    become generalized coordinates where the mechanism allows).
+    """
+    _need_loops(model, "analyze")
+    args = _single(model, "analyze", q=q)
+    JC = _terms(model, args.q, None, VEL)[1]
+    rows = independent_rows(JC, tol)
+    A = dof_indices(model, actuated, "actuated")
+    m = len(rows)
+    if generalized is not None:
+        G = dof_indices(model, generalized, "generalized")
+        if len(G) != model.nv - m:
+            raise ValueError(f"generalized: the mechanism has {model.nv - m} degrees of freedom "
+                             f"(N_J = {model.nv}, m = {m} independent constraints), "
+                             f"but {len(G)} generalized velocities were named")
+        out = LoopAnalysis(model, JC, rows, G, A)
+        if out.m and out.cond > 1.0 / tol:
+            raise ValueError(f"generalized: J_S is singular (condition number {out.cond:.3g}): these joints "
+                             "cannot serve as generalized coordinates here")
+        return out
+    cut = [d for lp in model.loops for d in range(lp.cut_v.start, lp.cut_v.stop)]
+    base = [d for i in range(1, model.nbody) if model.jnt_type[i] == FREE
+            for d in range(model.jnt_vadr[i], model.jnt_vadr[i] + 6)]
+    late = set(A.tolist()) | set(base)
+    passive = [d for d in range(model.nv) if d not in late and d not in cut]
+    S = _pick_columns(JC[rows], m, (cut, passive, [d for d in range(model.nv) if d in late and d not in base],
+                                    base), tol)
+    if len(S) < m:
+        raise ValueError("analyze: could not find m independent dependent coordinates (rank-deficient J_Cm)")
+    G = np.setdiff1d(np.arange(model.nv), S)
+    return LoopAnalysis(model, JC, rows, G, A)
+
+
+def close_loops(model, q, hold=None, tol=1e-12, max_iter=60) -> np.ndarray:
+    """Solve the loop closures for q (seed 004 sec. 2.2 at the position level): Newton on the
+    loop error, dq = J^+ e (least squares, minimum norm) over the velocities not in ``hold``
+    (joint names whose coordinates stay as given, e.g. the generalized coordinates theta_G),
+    moving q with ``integrate`` (quaternions stay unit).  From a rough guess this assembles
+    the mechanism.  Raises :class:`LoopClosureError` when the loops cannot be closed (out of
+    reach, or the held joints over-constrain them)."""
+    _need_loops(model, "close_loops")
+    args = _single(model, "close_loops", q=q)
+    q = args.q.copy()
+    held = dof_indices(model, hold, "hold")
+    free = np.setdiff1d(np.arange(model.nv), held)
+    e = _terms(model, q, None, POS)[0]
+    err = np.abs(e).max()
+    best = err
+    for _ in range(max_iter):
+        if err <= tol:
+            return q
+        e, JC, _ = _terms(model, q, None, VEL)
+        dq = np.zeros(model.nv)
+        # Newton step on e: J dq = e (near closure e' = -J q'); damped when far away
+        step = np.linalg.lstsq(JC[:, free], e.ravel(), rcond=None)[0]
+        n = np.linalg.norm(step)
+        if n > 0.5:
+            step *= 0.5 / n
+        dq[free] = step
+        q = integrate(model, q, dq)
+        err = np.abs(_terms(model, q, None, POS)[0]).max()
+        best = min(best, err)
+    if err <= tol:
+        return q
+    worst = int(np.argmax(np.abs(_terms(model, q, None, POS)[0]).max(axis=1)))
+    raise LoopClosureError(f"close_loops: the loops do not close (loop {model.loops[worst].name!r} keeps an error "
+                           f"of {err:.3g} after {max_iter} Newton steps; best {best:.3g}): the configuration "
+                           "is out of the mechanism's reach" + (" with the held joints" if len(held) else ""))
+
+
+def project_velocity(model, q, v, hold=None) -> np.ndarray:
+    """The velocity nearest to v (least squares over the velocities not in ``hold``) with
+    J_C v = 0: the loops' velocity constraints met exactly."""
+    _need_loops(model, "project_velocity")
+    args = _single(model, "project_velocity", q=q, v=v)
+    JC = _terms(model, args.q, None, VEL)[1]
+    held = dof_indices(model, hold, "hold")
+    free = np.setdiff1d(np.arange(model.nv), held)
+    v = args.v.copy()
+    r = JC @ v
+    v[free] -= np.linalg.lstsq(JC[:, free], r, rcond=None)[0]
+    return v
