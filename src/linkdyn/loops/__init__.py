@@ -3,4 +3,5 @@ loop Jacobians, the W, S, H of the virtually cut open chain, closed-chain invers
 dynamics."""
 from .kinematics import (LoopAnalysis, LoopClosureError, analyze, close_loops, independent_rows,  # noqa: F401
                          loop_bias, loop_error, loop_jacobian, project_velocity)
-from .dynamics import ClosedChainID, constraint_forces, forward_dynamics, inverse_dynamics  # noqa: F401
+from .dynamics import (ClosedChainID, constraint_forces, forward_dynamics, inverse_dynamics,  # noqa: F401
+                       project_velocity_mass)

@@ -1,8 +1,11 @@
 """Integrators on the configuration manifold.
 
-The state is (q, v); v' comes from the articulated body algorithm and q moves by
-``linkdyn.integrate`` (the exponential map for ball and free joints, seed 004 eqs. 34-38),
-so quaternions stay of unit norm without renormalization tricks.
+The state is (q, v); v' comes from the articulated body algorithm (for a closed chain: the
+closed-chain forward dynamics, ``linkdyn.loops``) and q moves by ``linkdyn.integrate`` (the
+exponential map for ball and free joints, seed 004 eqs. 34-38), so quaternions stay of unit
+norm without renormalization tricks.  A closed chain is projected back onto its constraint
+manifold after every step: the loops are closed by Newton's method and the velocity is
+projected in the kinetic-energy metric, so the loop error stays at round-off level.
 """
 from __future__ import annotations
 
@@ -15,23 +18,40 @@ from ..dynamics.energy import kinetic_energy, potential_energy
 from ..model.configuration import integrate
 
 
+def _accel(model, q, v, tau):
+    if model.nloops:
+        from ..loops.dynamics import forward_dynamics
+        return forward_dynamics(model, q, v, tau, method="kkt")
+    return aba(model, q, v, tau)
+
+
+def project(model, q, v):
+    """(q, v) of a closed chain put back on its constraint manifold (no-op for a tree)."""
+    if not model.nloops:
+        return q, v
+    from ..loops.dynamics import project_velocity_mass
+    from ..loops.kinematics import close_loops
+    q = close_loops(model, q, tol=1e-13)
+    return q, project_velocity_mass(model, q, v)
+
+
 def semi_implicit_euler_step(model, q, v, tau, dt):
     """v+ = v + dt a(q, v),  q+ = q (+) v+ dt  (symplectic Euler)."""
-    v1 = v + dt * aba(model, q, v, tau)
-    return integrate(model, q, v1, dt), v1
+    v1 = v + dt * _accel(model, q, v, tau)
+    return project(model, integrate(model, q, v1, dt), v1)
 
 
 def rk4_step(model, q, v, tau, dt):
     """Classical 4th-order Runge-Kutta with the stages moved along the manifold from q."""
-    a1 = aba(model, q, v, tau)
+    a1 = _accel(model, q, v, tau)
     v2 = v + 0.5 * dt * a1
-    a2 = aba(model, integrate(model, q, v, 0.5 * dt), v2, tau)
+    a2 = _accel(model, integrate(model, q, v, 0.5 * dt), v2, tau)
     v3 = v + 0.5 * dt * a2
-    a3 = aba(model, integrate(model, q, v2, 0.5 * dt), v3, tau)
+    a3 = _accel(model, integrate(model, q, v2, 0.5 * dt), v3, tau)
     v4 = v + dt * a3
-    a4 = aba(model, integrate(model, q, v3, dt), v4, tau)
+    a4 = _accel(model, integrate(model, q, v3, dt), v4, tau)
     q1 = integrate(model, q, (v + 2.0 * v2 + 2.0 * v3 + v4) / 6.0, dt)
-    return q1, v + dt / 6.0 * (a1 + 2.0 * a2 + 2.0 * a3 + a4)
+    return project(model, q1, v + dt / 6.0 * (a1 + 2.0 * a2 + 2.0 * a3 + a4))
 
 
 _STEPS = {"rk4": rk4_step, "euler": semi_implicit_euler_step}
@@ -39,14 +59,16 @@ _STEPS = {"rk4": rk4_step, "euler": semi_implicit_euler_step}
 
 @dataclass
 class Trajectory:
-    """Recorded states: ``t`` (K,), ``q`` (K, nq), ``v`` (K, nv), ``tau`` (K, nv), and the
-    kinetic / potential energy at each sample."""
+    """Recorded states: ``t`` (K,), ``q`` (K, nq), ``v`` (K, nv), ``tau`` (K, nv), the
+    kinetic / potential energy at each sample, and for a closed chain ``loop_error`` (K,),
+    the largest loop-closure error (zeros for a tree)."""
     t: np.ndarray
     q: np.ndarray
     v: np.ndarray
     tau: np.ndarray
     kinetic: np.ndarray
     potential: np.ndarray
+    loop_error: np.ndarray = None
 
     @property
     def energy(self) -> np.ndarray:
@@ -54,7 +76,7 @@ class Trajectory:
 
     def save(self, path) -> None:
         np.savez_compressed(path, t=self.t, q=self.q, v=self.v, tau=self.tau,
-                            kinetic=self.kinetic, potential=self.potential)
+                            kinetic=self.kinetic, potential=self.potential, loop_error=self.loop_error)
 
 
 def simulate(model, q0, v0, duration: float, dt: float = 1e-3, controller=None, method: str = "rk4",
@@ -62,7 +84,10 @@ def simulate(model, q0, v0, duration: float, dt: float = 1e-3, controller=None, 
     """Integrate from (q0, v0) for ``duration`` seconds with step ``dt``.
 
     ``controller(t, q, v) -> tau`` gives the joint torques (zero if None).  ``method`` is
-    "rk4" or "euler" (semi-implicit).  Every ``record_every``-th step is recorded.
+    "rk4" or "euler" (semi-implicit).  Every ``record_every``-th step is recorded.  A closed
+    chain (``model.loops``) is integrated with its multiplier-form forward dynamics and
+    projected onto its constraints after every step; (q0, v0) must close the loops to within
+    1e-6 (``linkdyn.loops.close_loops``, ``project_velocity``) and are projected first.
     """
     if method not in _STEPS:
         raise ValueError(f"method: expected one of {list(_STEPS)}, got {method!r}")
@@ -71,6 +96,14 @@ def simulate(model, q0, v0, duration: float, dt: float = 1e-3, controller=None, 
     step = _STEPS[method]
     q = np.array(q0, dtype=float)
     v = np.array(v0, dtype=float)
+    if model.nloops:
+        from ..loops.kinematics import loop_error, loop_jacobian
+        err = np.abs(loop_error(model, q)).max()
+        verr = np.abs(loop_jacobian(model, q) @ v).max()
+        if err > 1e-6 or verr > 1e-6 * max(1.0, np.abs(v).max()):
+            raise ValueError(f"q0, v0: the initial state violates the loop closures (position error {err:.3g}, "
+                             f"velocity error {verr:.3g}); use linkdyn.loops.close_loops and project_velocity")
+        q, v = project(model, q, v)
     zero = np.zeros(model.nv)
     nsteps = int(round(duration / dt))
     ts, qs, vs, taus = [], [], [], []
@@ -82,4 +115,9 @@ def simulate(model, q0, v0, duration: float, dt: float = 1e-3, controller=None, 
         if k < nsteps:
             q, v = step(model, q, v, tau, dt)
     Q, V = np.array(qs), np.array(vs)
-    return Trajectory(np.array(ts), Q, V, np.array(taus), kinetic_energy(model, Q, V), potential_energy(model, Q))
+    errs = np.zeros(len(ts))
+    if model.nloops:
+        from ..loops.kinematics import loop_error
+        errs = np.array([np.abs(loop_error(model, x)).max() for x in Q])
+    return Trajectory(np.array(ts), Q, V, np.array(taus), kinetic_energy(model, Q, V), potential_energy(model, Q),
+                      errs)
