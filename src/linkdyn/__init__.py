@@ -12,11 +12,12 @@ Conventions (the same as Pinocchio's): spatial vectors [linear; angular], quater
 """
 from .model import joints  # noqa: F401  (ld.joints.Revolute, ...)
 from . import spatial
-from . import analysis, models, sim
+from . import analysis, loops, models, sim
 from .analysis import (IKError, analytic_jacobian, inverse_kinematics, manipulability, manipulability_ellipsoid,
                        planar_2link_ik, task_acceleration)
 from .dynamics import (aba, crba, generalized_gravity, kinetic_energy, mass_matrix, mechanical_energy,
                        nonlinear_effects, potential_energy, rnea)
+from .dynamics.cholesky import mass_matrix_cholesky, solve_mass_matrix
 from .dynamics.lagrange import coriolis_matrix, lagrangian_terms, mass_matrix_derivative
 from .dynamics.regressor import base_parameters, identify, inertial_parameters, joint_torque_regressor
 from .kinematics import (Kinematics, center_of_mass, com_jacobian, forward_kinematics, frame_acceleration,

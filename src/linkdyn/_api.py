@@ -232,6 +232,9 @@ def raise_for_status(model, status, q_name="q", **arrays):
         raise ValueError(f"{prefix}{q_name}: " + _describe_quat(model, row("q")))
     if code == passes.NO_MASS:
         raise ValueError(f"model {model.name!r}: no moving body has mass, so the centre of mass is undefined")
+    if code == passes.BAD_SHAPE:
+        raise ValueError(f"{prefix}an argument has the wrong length for model {model.name!r} "
+                         f"(nq = {model.nq}, nv = {model.nv})")
     if code == passes.SINGULAR:
         raise np.linalg.LinAlgError(prefix + "the joint-space inertia is singular: a joint moves a subtree "
                                     "without mass or inertia in the direction of motion")

@@ -17,9 +17,16 @@ import math
 
 from numba import njit
 
-from .._kernels.layout import model_sizes, unpack_data, unpack_model
-from .._kernels.passes import ACC, POS, VEL, kinematics_pass
+import numpy as np
+
+from .._kernels.layout import _view, model_sizes, unpack_data, unpack_model
+from .._kernels.passes import ACC, OK, POS, SINGULAR, VEL, check_inputs, kinematics_pass
 from .._kernels.spatial_nb import motion_act, motion_cross_add, motion_inv_act
+from ..dynamics.cholesky import ltdl_factor, ltdl_inverse_congruence, ltdl_solve
+from ..dynamics.crba import crba_kernel
+from ..dynamics.rnea import rnea_kernel
+
+_NO_FORCE = np.zeros((0, 6))
 
 
 @njit(inline="always", cache=True)
@@ -135,3 +142,299 @@ def _body_to_frame_a(oR, op, j, x, Ra, pa, out, tmp):
 
 
 LEVELS = (POS, VEL, ACC)
+
+
+# ---------------------------------------------------------------------------------------
+# constrained dynamics on the real tree (the multiplier form, seed 002 eq. 6.10)
+FD, VELOCITY, POSITION = 0, 1, 2
+PIVOT_TOL = 1e-10      # a constraint whose pivot in Lambda falls below this (relative) is dependent
+
+
+@njit(cache=True)
+def loop_ws_size(nv, nl):
+    """Size of the loop workspace: H, J (raw and projected), Y, Lambda, and vectors."""
+    m = 6 * nl
+    return nv * nv + 2 * m * nv + nv * m + m * m + 4 * m + 3 * nv + 6 * nl + 72
+
+
+@njit(inline="always", cache=True)
+def _carve(lw, nv, nl):
+    m = 6 * nl
+    o = 0
+    H = _view(lw, o, (nv, nv)); o += nv * nv
+    JR = _view(lw, o, (m, nv)); o += m * nv
+    JP = _view(lw, o, (m, nv)); o += m * nv
+    Y = _view(lw, o, (nv, m)); o += nv * m
+    Lam = _view(lw, o, (m, m)); o += m * m
+    g = _view(lw, o, (m,)); o += m
+    c = _view(lw, o, (m,)); o += m
+    mu = _view(lw, o, (m,)); o += m
+    piv = _view(lw, o, (m,)); o += m
+    x = _view(lw, o, (nv,)); o += nv
+    b = _view(lw, o, (nv,)); o += nv
+    t = _view(lw, o, (nv,)); o += nv
+    e = _view(lw, o, (nl, 6)); o += 6 * nl
+    P = _view(lw, o, (6, 6)); o += 36
+    Sinv = _view(lw, o, (6, 6))
+    return H, JR, JP, Y, Lam, g, c, mu, piv, x, b, t, e, P, Sinv
+
+
+@njit(inline="always", cache=True)
+def cut_projector(JL, c0, p, P, Sinv):
+    """For the loop rows JL (6, nv) whose cut joint has velocities c0:c0+p: S = JL[:, cut]
+    (the cut joint's motion subspace in the virtual link's frame), Sinv (p, 6) =
+    (S^T S)^-1 S^T and P (6, 6) = 1 - S Sinv, the projector onto the directions the cut joint
+    does not move in (P S = 0).  Returns False if S is rank-deficient."""
+    # G = S^T S (p x p, p <= 6), inverted by Gauss-Jordan into Sinv[:, :p] (scratch)
+    for r in range(6):
+        for k in range(6):
+            P[r, k] = 0.0
+    for i in range(p):
+        for j in range(p):
+            s = 0.0
+            for r in range(6):
+                s += JL[r, c0 + i] * JL[r, c0 + j]
+            P[i, j] = s                                   # G in P's corner
+            Sinv[i, j] = 1.0 if i == j else 0.0
+    for k in range(p):
+        piv = P[k, k]
+        if not piv > 1e-12:
+            return False
+        for j in range(p):
+            P[k, j] /= piv
+            Sinv[k, j] /= piv
+        for i in range(p):
+            if i != k:
+                f = P[i, k]
+                for j in range(p):
+                    P[i, j] -= f * P[k, j]
+                    Sinv[i, j] -= f * Sinv[k, j]
+    # Sinv <- G^-1 S^T (p x 6), via P's rows as scratch for G^-1
+    for i in range(p):
+        for j in range(p):
+            P[i, j] = Sinv[i, j]
+    for i in range(p):
+        for r in range(6):
+            s = 0.0
+            for j in range(p):
+                s += P[i, j] * JL[r, c0 + j]
+            Sinv[i, r] = s
+    for r in range(6):
+        for k in range(6):
+            s = 0.0
+            for j in range(p):
+                s += JL[r, c0 + j] * Sinv[j, k]
+            P[r, k] = (1.0 if r == k else 0.0) - s
+    return True
+
+
+@njit(inline="always", cache=True)
+def pivoted_solve(A, rhs, piv, out, tol):
+    """out = a solution of A out = rhs for a symmetric positive semi-definite A (m, m),
+    destroyed: Cholesky with diagonal pivoting, stopping at a pivot <= tol * the largest
+    diagonal; the dependent unknowns are set to zero (rhs must lie in A's range, as the
+    constraint accelerations of consistent loops do).  Returns the rank."""
+    m = A.shape[0]
+    for i in range(m):
+        piv[i] = i
+    d0 = 0.0
+    for i in range(m):
+        d0 = max(d0, A[i, i])
+    rank = 0
+    for k in range(m):
+        # pivot: the largest remaining diagonal
+        best, bi = -1.0, k
+        for i in range(k, m):
+            ii = int(piv[i])
+            if A[ii, ii] > best:
+                best, bi = A[ii, ii], i
+        if not best > tol * d0:
+            break
+        tmp = piv[k]
+        piv[k] = piv[bi]
+        piv[bi] = tmp
+        p = int(piv[k])
+        l = math.sqrt(A[p, p])
+        A[p, p] = l
+        for i in range(k + 1, m):
+            r = int(piv[i])
+            A[r, p] /= l
+        for i in range(k + 1, m):
+            r = int(piv[i])
+            for j in range(k + 1, i + 1):
+                s = int(piv[j])
+                A[r, s] -= A[r, p] * A[s, p]
+                if r != s:
+                    A[s, r] = A[r, s]
+        rank += 1
+    # L L^T y = rhs on the pivoted leading block (L in the columns piv[:rank], lower part)
+    for i in range(m):
+        out[i] = 0.0
+    for k in range(rank):
+        p = int(piv[k])
+        s = rhs[p]
+        for j in range(k):
+            s -= A[p, int(piv[j])] * out[int(piv[j])]
+        out[p] = s / A[p, p]
+    for k in range(rank - 1, -1, -1):
+        p = int(piv[k])
+        s = out[p]
+        for j in range(k + 1, rank):
+            r = int(piv[j])
+            s -= A[r, p] * out[r]
+        out[p] = s / A[p, p]
+    return rank
+
+
+@njit(cache=True)
+def constrained_solve(mi, mf, ws, li, lf, lam, lw, q, v, tau, mode, alpha, beta, out, force):
+    """The multiplier form on the real tree, one kernel for three jobs (``mode``):
+
+    * FD: out = q'' of  M q'' + b = tau + J^T lambda,  J q'' = -J' q' - 2 alpha J q' + beta^2 e
+      (seed 002 eq. 6.10 with Baumgarte's stabilization; e the loop error);
+    * VELOCITY: out = dv with M dv = J^T mu, J (v + dv) = 0: the projection of v in the
+      kinetic-energy metric, i.e. the velocity jump of a perfectly inelastic closure (seed 004
+      sec. 4.3, eqs. 20-33);
+    * POSITION: out = dq with M dq = J^T mu, J dq = e: a Newton step on the loop error in the
+      same metric (apply with ``integrate``).
+
+    The cut joints (virtual links) carry no inertia, so their velocities are eliminated loop by
+    loop: with S the cut joint's motion subspace (in the virtual link's frame), the rows P J_L
+    (P = 1 - S (S^T S)^-1 S^T, so P S = 0) constrain the real tree, a torque on the cut joint
+    acts on the real dofs as -K^T S (S^T S)^-1 tau_cut (K: the loop's rows on the real dofs),
+    and afterwards the cut joint follows: x_cut = -(S^T S)^-1 S^T (K x_real + rest).  M is
+    factorized tree-sparse (LTDL); Lambda = J M^-1 J^T is solved by pivoted Cholesky, so
+    dependent constraints (3 of a planar loop's rows) drop out.  ``force`` (nl, 6), FD mode:
+    each loop's force [f; n] of the real link on the virtual link, in the virtual link's frame.
+    ``lam`` (nv,) int64: the dof parents (``dof_parents``); ``lw``: ``loop_ws_size`` floats.
+    Returns a status (OK, SINGULAR, or an input code)."""
+    nb, nq, nv = model_sizes(mi)
+    nl = li.shape[0]
+    m = 6 * nl
+    st = check_inputs(mi, q, v, tau, mode == FD)
+    if st != OK:
+        return st
+    H, JR, JP, Y, Lam, g, c, mu, piv, x, b, t, e, P, Sinv = _carve(lw, nv, nl)
+    # the loops' error, rows and (FD) bias; the kinematics pass runs inside
+    loop_terms(mi, mf, ws, li, lf, q, v, ACC if mode == FD else VEL, e, JR, g)
+    if mode == FD:
+        for d in range(nv):
+            t[d] = 0.0
+        rnea_kernel(mi, mf, ws, q, v, t, _NO_FORCE, b)      # b = C v + g (+ the joints' friction)
+        for d in range(nv):
+            x[d] = tau[d] - b[d]
+    else:
+        for d in range(nv):
+            x[d] = 0.0
+    crba_kernel(mi, mf, ws, q, H)
+    for k in range(nl):
+        c0, p = li[k, 2], li[k, 3]
+        rows = JR[6 * k:6 * k + 6]
+        if p > 0:
+            for d in range(c0, c0 + p):
+                H[d, d] = 1.0                  # a decoupled placeholder: nothing moves there
+            if not cut_projector(rows, c0, p, P, Sinv):
+                return SINGULAR
+            if mode == FD:
+                # the cut joint's own torque (less its friction) acts through the loop
+                for j in range(p):
+                    tc = x[c0 + j]
+                    force[k, j] = tc           # kept for the loop force below
+                    x[c0 + j] = 0.0
+                    for r in range(6):
+                        w = Sinv[j, r] * tc
+                        for d in range(nv):
+                            if d < c0 or d >= c0 + p:
+                                x[d] -= rows[r, d] * w
+        else:
+            _identity6(P)
+        # the projected rows and their right-hand side c:
+        #   FD: P (-g + beta^2 e - 2 alpha J v);  VELOCITY: -P J v;  POSITION: P e
+        for r in range(6):
+            for d in range(nv):
+                s = 0.0
+                for k2 in range(6):
+                    s += P[r, k2] * rows[k2, d]
+                JP[6 * k + r, d] = s
+        for r in range(6):
+            t[r] = _row_dot(rows, r, v, nv) if mode != POSITION else 0.0       # (J v)_r
+        for r in range(6):
+            s = 0.0
+            for k2 in range(6):
+                if mode == FD:
+                    s += P[r, k2] * (-g[6 * k + k2] + beta * beta * e[k, k2] - 2.0 * alpha * t[k2])
+                elif mode == VELOCITY:
+                    s -= P[r, k2] * t[k2]
+                else:
+                    s += P[r, k2] * e[k, k2]
+            c[6 * k + r] = s
+    if ltdl_factor(H, lam) != OK:
+        return SINGULAR
+    ltdl_inverse_congruence(H, lam, JP, Y, Lam)              # Y = M^-1 J^T, Lambda = J M^-1 J^T
+    ltdl_solve(H, lam, x)                                    # the unconstrained part M^-1 (tau - b)
+    for r in range(m):
+        s = c[r]
+        for d in range(nv):
+            s -= JP[r, d] * x[d]
+        c[r] = s                                             # Lambda mu = c - J x
+    pivoted_solve(Lam, c, piv, mu, PIVOT_TOL)
+    for d in range(nv):
+        s = x[d]
+        for r in range(m):
+            s += Y[d, r] * mu[r]
+        out[d] = s
+    # each cut joint follows its loop:  S x_cut = -(K x_real + rest) with
+    #   FD: rest = g + 2 alpha J v - beta^2 e;  VELOCITY: J v;  POSITION: -e
+    for k in range(nl):
+        c0, p = li[k, 2], li[k, 3]
+        rows = JR[6 * k:6 * k + 6]
+        if p == 0:
+            if mode == FD:
+                for r in range(6):
+                    force[k, r] = mu[6 * k + r]
+            continue
+        cut_projector(rows, c0, p, P, Sinv)
+        for r in range(6):
+            s = 0.0
+            for d in range(nv):
+                if d < c0 or d >= c0 + p:
+                    s += rows[r, d] * out[d]
+            if mode == FD:
+                s += g[6 * k + r] + 2.0 * alpha * _row_dot(rows, r, v, nv) - beta * beta * e[k, r]
+            elif mode == VELOCITY:
+                s += _row_dot(rows, r, v, nv)
+            else:
+                s -= e[k, r]
+            t[r] = s
+        for j in range(p):
+            s = 0.0
+            for r in range(6):
+                s += Sinv[j, r] * t[r]
+            out[c0 + j] = -s
+        if mode == FD:
+            # f = P mu_k - S (S^T S)^-1 tau_cut  (tau_cut kept in force[k, :p])
+            for j in range(p):
+                t[j] = force[k, j]
+            for r in range(6):
+                s = 0.0
+                for k2 in range(6):
+                    s += P[r, k2] * mu[6 * k + k2]
+                for j in range(p):
+                    s -= Sinv[j, r] * t[j]
+                force[k, r] = s
+    return OK
+
+
+@njit(inline="always", cache=True)
+def _row_dot(rows, r, v, nv):
+    s = 0.0
+    for d in range(nv):
+        s += rows[r, d] * v[d]
+    return s
+
+
+@njit(inline="always", cache=True)
+def _identity6(P):
+    for r in range(6):
+        for k in range(6):
+            P[r, k] = 1.0 if r == k else 0.0

@@ -13,7 +13,8 @@ Forward dynamics, three ways that agree on a closed, velocity-consistent state:
 * ``"projected"``: the same A = W^T M W from one CRBA and b from one RNEA;
 * ``"kkt"``: the multiplier form of seed 002 eq. 6.10 on all of theta_J,
   [M  J^T; J  0] [theta''; -lambda] = [tau - b; -J' theta' + stabilization],
-  which needs no W and is the default (``linkdyn.loops.constrained_dynamics``).
+  which needs no W and is the default: :func:`constrained_dynamics`, one compiled kernel
+  (tree-sparse factorization of M, cut joints eliminated, redundant rows pivoted out).
 
 Torques: ``tau`` is the applied joint torque of every velocity of the tree (nv,; zero for
 passive joints), or, with ``actuated`` (joint names), the actuator torques tau_A (N_A,).
@@ -166,7 +167,7 @@ def forward_dynamics(model, q, v, tau, actuated=None, method="kkt", analysis=Non
     q, v = args.q, args.v
     tau = _full_tau(model, tau, actuated)
     if method == "kkt":
-        return _kkt(model, q, v, tau, baumgarte, tol)[0]
+        return constrained_dynamics(model, q, v, tau, baumgarte)
     an = analysis if analysis is not None else analyze(model, q, actuated)
     e, JC, bias = _terms(model, q, v, ACC)
     _check_closed(model, e, JC, v, tol)
@@ -232,3 +233,75 @@ def project_velocity_mass(model, q, v):
     K[n:, :n] = J
     rhs = np.concatenate([np.zeros(n), -J @ v])
     return v + np.linalg.solve(K, rhs)[:n]
+
+
+# ---------------------------------------------------------------------------------------
+# the compiled multiplier form (the default forward dynamics, projections, impulses)
+from numba import types as _nt  # noqa: E402
+
+from .._api import _F64, _ND, MF, MI, OUT1, OUT2, VEC, WS, Entry  # noqa: E402
+from ..dynamics.cholesky import dof_parent  # noqa: E402
+from ._kernels import FD, POSITION, VELOCITY, constrained_solve, loop_ws_size  # noqa: E402
+
+_LI = _nt.Array(_nt.int64, 2, "C", readonly=True)
+_LF = _nt.Array(_nt.float64, 2, "C", readonly=True)
+_LAM = _nt.Array(_nt.int64, 1, "C", readonly=True)
+_solve = Entry(constrained_solve, MI, MF, WS, _LI, _LF, _LAM, WS, VEC, VEC, VEC, _nt.int64, _nt.float64,
+               _nt.float64, OUT1, OUT2)
+
+
+def _buffers(model):
+    """The loop workspace and the dof parents, made once per model."""
+    lw = model.__dict__.get("_loop_lw")
+    if lw is None:
+        lw = model.__dict__["_loop_lw"] = np.zeros(loop_ws_size(model.nv, model.nloops))
+    return lw, dof_parent(model)
+
+
+def _run_solve(model, q, v, tau, mode, alpha, beta, what):
+    args = _single(model, what, q=q, v=v, tau=tau)
+    lw, lam = _buffers(model)
+    out = np.empty(model.nv)
+    force = np.empty((model.nloops, 6))
+    st = _solve(model._mi, model._mf, model._ws, model._loop_i, model._loop_f, lam, lw, args.q, args.v, args.tau,
+                mode, float(alpha), float(beta), out, force)
+    if st != 0:
+        from .._api import raise_for_status
+        raise_for_status(model, st, q=args.q, v=args.v, tau=args.tau)
+    return out, force
+
+
+def constrained_dynamics(model, q, v, tau, baumgarte=(0.0, 0.0), forces=False):
+    """q'' of a closed chain under the joint torques ``tau`` (nv,) by the multiplier form
+    (seed 002 eq. 6.10), compiled: tree-sparse factorization of M, the cut joints eliminated,
+    dependent constraints dropped by pivoting.  ``baumgarte`` = (alpha, beta) stabilizes the
+    loops: J q'' = -J' q' - 2 alpha J q' + beta^2 e.  With ``forces`` also returns (nloops, 6):
+    each loop's force [f; n] of the real link on the virtual link, in the virtual link's frame
+    (where loops are redundant, e.g. planar ones, one valid split of a statically indeterminate
+    force; :func:`constraint_forces` gives the least-norm one)."""
+    _need_loops(model, "constrained_dynamics")
+    if (type(q) is _ND and type(v) is _ND and type(tau) is _ND and q.dtype is _F64 and v.dtype is _F64
+            and tau.dtype is _F64 and q.ndim == 1 and v.ndim == 1 and tau.ndim == 1):
+        lw, lam = _buffers(model)
+        out = np.empty(model.nv)
+        force = np.empty((model.nloops, 6))
+        if _solve.fn(model._mi, model._mf, model._ws, model._loop_i, model._loop_f, lam, lw, q, v, tau, FD,
+                     float(baumgarte[0]), float(baumgarte[1]), out, force) == 0:
+            return (out, force) if forces else out
+    out, force = _run_solve(model, q, v, tau, FD, baumgarte[0], baumgarte[1], "constrained_dynamics")
+    return (out, force) if forces else out
+
+
+def velocity_projection(model, q, v):
+    """dv with J_C (v + dv) = 0 and the least kinetic energy of the change (M-metric): the
+    jump that a perfectly inelastic closure of the loops imposes (seed 004 sec. 4.3)."""
+    _need_loops(model, "velocity_projection")
+    return _run_solve(model, q, v, np.zeros(model.nv), VELOCITY, 0.0, 0.0, "velocity_projection")[0]
+
+
+def position_correction(model, q):
+    """dq (a velocity-space step) with J_C dq = e in the kinetic-energy metric: one Newton step
+    towards closing the loops; apply with ``linkdyn.integrate(model, q, dq)``."""
+    _need_loops(model, "position_correction")
+    z = np.zeros(model.nv)
+    return _run_solve(model, q, z, z, POSITION, 0.0, 0.0, "position_correction")[0]

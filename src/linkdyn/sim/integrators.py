@@ -20,19 +20,34 @@ from ..model.configuration import integrate
 
 def _accel(model, q, v, tau):
     if model.nloops:
-        from ..loops.dynamics import forward_dynamics
-        return forward_dynamics(model, q, v, tau, method="kkt")
+        from ..loops.dynamics import constrained_dynamics
+        return constrained_dynamics(model, q, v, tau)
     return aba(model, q, v, tau)
 
 
-def project(model, q, v):
-    """(q, v) of a closed chain put back on its constraint manifold (no-op for a tree)."""
+#: a closed chain's loops are closed to this (largest loop error) after every step
+CLOSURE_TOL = 1e-11
+
+
+def project(model, q, v, tol=CLOSURE_TOL, max_iter=10):
+    """(q, v) of a closed chain put back on its constraint manifold (a no-op for a tree):
+    Newton steps on the loop error in the kinetic-energy metric, then the velocity projected
+    in the same metric (both compiled, ``linkdyn.loops``)."""
     if not model.nloops:
         return q, v
-    from ..loops.dynamics import project_velocity_mass
-    from ..loops.kinematics import close_loops
-    q = close_loops(model, q, tol=1e-13)
-    return q, project_velocity_mass(model, q, v)
+    from ..loops.dynamics import position_correction, velocity_projection
+    from ..loops.kinematics import LoopClosureError, loop_error
+    for _ in range(max_iter):
+        err = np.abs(loop_error(model, q)).max()
+        if err <= tol:
+            break
+        q = integrate(model, q, position_correction(model, q))
+    else:
+        err = np.abs(loop_error(model, q)).max()
+        if err > 1e3 * tol:
+            raise LoopClosureError(f"the loops drifted apart ({err:.3g}) and do not close again: the step is too "
+                                   "large for the motion, or the mechanism passed a singular configuration")
+    return q, v + velocity_projection(model, q, v)
 
 
 def semi_implicit_euler_step(model, q, v, tau, dt):
