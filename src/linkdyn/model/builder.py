@@ -112,6 +112,45 @@ class ModelBuilder:
         self._virtual = set()      # builder indices of virtual links
         self.mimic = []            # dicts kept for the gear couplings: joint, mimicked, multiplier, offset
 
+    @classmethod
+    def from_model(cls, model, name: str | None = None) -> "ModelBuilder":
+        """A builder holding ``model``'s tree (bodies merged over fixed joints stay merged, their
+        names stay frames), frames, limits, joint terms and loop closures: extend it and build
+        again.  Structure changes (seed 004 sec. 4: connecting and cutting links) go this way,
+        building a new model rather than changing one a running computation uses."""
+        b = cls(name or model.name, gravity=model.gravity, world_name=model.body_names[0])
+        loops_by_virtual = {lp.virtual: lp for lp in model.loops if lp.virtual is not None}
+        for i in range(1, model.nbody):
+            if i in loops_by_virtual:
+                continue
+            qs, vs = slice(model.jnt_qadr[i], model.jnt_qadr[i] + model.jnt_nq[i]), \
+                slice(model.jnt_vadr[i], model.jnt_vadr[i] + model.jnt_nv[i])
+            b.add_body(model.body_names[i], model.body_names[model.parent[i]], model.joints[i],
+                       placement=(model.R_tree[i], model.p_tree[i]), inertia=np.array(model.inertia[i]),
+                       joint_name=model._joint_names[i], lower=model.lower[qs], upper=model.upper[qs],
+                       velocity_limit=model.velocity_limit[vs], effort_limit=model.effort_limit[vs],
+                       armature=model.armature[vs], damping=model.damping[vs], friction=model.friction[vs])
+        weld_frames = {lp.name for lp in model.loops if lp.virtual is None}
+        bodies = set(model.body_names)
+        for k, fname in enumerate(model.frame_names):
+            if fname in bodies or fname in weld_frames or fname in b._index:
+                continue
+            body = int(model.frame_body[k])
+            if body in loops_by_virtual:
+                continue
+            b.add_frame(fname, model.body_names[body], placement=(model.frame_R[k], model.frame_p[k]))
+        for lp in model.loops:
+            if lp.virtual is not None:
+                i = lp.virtual
+                b.add_loop(lp.name, model.body_names[model.parent[i]], model.body_names[lp.b], model.joints[i],
+                           placement=(model.R_tree[i], model.p_tree[i]), real_placement=lp.b_pose,
+                           joint_name=lp.joint_name)
+            else:
+                b.add_loop(lp.name, model.body_names[lp.a], model.body_names[lp.b], placement=lp.a_pose,
+                           real_placement=lp.b_pose, joint_name=lp.joint_name)
+        b.mimic = [dict(m) for m in model.mimic]
+        return b
+
     def _body_index(self, ref, what):
         if isinstance(ref, (int, np.integer)):
             if not 0 <= ref < len(self._bodies):
@@ -162,8 +201,13 @@ class ModelBuilder:
                 # the kernels rely on the rigid-body form [[m 1, -m[c]x], [m[c]x, I]]
                 # (a 6x6 is taken as given otherwise: URDF files carry slightly indefinite
                 # rotational inertias that Pinocchio accepts; Inertia(...) refuses them)
-                m, c, Ic = spatial.inertia_parameters(I6)
-                rebuilt = spatial.spatial_inertia(m, c, 0.5 * (Ic + Ic.T))
+                if I6[0, 0] > 0.0:
+                    m, c, Ic = spatial.inertia_parameters(I6)
+                    rebuilt = spatial.spatial_inertia(m, c, 0.5 * (Ic + Ic.T))
+                else:
+                    # no mass: a pure rotational inertia (a rotor); every other block must be zero
+                    rebuilt = np.zeros((6, 6))
+                    rebuilt[3:, 3:] = 0.5 * (I6[3:, 3:] + I6[3:, 3:].T)
                 if not np.allclose(rebuilt, I6, atol=1e-9 * np.abs(I6).max()):
                     raise ValueError(f"add_body({name!r}).inertia: the 6x6 matrix is not a rigid-body spatial inertia "
                                      "[[m 1, -m [c]x], [m [c]x, I_c - m [c]x [c]x]]")
