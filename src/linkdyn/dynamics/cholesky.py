@@ -56,7 +56,6 @@ Kernels (Numba, allocate nothing, in place): :func:`dof_parents`, :func:`ltdl_fa
 """
 from __future__ import annotations
 
-import weakref
 
 import numpy as np
 from numba import njit, prange
@@ -333,20 +332,13 @@ _congruence = Entry(ltdl_inverse_congruence, LDT, LAM, nt.Array(nt.float64, 2, "
 
 
 # --- public layer ------------------------------------------------------------------------
-_LAM_CACHE: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
 
 
 def dof_parent(model) -> np.ndarray:
     """The parent dof lambda(i) of every dof, (nv,) int64, -1 at the root (read-only; computed
     once per model).  lambda(i) < i, and the descendants of dof i are the contiguous dofs
     after it."""
-    lam = _LAM_CACHE.get(model)
-    if lam is None:
-        lam = np.full(model.nv, -1, dtype=np.int64)
-        dof_parents(model._mi, lam)
-        lam.flags.writeable = False
-        _LAM_CACHE[model] = lam
-    return lam
+    return model.dof_parent
 
 
 def _pattern(lam) -> np.ndarray:

@@ -44,12 +44,19 @@ def crba_kernel(mi, mf, ws, q, M):
     st = check_q(mi, q)
     if st != OK:
         return st
+    kinematics_pass(mi, mf, ws, q, _EMPTY, _EMPTY, POS, True, False)
+    crba_from_kinematics(mi, mf, ws, M)
+    return OK
+
+
+@njit(cache=True)
+def crba_from_kinematics(mi, mf, ws, M):
+    """CRBA on the world poses and motion subspaces a kinematics pass (``world``) left in ws."""
     parent, jtype, qadr, vadr, jnq, jnv, _, _, _, _, inertia, armature, _ = unpack_model(mi, mf)
     nb, nq, nv = model_sizes(mi)
     sub = subtree_ends(mi)
     oR, op, liR, lip, vel, acc, frc, S, vJ, cJ, I6, pA, F, Jw, u, tmp, W6, W3 = unpack_data(ws, nb, nv)
     Ic = I6.reshape((nb, 36))      # composite inertias as 10 parameters (spatial_nb), world frame
-    kinematics_pass(mi, mf, ws, q, _EMPTY, _EMPTY, POS, True, False)
     M[:, :] = 0.0       # entries of dofs on different branches stay zero
     for i in range(1, nb):
         # oI_i, the body inertia about the world origin in world axes; J_d = X_i S_d

@@ -30,14 +30,29 @@ def rnea_kernel(mi, mf, ws, q, v, a, fext, tau):
         return st
     if not all_finite(fext):
         return BAD_F
-    parent, jtype, qadr, vadr, jnq, jnv, _, _, _, _, inertia, armature, _ = unpack_model(mi, mf)
+    kinematics_pass(mi, mf, ws, q, v, a, ACC, False, True)
+    rnea_from_kinematics(mi, mf, ws, v, a, fext, False, tau)
+    return OK
+
+
+@njit(cache=True)
+def rnea_from_kinematics(mi, mf, ws, v, a, fext, add_gravity, tau):
+    """The force passes of RNEA on the velocities and accelerations a kinematics pass left in
+    ``ws``.  With ``add_gravity`` that pass ran without gravity, and gravity is added here, as
+    each body's acceleration [-R_i^T g; 0] (the world's a_0 = [-g; 0] seen in body i)."""
+    parent, jtype, qadr, vadr, jnq, jnv, _, _, _, _, inertia, armature, g = unpack_model(mi, mf)
     damping, friction = unpack_joint_terms(mi, mf)
     nb, nq, nv = model_sizes(mi)
     oR, op, liR, lip, vel, acc, frc, S, vJ, cJ, I6, pA, U, Dinv, u, tmp, W6, W3 = unpack_data(ws, nb, nv)
-    kinematics_pass(mi, mf, ws, q, v, a, ACC, False, True)
     for i in range(1, nb):
         # f_i = I_i a_i + v_i x* (I_i v_i) - f_ext
-        mat6_vec(inertia[i], acc[i], frc[i])
+        if add_gravity:
+            for r in range(3):
+                tmp[i, r] = acc[i, r] - (oR[i, 0, r] * g[0] + oR[i, 1, r] * g[1] + oR[i, 2, r] * g[2])
+                tmp[i, 3 + r] = acc[i, 3 + r]
+            mat6_vec(inertia[i], tmp[i], frc[i])
+        else:
+            mat6_vec(inertia[i], acc[i], frc[i])
         mat6_vec(inertia[i], vel[i], tmp[i])
         force_cross_add(vel[i], tmp[i], frc[i])
         if fext.shape[0] > 0:
@@ -51,7 +66,6 @@ def rnea_kernel(mi, mf, ws, q, v, a, fext, tau):
         # f_parent += X_i^* f_i
         if parent[i] > 0:
             force_act_add(liR[i], lip[i], frc[i], frc[parent[i]])
-    return OK
 
 
 @njit(parallel=True, cache=True)

@@ -23,8 +23,8 @@ from .._kernels.layout import _view, model_sizes, unpack_data, unpack_model
 from .._kernels.passes import ACC, OK, POS, SINGULAR, VEL, check_inputs, kinematics_pass
 from .._kernels.spatial_nb import motion_act, motion_cross_add, motion_inv_act
 from ..dynamics.cholesky import ltdl_factor, ltdl_inverse_congruence, ltdl_solve
-from ..dynamics.crba import crba_kernel
-from ..dynamics.rnea import rnea_kernel
+from ..dynamics.crba import crba_from_kinematics
+from ..dynamics.rnea import rnea_from_kinematics
 
 _NO_FORCE = np.zeros((0, 6))
 
@@ -317,16 +317,17 @@ def constrained_solve(mi, mf, ws, li, lf, lam, lw, q, v, tau, mode, alpha, beta,
     H, JR, JP, Y, Lam, g, c, mu, piv, x, b, t, e, P, Sinv = _carve(lw, nv, nl)
     # the loops' error, rows and (FD) bias; the kinematics pass runs inside
     loop_terms(mi, mf, ws, li, lf, q, v, ACC if mode == FD else VEL, e, JR, g)
+    # b and M on that same pass (it ran without gravity; the bias adds it body by body)
     if mode == FD:
         for d in range(nv):
             t[d] = 0.0
-        rnea_kernel(mi, mf, ws, q, v, t, _NO_FORCE, b)      # b = C v + g (+ the joints' friction)
+        rnea_from_kinematics(mi, mf, ws, v, t, _NO_FORCE, True, b)   # b = C v + g (+ joint friction)
         for d in range(nv):
             x[d] = tau[d] - b[d]
     else:
         for d in range(nv):
             x[d] = 0.0
-    crba_kernel(mi, mf, ws, q, H)
+    crba_from_kinematics(mi, mf, ws, H)
     for k in range(nl):
         c0, p = li[k, 2], li[k, 3]
         rows = JR[6 * k:6 * k + 6]

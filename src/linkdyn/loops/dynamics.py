@@ -240,8 +240,7 @@ def project_velocity_mass(model, q, v):
 from numba import types as _nt  # noqa: E402
 
 from .._api import _F64, _ND, MF, MI, OUT1, OUT2, VEC, WS, Entry  # noqa: E402
-from ..dynamics.cholesky import dof_parent  # noqa: E402
-from ._kernels import FD, POSITION, VELOCITY, constrained_solve, loop_ws_size  # noqa: E402
+from ._kernels import FD, POSITION, VELOCITY, constrained_solve  # noqa: E402
 
 _LI = _nt.Array(_nt.int64, 2, "C", readonly=True)
 _LF = _nt.Array(_nt.float64, 2, "C", readonly=True)
@@ -251,11 +250,8 @@ _solve = Entry(constrained_solve, MI, MF, WS, _LI, _LF, _LAM, WS, VEC, VEC, VEC,
 
 
 def _buffers(model):
-    """The loop workspace and the dof parents, made once per model."""
-    lw = model.__dict__.get("_loop_lw")
-    if lw is None:
-        lw = model.__dict__["_loop_lw"] = np.zeros(loop_ws_size(model.nv, model.nloops))
-    return lw, dof_parent(model)
+    """The loop workspace and the dof parents (made with the model)."""
+    return model._loop_lw, model.dof_parent
 
 
 def _run_solve(model, q, v, tau, mode, alpha, beta, what):
@@ -279,15 +275,14 @@ def constrained_dynamics(model, q, v, tau, baumgarte=(0.0, 0.0), forces=False):
     each loop's force [f; n] of the real link on the virtual link, in the virtual link's frame
     (where loops are redundant, e.g. planar ones, one valid split of a statically indeterminate
     force; :func:`constraint_forces` gives the least-norm one)."""
-    _need_loops(model, "constrained_dynamics")
     if (type(q) is _ND and type(v) is _ND and type(tau) is _ND and q.dtype is _F64 and v.dtype is _F64
-            and tau.dtype is _F64 and q.ndim == 1 and v.ndim == 1 and tau.ndim == 1):
-        lw, lam = _buffers(model)
+            and tau.dtype is _F64 and q.ndim == 1 and v.ndim == 1 and tau.ndim == 1 and model.loops):
         out = np.empty(model.nv)
-        force = np.empty((model.nloops, 6))
-        if _solve.fn(model._mi, model._mf, model._ws, model._loop_i, model._loop_f, lam, lw, q, v, tau, FD,
-                     float(baumgarte[0]), float(baumgarte[1]), out, force) == 0:
+        force = np.empty((len(model.loops), 6)) if forces else model._loop_force
+        alpha, beta = baumgarte
+        if _solve.fn(*model._loop_args, q, v, tau, FD, float(alpha), float(beta), out, force) == 0:
             return (out, force) if forces else out
+    _need_loops(model, "constrained_dynamics")
     out, force = _run_solve(model, q, v, tau, FD, baumgarte[0], baumgarte[1], "constrained_dynamics")
     return (out, force) if forces else out
 

@@ -16,6 +16,7 @@ on one movable joint, also numbered ``i``.  Shapes, with ``nb = nbody``:
     inertia     (nb, 6, 6)  spatial inertia in the body frame, [linear; angular]
     jnt_axis_id (nb,)       k if a revolute/prismatic axis is +-e_k, else -1 (fast paths)
     subtree_end (nb,)       the subtree of body i is range(i, subtree_end[i])
+    dof_parent  (nv,)       the parent dof of each dof (-1 at the root; Featherstone's lambda)
     armature    (nv,)       rotor inertia on the diagonal of the mass matrix
     damping     (nv,)       viscous friction coefficients: tau += damping * v
     friction    (nv,)       Coulomb friction levels: tau += friction * sign(v)
@@ -144,6 +145,19 @@ class Model:
         self.brother = _readonly(brother)
         dof_body = np.repeat(np.arange(nb), nvs)
         self.dof_body = _readonly(dof_body)
+        # the parent dof of every dof (Featherstone's lambda for the sparse factorization of M):
+        # the previous dof of the joint, or the last dof of the nearest ancestor with dofs
+        lam = np.full(nv, -1, dtype=np.int64)
+        for i in range(1, nb):
+            va, n = int(self.jnt_vadr[i]), int(self.jnt_nv[i])
+            if n == 0:
+                continue
+            p = int(self.parent[i])
+            while p > 0 and self.jnt_nv[p] == 0:
+                p = int(self.parent[p])
+            lam[va] = self.jnt_vadr[p] + self.jnt_nv[p] - 1 if p > 0 else -1
+            lam[va + 1:va + n] = np.arange(va, va + n - 1)
+        self.dof_parent = _readonly(lam)
         self._quat_starts = _readonly(np.array(
             [self.jnt_qadr[i] + J.QUAT_OFFSET[k] for i, k in enumerate(self.jnt_type) if k in J.QUAT_OFFSET],
             dtype=np.int64))
@@ -167,6 +181,12 @@ class Model:
             lf[k, :9], lf[k, 9:12] = lp.a_pose[0].ravel(), lp.a_pose[1]
             lf[k, 12:21], lf[k, 21:24] = lp.b_pose[0].ravel(), lp.b_pose[1]
         self._loop_i, self._loop_f = _readonly(li), _readonly(lf)
+        if self.loops:      # the workspace of the closed-chain solver (linkdyn.loops)
+            from ..loops._kernels import loop_ws_size
+            self._loop_lw = np.zeros(loop_ws_size(nv, len(self.loops)))
+            self._loop_force = np.zeros((len(self.loops), 6))        # scratch when forces are not asked for
+            self._loop_args = (self._mi, self._mf, self._ws, self._loop_i, self._loop_f, self.dof_parent,
+                               self._loop_lw)
 
     # --- names --------------------------------------------------------------------------
     @property

@@ -34,13 +34,14 @@ def four_bar(lengths=(0.3, 1.0, 0.8, 1.0), density: float = 2.0, cut: str = "cou
     ground).  The crank turns about the world origin, the rocker about (ground, 0, 0); the
     loop is cut at the coupler-rocker joint (a revolute cut joint; ``cut="crank-coupler"``
     cuts the crank-coupler joint instead).  Joints "crank", "coupler", "rocker" and the cut
-    joint "<loop>_joint"; frame "coupler_end".  With the default lengths (Grashof: 0.3 + 1.0
+    joint "<loop>_joint"; frames "coupler_end" and "rocker_tip".  With the default lengths (Grashof: 0.3 + 1.0
     < 1.0 + 0.8) the crank turns fully.  Mass ``density`` kg per metre."""
     l1, l2, l3, l0 = _lengths(lengths, 4, "lengths")
     b = _b.ModelBuilder("four_bar", gravity=gravity)
     b.add_body("crank", "world", J.Revolute("y"), inertia=rod(density * l1, l1), joint_name="crank")
     b.add_body("rocker", "world", J.Revolute("y"), placement=[l0, 0, 0], inertia=rod(density * l3, l3),
                joint_name="rocker")
+    b.add_frame("rocker_tip", "rocker", placement=[l3, 0, 0])
     if cut == "coupler-rocker":
         b.add_body("coupler", "crank", J.Revolute("y"), placement=[l1, 0, 0], inertia=rod(density * l2, l2),
                    joint_name="coupler")

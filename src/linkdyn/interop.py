@@ -1,0 +1,81 @@
+"""Interoperation with Pinocchio (``pip install pin``): the same tree as a ``pinocchio.Model``.
+
+The joint conventions are the same (quaternions [x, y, z, w], free joints [x, y, z, quat],
+velocities in the child frame), and joints are added in linkdyn's order, so a configuration
+of the tree is a configuration of the Pinocchio model once the virtual links (loop closures,
+which Pinocchio expresses as constraint models instead) are left out: :func:`pinocchio_q`.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .model import joints as J
+
+
+def _pin():
+    try:
+        import pinocchio
+    except ImportError:
+        raise ImportError("Pinocchio is not installed: pip install pin") from None
+    return pinocchio
+
+
+def _pin_joint(pin, joint):
+    k = joint.kind
+    if k == J.REVOLUTE:
+        return pin.JointModelRevoluteUnaligned(*joint.axis)
+    if k == J.PRISMATIC:
+        return pin.JointModelPrismaticUnaligned(*joint.axis)
+    if k == J.SPHERICAL:
+        return pin.JointModelSpherical()
+    if k == J.FREE:
+        return pin.JointModelFreeFlyer()
+    raise ValueError(f"to_pinocchio: no Pinocchio joint with linkdyn's coordinates for a {joint.kind_name} joint "
+                     "(revolute, prismatic, spherical and free joints are supported)")
+
+
+def to_pinocchio(model):
+    """A ``pinocchio.Model`` of ``model``'s tree without its virtual links, every linkdyn frame
+    an OP_FRAME, and a dict {linkdyn body index: Pinocchio joint id}."""
+    pin = _pin()
+    pm = pin.Model()
+    pm.name = model.name
+    pm.gravity = pin.Motion(np.asarray(model.gravity, dtype=float), np.zeros(3))
+    jid = {0: 0}
+    for i in range(1, model.nbody):
+        if model.is_virtual[i]:
+            continue
+        placement = pin.SE3(np.array(model.R_tree[i]), np.array(model.p_tree[i]))
+        jid[i] = pm.addJoint(jid[int(model.parent[i])], _pin_joint(pin, model.joints[i]), placement,
+                             model._joint_names[i])
+        I6 = np.array(model.inertia[i])
+        m = I6[0, 0]
+        if m > 0:
+            c = np.array([I6[5, 1], I6[3, 2], I6[4, 0]]) / m
+            Ic = I6[3:, 3:] - m * (np.dot(c, c) * np.eye(3) - np.outer(c, c))
+            inertia = pin.Inertia(m, c, 0.5 * (Ic + Ic.T))
+        else:
+            inertia = pin.Inertia(0.0, np.zeros(3), 0.5 * (I6[3:, 3:] + I6[3:, 3:].T))
+        pm.appendBodyToJoint(jid[i], inertia, pin.SE3.Identity())
+    for k, name in enumerate(model.frame_names):
+        b = int(model.frame_body[k])
+        if b in jid and name not in (f.name for f in pm.frames):
+            pm.addFrame(pin.Frame(name, jid[b], pin.SE3(np.array(model.frame_R[k]), np.array(model.frame_p[k])),
+                                  pin.FrameType.OP_FRAME))
+    return pm, jid
+
+
+def pinocchio_q(model, q):
+    """linkdyn configuration(s) -> the Pinocchio model's (the virtual links' coordinates left out)."""
+    q = np.asarray(q, dtype=float)
+    keep = np.concatenate([np.arange(model.jnt_qadr[i], model.jnt_qadr[i] + model.jnt_nq[i])
+                           for i in range(1, model.nbody) if not model.is_virtual[i]] or [np.zeros(0, int)])
+    return q[..., keep.astype(int)]
+
+
+def pinocchio_v(model, v):
+    """linkdyn velocities -> the Pinocchio model's (the virtual links' left out)."""
+    v = np.asarray(v, dtype=float)
+    keep = np.concatenate([np.arange(model.jnt_vadr[i], model.jnt_vadr[i] + model.jnt_nv[i])
+                           for i in range(1, model.nbody) if not model.is_virtual[i]] or [np.zeros(0, int)])
+    return v[..., keep.astype(int)]
