@@ -11,10 +11,14 @@ from __future__ import annotations
 
 import numpy as np
 
-from .kinematics import frame_pose
+from dataclasses import dataclass
+
+from .dynamics.energy import kinetic_energy
+from .kinematics import forward_kinematics, frame_pose
 from .model.builder import ModelBuilder
 from .model.configuration import neutral
-from .model.joints import Fixed, Joint
+from .model.joints import FreeFlyer, Fixed, Joint
+from .spatial import matrix_to_quat
 
 
 def _frame(model, frame, what):
@@ -63,3 +67,98 @@ def connect(model, q, frame, to="world", joint: Joint | None = None, name: str |
                      real_placement=(bMa[:3, :3], bMa[:3, 3]))
     new = builder.build()
     return new, map_state(model, new, q)
+
+
+# ---------------------------------------------------------------------------------------
+# velocities across a structure change (seed 004 sec. 4.3)
+@dataclass
+class Jump:
+    """A velocity jump: ``v`` after, ``dv`` = v after - v before, ``impulses`` (nloops, 6) each
+    loop's impulse [linear; angular] (real link on virtual link, virtual link's frame),
+    ``kinetic_before`` / ``kinetic_after`` the kinetic energies."""
+    v: np.ndarray
+    dv: np.ndarray
+    impulses: np.ndarray
+    kinetic_before: float
+    kinetic_after: float
+
+    @property
+    def energy_loss(self) -> float:
+        """The kinetic energy the impulse took (>= 0): the work of the impulse, negated."""
+        return self.kinetic_before - self.kinetic_after
+
+
+def velocity_jump(model, q, v) -> Jump:
+    """The velocity just after the loops of ``model`` take hold at (q, v) with a relative
+    velocity: the impulse F with A dv = J^T F (eq. 20 / 29), the new joints' velocities free
+    (eq. 23: no impulse along them) and the loops' velocity constraints met afterwards (eq. 22).
+    Seed 004 solves this for one new loop in the generalized coordinates of the mechanisms
+    (eqs. 24-28 for two mechanisms, 30-33 inside one, C = 0 for a weld); here it is solved for
+    every loop at once in the velocities of the cut tree, where the new joint's velocity is a
+    coordinate (eq. 23 is then the joint's own equation): min (dv^T M dv) s.t. J_C (v + dv) = 0,
+    which is the same impulse (``tests/test_structure.py`` checks it against eqs. 24-33).  A
+    perfectly inelastic joining: the kinetic energy never increases, momentum is conserved
+    when the connection is internal."""
+    from .loops.dynamics import velocity_projection
+    q = np.asarray(q, dtype=float)
+    v = np.asarray(v, dtype=float)
+    t0 = float(kinetic_energy(model, q, v))
+    if not model.nloops:
+        return Jump(v.copy(), np.zeros(model.nv), np.zeros((0, 6)), t0, t0)
+    dv, imp = velocity_projection(model, q, v, impulses=True)
+    v1 = v + dv
+    return Jump(v1, dv, imp, t0, float(kinetic_energy(model, q, v1)))
+
+
+@dataclass
+class Change:
+    """The result of a structure change: the new ``model``, its ``q`` and ``v`` (after the
+    velocity jump), and the ``jump`` (None for a cut, which keeps velocities)."""
+    model: object
+    q: np.ndarray
+    v: np.ndarray
+    jump: Jump | None
+    name: str
+
+
+def connect_state(model, q, v, frame, to="world", joint: Joint | None = None, name: str | None = None) -> Change:
+    """:func:`connect` at the state (q, v): the new model, q, and the velocity after the jump
+    the new joint imposes (:func:`velocity_jump`; seed 004 sec. 4.3).  The impulse acts on the
+    new loop only: the other loops were closed and stay closed."""
+    new, qn = connect(model, q, frame, to, joint, name)
+    _, vn = map_state(model, new, q, v)
+    jump = velocity_jump(new, qn, vn)
+    return Change(new, qn, jump.v, jump, new.loops[-1].name if new.loops else "")
+
+
+def cut(model, q, v, name) -> Change:
+    """Cut the loop or joint ``name`` (seed 004 sec. 4.4); velocities are kept (a cut releases,
+    it does not strike: no jump).
+
+    * a loop (the name of a loop or of its cut joint): its virtual link is removed;
+    * any other joint: the body it moves, with its subtree, hangs from the world through a
+      free joint ``"<body>_free"`` whose state is the body's present pose and velocity (Fig.
+      12); the loops that tie the subtree to the rest are kept."""
+    q = np.asarray(q, dtype=float)
+    v = np.asarray(v, dtype=float)
+    loop = next((lp for lp in model.loops if name in (lp.name, lp.joint_name)), None)
+    if loop is not None:
+        new = ModelBuilder.from_model(model, without_loops=[loop.name]).build()
+        qn, vn = map_state(model, new, q, v)
+        return Change(new, qn, vn, None, loop.name)
+    try:
+        i = model.joint_id(name)
+    except KeyError:
+        raise KeyError(f"cut: model {model.name!r} has no loop or joint {name!r}; loops: "
+                       f"{[lp.name for lp in model.loops]}") from None
+    body = model.body_names[i]
+    kin = forward_kinematics(model, q, v)
+    builder = ModelBuilder.from_model(model)
+    builder.reattach(body, "world", FreeFlyer())
+    new = builder.build()
+    qn, vn = map_state(model, new, q, v)
+    j = new.joint_id(f"{body}_free")
+    qs, vs = new.q_slice(new._joint_names[j]), new.v_slice(new._joint_names[j])
+    qn[qs] = np.concatenate([kin.p[i], matrix_to_quat(kin.R[i])])
+    vn[vs] = kin.v[i]                                   # the body's velocity, body frame: [v; w]
+    return Change(new, qn, vn, None, name)

@@ -304,8 +304,9 @@ def constrained_solve(mi, mf, ws, li, lf, lam, lw, q, v, tau, mode, alpha, beta,
     acts on the real dofs as -K^T S (S^T S)^-1 tau_cut (K: the loop's rows on the real dofs),
     and afterwards the cut joint follows: x_cut = -(S^T S)^-1 S^T (K x_real + rest).  M is
     factorized tree-sparse (LTDL); Lambda = J M^-1 J^T is solved by pivoted Cholesky, so
-    dependent constraints (3 of a planar loop's rows) drop out.  ``force`` (nl, 6), FD mode:
-    each loop's force [f; n] of the real link on the virtual link, in the virtual link's frame.
+    dependent constraints (3 of a planar loop's rows) drop out.  ``force`` (nl, 6): in FD mode
+    each loop's force [f; n] of the real link on the virtual link, in the virtual link's frame;
+    in VELOCITY mode the impulse of the jump, likewise.
     ``lam`` (nv,) int64: the dof parents (``dof_parents``); ``lw``: ``loop_ws_size`` floats.
     Returns a status (OK, SINGULAR, or an input code)."""
     nb, nq, nv = model_sizes(mi)
@@ -390,7 +391,7 @@ def constrained_solve(mi, mf, ws, li, lf, lam, lw, q, v, tau, mode, alpha, beta,
         c0, p = li[k, 2], li[k, 3]
         rows = JR[6 * k:6 * k + 6]
         if p == 0:
-            if mode == FD:
+            if mode != POSITION:
                 for r in range(6):
                     force[k, r] = mu[6 * k + r]
             continue
@@ -412,10 +413,11 @@ def constrained_solve(mi, mf, ws, li, lf, lam, lw, q, v, tau, mode, alpha, beta,
             for r in range(6):
                 s += Sinv[j, r] * t[r]
             out[c0 + j] = -s
-        if mode == FD:
-            # f = P mu_k - S (S^T S)^-1 tau_cut  (tau_cut kept in force[k, :p])
+        if mode != POSITION:
+            # FD: f = P mu_k - S (S^T S)^-1 tau_cut (tau_cut kept in force[k, :p]);
+            # VELOCITY: the impulse P mu_k
             for j in range(p):
-                t[j] = force[k, j]
+                t[j] = force[k, j] if mode == FD else 0.0
             for r in range(6):
                 s = 0.0
                 for k2 in range(6):

@@ -287,11 +287,14 @@ def constrained_dynamics(model, q, v, tau, baumgarte=(0.0, 0.0), forces=False):
     return (out, force) if forces else out
 
 
-def velocity_projection(model, q, v):
+def velocity_projection(model, q, v, impulses=False):
     """dv with J_C (v + dv) = 0 and the least kinetic energy of the change (M-metric): the
-    jump that a perfectly inelastic closure of the loops imposes (seed 004 sec. 4.3)."""
+    jump that a perfectly inelastic closure of the loops imposes (seed 004 sec. 4.3; see
+    :func:`linkdyn.structure.velocity_jump`).  With ``impulses`` also (nloops, 6): each loop's
+    impulse [linear; angular] of the real link on the virtual link, virtual link's frame."""
     _need_loops(model, "velocity_projection")
-    return _run_solve(model, q, v, np.zeros(model.nv), VELOCITY, 0.0, 0.0, "velocity_projection")[0]
+    dv, imp = _run_solve(model, q, v, np.zeros(model.nv), VELOCITY, 0.0, 0.0, "velocity_projection")
+    return (dv, imp) if impulses else dv
 
 
 def position_correction(model, q):

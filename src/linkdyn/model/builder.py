@@ -113,11 +113,17 @@ class ModelBuilder:
         self.mimic = []            # dicts kept for the gear couplings: joint, mimicked, multiplier, offset
 
     @classmethod
-    def from_model(cls, model, name: str | None = None) -> "ModelBuilder":
+    def from_model(cls, model, name: str | None = None, without_loops=()) -> "ModelBuilder":
         """A builder holding ``model``'s tree (bodies merged over fixed joints stay merged, their
         names stay frames), frames, limits, joint terms and loop closures: extend it and build
         again.  Structure changes (seed 004 sec. 4: connecting and cutting links) go this way,
-        building a new model rather than changing one a running computation uses."""
+        building a new model rather than changing one a running computation uses.  Loops named
+        in ``without_loops`` are left out (their virtual links with them)."""
+        drop = set(without_loops)
+        unknown = drop - {lp.name for lp in model.loops}
+        if unknown:
+            raise KeyError(f"without_loops: model {model.name!r} has no loop {sorted(unknown)}; "
+                           f"its loops: {[lp.name for lp in model.loops]}")
         b = cls(name or model.name, gravity=model.gravity, world_name=model.body_names[0])
         loops_by_virtual = {lp.virtual: lp for lp in model.loops if lp.virtual is not None}
         for i in range(1, model.nbody):
@@ -140,6 +146,8 @@ class ModelBuilder:
                 continue
             b.add_frame(fname, model.body_names[body], placement=(model.frame_R[k], model.frame_p[k]))
         for lp in model.loops:
+            if lp.name in drop:
+                continue
             if lp.virtual is not None:
                 i = lp.virtual
                 b.add_loop(lp.name, model.body_names[model.parent[i]], model.body_names[lp.b], model.joints[i],
@@ -279,6 +287,37 @@ class ModelBuilder:
         self._virtual.add(idx)
         self._loops.append(dict(name=name, a=idx, R_a=np.eye(3), p_a=np.zeros(3), b=ridx, R_b=R_b, p_b=p_b,
                                 virtual=idx, joint=joint, joint_name=self._bodies[idx].joint_name))
+
+    def reattach(self, body, parent="world", joint: J.Joint | None = None, placement=None,
+                 joint_name: str | None = None) -> None:
+        """Hang ``body`` (and its subtree, which keeps its shape) from ``parent`` through ``joint``
+        (default a free joint) at ``placement`` instead of its present joint: the cut of seed
+        004 sec. 4.4 / Fig. 12 at a joint that is not a virtual link."""
+        k = self._body_index(body, "reattach.body")
+        if k == 0:
+            raise ValueError("reattach: the world cannot be re-attached")
+        if k in self._virtual:
+            raise ValueError(f"reattach: {self._bodies[k].name!r} is a virtual link; cut its loop instead")
+        pidx = self._body_index(parent, "reattach.parent")
+        j = pidx
+        while j > 0:
+            if j == k:
+                raise ValueError(f"reattach: {self._bodies[pidx].name!r} is in the subtree of "
+                                 f"{self._bodies[k].name!r}")
+            j = self._bodies[j].parent
+        joint = J.FreeFlyer() if joint is None else joint
+        spec = self._bodies[k]
+        name = joint_name or f"{spec.name}_free"
+        if name != spec.joint_name and name in self._joint_names:
+            raise ValueError(f"reattach: a joint named {name!r} already exists")
+        self._joint_names.discard(spec.joint_name)
+        self._joint_names.add(name)
+        spec.parent, spec.joint, spec.joint_name = pidx, joint, name
+        spec.R, spec.p = as_pose(placement, "reattach.placement")
+        nq, nv = joint.nq, joint.nv
+        spec.lower, spec.upper = np.full(nq, -np.inf), np.full(nq, np.inf)
+        spec.velocity, spec.effort = np.full(nv, np.inf), np.full(nv, np.inf)
+        spec.armature, spec.damping, spec.friction = np.zeros(nv), np.zeros(nv), np.zeros(nv)
 
     def add_frame(self, name: str, body, placement=None) -> None:
         """A named frame fixed to ``body`` at ``placement`` (a point of interest, a tool, a sensor)."""

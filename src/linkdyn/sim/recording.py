@@ -1,0 +1,141 @@
+"""What a simulation records, across structure changes.
+
+A run is a sequence of *segments*, one per model: a structure change (a connection, a cut)
+ends one segment and starts the next with the new model, whose q and v may be of other sizes.
+Per sample: time, q, v, the kinetic and potential energy, the largest loop error and each
+loop's constraint force.  Per event: what changed, when, the impulse and the energy it took.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+
+import numpy as np
+
+
+@dataclass
+class Event:
+    """A structure change at time ``t``: ``kind`` is "connect" or "cut", ``name`` the loop (or
+    joint) it concerns, ``impulse`` (6,) the spatial impulse [linear; angular] the new joint
+    took (real link on virtual link, virtual link's frame; zeros for a cut), ``dv`` the jump
+    of the generalized velocity (new model's), ``kinetic_before`` / ``kinetic_after`` the
+    kinetic energy around it (their difference is the impulse's work, never positive)."""
+    t: float
+    kind: str
+    name: str
+    impulse: np.ndarray
+    dv: np.ndarray
+    kinetic_before: float
+    kinetic_after: float
+    note: str = ""
+
+    @property
+    def energy_loss(self) -> float:
+        return self.kinetic_before - self.kinetic_after
+
+
+@dataclass
+class Segment:
+    """Samples under one model: ``t`` (K,), ``q`` (K, nq), ``v`` (K, nv), ``kinetic``,
+    ``potential``, ``loop_error`` (K,), ``loop_forces`` (K, nloops, 6) in ``model.loops`` order."""
+    model: object
+    t: list = field(default_factory=list)
+    q: list = field(default_factory=list)
+    v: list = field(default_factory=list)
+    tau: list = field(default_factory=list)
+    kinetic: list = field(default_factory=list)
+    potential: list = field(default_factory=list)
+    loop_error: list = field(default_factory=list)
+    loop_forces: list = field(default_factory=list)
+
+    def arrays(self) -> dict:
+        m = self.model
+        n = len(self.t)
+        return {"t": np.asarray(self.t, dtype=float),
+                "q": np.asarray(self.q, dtype=float).reshape(n, m.nq),
+                "v": np.asarray(self.v, dtype=float).reshape(n, m.nv),
+                "tau": np.asarray(self.tau, dtype=float).reshape(n, m.nv),
+                "kinetic": np.asarray(self.kinetic, dtype=float),
+                "potential": np.asarray(self.potential, dtype=float),
+                "loop_error": np.asarray(self.loop_error, dtype=float),
+                "loop_forces": np.asarray(self.loop_forces, dtype=float).reshape(n, m.nloops, 6)}
+
+
+class Recording:
+    """Everything a :class:`~linkdyn.sim.Simulation` recorded: ``segments`` (list of
+    :class:`Segment`), ``events`` (list of :class:`Event`), and the whole run's time series
+    ``t``, ``kinetic``, ``potential``, ``energy``, ``loop_error`` (one entry per sample)."""
+
+    def __init__(self):
+        self.segments: list[Segment] = []
+        self.events: list[Event] = []
+
+    def start_segment(self, model) -> Segment:
+        seg = Segment(model)
+        self.segments.append(seg)
+        return seg
+
+    def _cat(self, name):
+        parts = [np.asarray(getattr(s, name), dtype=float) for s in self.segments if len(s.t)]
+        return np.concatenate(parts) if parts else np.zeros(0)
+
+    @property
+    def t(self) -> np.ndarray:
+        return self._cat("t")
+
+    @property
+    def kinetic(self) -> np.ndarray:
+        return self._cat("kinetic")
+
+    @property
+    def potential(self) -> np.ndarray:
+        return self._cat("potential")
+
+    @property
+    def energy(self) -> np.ndarray:
+        return self.kinetic + self.potential
+
+    @property
+    def loop_error(self) -> np.ndarray:
+        return self._cat("loop_error")
+
+    def joint_series(self, joint: str):
+        """(t, q) of one joint over the whole run (NaN where the joint does not exist)."""
+        ts, qs = [], []
+        width = None
+        for s in self.segments:
+            a = s.arrays()
+            if joint in s.model._joint_index:
+                x = a["q"][:, s.model.q_slice(joint)]
+                width = x.shape[1]
+            else:
+                x = None
+            ts.append(a["t"])
+            qs.append(x)
+        if width is None:
+            raise KeyError(f"no segment of this run has a joint {joint!r}")
+        qs = [np.full((len(t), width), np.nan) if x is None else x for t, x in zip(ts, qs)]
+        return np.concatenate(ts), np.concatenate(qs)
+
+    def save(self, path) -> None:
+        """An ``.npz`` with each segment's arrays (``seg{k}_t``, ``seg{k}_q``, ...), the joint
+        and loop names of each segment's model, and the events (JSON)."""
+        data = {}
+        meta = {"segments": [], "events": []}
+        for k, s in enumerate(self.segments):
+            for name, arr in s.arrays().items():
+                data[f"seg{k}_{name}"] = arr
+            m = s.model
+            meta["segments"].append({"model": m.name, "joint_names": list(m.joint_names), "nq": m.nq, "nv": m.nv,
+                                     "loops": [lp.name for lp in m.loops]})
+        for e in self.events:
+            meta["events"].append({"t": e.t, "kind": e.kind, "name": e.name, "impulse": np.asarray(e.impulse).tolist(),
+                                   "kinetic_before": e.kinetic_before, "kinetic_after": e.kinetic_after,
+                                   "note": e.note})
+        data["meta"] = np.array(json.dumps(meta))
+        np.savez_compressed(path, **data)
+
+    def __repr__(self):
+        t = self.t
+        span = f"{t[0]:.3f}..{t[-1]:.3f} s" if len(t) else "empty"
+        return f"<Recording {span}: {len(t)} samples, {len(self.segments)} segments, {len(self.events)} events>"
