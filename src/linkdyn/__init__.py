@@ -12,7 +12,7 @@ Conventions (the same as Pinocchio's): spatial vectors [linear; angular], quater
 """
 from .model import joints  # noqa: F401  (ld.joints.Revolute, ...)
 from . import spatial
-from . import analysis, loops, models, sim
+from . import analysis, loops, models, sim, structure
 from .analysis import (IKError, analytic_jacobian, inverse_kinematics, manipulability, manipulability_ellipsoid,
                        planar_2link_ik, task_acceleration)
 from .dynamics import (aba, crba, generalized_gravity, kinetic_energy, mass_matrix, mechanical_energy,
@@ -29,5 +29,6 @@ from .model import (Cylindrical, Fixed, FreeFlyer, Inertia, Model, ModelBuilder,
 
 from .model.urdf import load_urdf, parse_urdf
 from .models.dh import DHLink, from_dh
+from .sim import Simulation
 
 __version__ = "0.1.0"

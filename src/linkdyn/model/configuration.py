@@ -142,6 +142,72 @@ def integrate_kernel(mi, q, v, dt, out):
     return OK
 
 
+@njit(inline="always", cache=True)
+def _crm(r0, r1, r2, p0, p1, p2, v0, v1, v2, w0, w1, w2, out, o):
+    """out[o:o+6] = [phi x v + rho x w; phi x w], the motion cross product of [rho; phi] and
+    [v; w] (the Lie bracket of se(3) in linkdyn's [linear; angular] order)."""
+    out[o] = p1 * v2 - p2 * v1 + r1 * w2 - r2 * w1
+    out[o + 1] = p2 * v0 - p0 * v2 + r2 * w0 - r0 * w2
+    out[o + 2] = p0 * v1 - p1 * v0 + r0 * w1 - r1 * w0
+    out[o + 3] = p1 * w2 - p2 * w1
+    out[o + 4] = p2 * w0 - p0 * w2
+    out[o + 5] = p0 * w1 - p1 * w0
+
+
+@njit(cache=True)
+def dexpinv_kernel(mi, theta, v, out, tmp):
+    """out = dexp^-1_{-theta}(v) joint by joint, to third order: v + [theta, v] / 2 +
+    [theta, [theta, v]] / 12.  For q(t) = q (+) theta(t) with the body velocity v (linkdyn's
+    joints move by right multiplication), theta' is this; Runge-Kutta-Munthe-Kaas methods
+    of order 4 need it to this order.  Joints whose coordinates are a vector space (all but
+    spherical, planar and free) have theta' = v.  ``tmp`` (nv,) is scratch."""
+    jtype, vadr = mi[1], mi[3]
+    for i in range(1, mi.shape[1]):
+        k, d = jtype[i], vadr[i]
+        if k == J.SPHERICAL or k == J.FREE or k == J.PLANAR:
+            # embed in se(3): (rho, phi) and (vlin, w)
+            if k == J.SPHERICAL:
+                r = (0.0, 0.0, 0.0)
+                p = (theta[d], theta[d + 1], theta[d + 2])
+                x = (0.0, 0.0, 0.0, v[d], v[d + 1], v[d + 2])
+            elif k == J.FREE:
+                r = (theta[d], theta[d + 1], theta[d + 2])
+                p = (theta[d + 3], theta[d + 4], theta[d + 5])
+                x = (v[d], v[d + 1], v[d + 2], v[d + 3], v[d + 4], v[d + 5])
+            else:
+                r = (theta[d], theta[d + 1], 0.0)
+                p = (0.0, 0.0, theta[d + 2])
+                x = (v[d], v[d + 1], 0.0, 0.0, 0.0, v[d + 2])
+            _crm(r[0], r[1], r[2], p[0], p[1], p[2], x[0], x[1], x[2], x[3], x[4], x[5], tmp, 0)     # [theta, v]
+            b = (tmp[0], tmp[1], tmp[2], tmp[3], tmp[4], tmp[5])
+            _crm(r[0], r[1], r[2], p[0], p[1], p[2], b[0], b[1], b[2], b[3], b[4], b[5], tmp, 0)     # [theta, [theta, v]]
+            y = (x[0] + 0.5 * b[0] + tmp[0] / 12.0, x[1] + 0.5 * b[1] + tmp[1] / 12.0,
+                 x[2] + 0.5 * b[2] + tmp[2] / 12.0, x[3] + 0.5 * b[3] + tmp[3] / 12.0,
+                 x[4] + 0.5 * b[4] + tmp[4] / 12.0, x[5] + 0.5 * b[5] + tmp[5] / 12.0)
+            if k == J.SPHERICAL:
+                out[d], out[d + 1], out[d + 2] = y[3], y[4], y[5]
+            elif k == J.FREE:
+                for j in range(6):
+                    out[d + j] = y[j]
+            else:
+                out[d], out[d + 1], out[d + 2] = y[0], y[1], y[5]
+        else:
+            for j in range(mi[5, i]):
+                out[d + j] = v[d + j]
+
+
+def dexpinv(model, theta, v) -> np.ndarray:
+    """theta' for q(t) = q (+) theta(t) moving with velocity v: dexp^-1_{-theta}(v) per joint
+    to third order (see :func:`dexpinv_kernel`); theta and v (nv,)."""
+    theta = np.ascontiguousarray(theta, dtype=float)
+    v = np.ascontiguousarray(v, dtype=float)
+    if theta.shape != (model.nv,) or v.shape != (model.nv,):
+        raise ValueError(f"theta, v: expected shape ({model.nv},), got {theta.shape} and {v.shape}")
+    out = np.empty(model.nv)
+    dexpinv_kernel(model._mi, theta, v, out, np.empty(6))
+    return out
+
+
 @njit(cache=True)
 def difference_kernel(mi, q0, q1, out):
     """out = q1 (-) q0, the velocity that moves q0 to q1 in unit time."""

@@ -15,7 +15,7 @@ import numpy as np
 
 from ..dynamics.aba import aba
 from ..dynamics.energy import kinetic_energy, potential_energy
-from ..model.configuration import integrate
+from ..model.configuration import dexpinv, integrate
 
 
 def _accel(model, q, v, tau):
@@ -57,15 +57,27 @@ def semi_implicit_euler_step(model, q, v, tau, dt):
 
 
 def rk4_step(model, q, v, tau, dt):
-    """Classical 4th-order Runge-Kutta with the stages moved along the manifold from q."""
+    """The classical 4th-order Runge-Kutta method on the configuration manifold, in the
+    Runge-Kutta-Munthe-Kaas form: every stage's configuration is q (+) theta_k (the joints'
+    exponential maps from q), and the stages' velocities enter the final increment through
+    dexp^-1 of their theta (``linkdyn.model.configuration.dexpinv``); without that correction
+    RK4 is only second order on rotations (spherical and free joints).  Velocities are a vector
+    space and step as in classical RK4."""
     a1 = _accel(model, q, v, tau)
+    k1 = v
+    th2 = 0.5 * dt * k1
     v2 = v + 0.5 * dt * a1
-    a2 = _accel(model, integrate(model, q, v, 0.5 * dt), v2, tau)
+    a2 = _accel(model, integrate(model, q, th2), v2, tau)
+    k2 = dexpinv(model, th2, v2)
+    th3 = 0.5 * dt * k2
     v3 = v + 0.5 * dt * a2
-    a3 = _accel(model, integrate(model, q, v2, 0.5 * dt), v3, tau)
+    a3 = _accel(model, integrate(model, q, th3), v3, tau)
+    k3 = dexpinv(model, th3, v3)
+    th4 = dt * k3
     v4 = v + dt * a3
-    a4 = _accel(model, integrate(model, q, v3, dt), v4, tau)
-    q1 = integrate(model, q, (v + 2.0 * v2 + 2.0 * v3 + v4) / 6.0, dt)
+    a4 = _accel(model, integrate(model, q, th4), v4, tau)
+    k4 = dexpinv(model, th4, v4)
+    q1 = integrate(model, q, dt / 6.0 * (k1 + 2.0 * k2 + 2.0 * k3 + k4))
     return project(model, q1, v + dt / 6.0 * (a1 + 2.0 * a2 + 2.0 * a3 + a4))
 
 

@@ -1,0 +1,290 @@
+"""Simulation of structure-varying chains with events (seed 004 secs. 4-5).
+
+    sim = ld.Simulation(model, q, dt=1e-3)
+    sim.connect("r_grip", "bar", joint=ld.Revolute("y"))     # a loop appears; velocities jump
+    sim.at(1.0, "cut", "r_grip", "bar")                       # scheduled: let go at t = 1 s
+    sim.when(sim.below("l_sole", "z", 0.0), "connect", "l_sole", "world")   # conditional
+    sim.run(until=3.0)
+    sim.save("run.npz"); sim.animate("run.html")
+
+Between events the state moves with RK4 (or semi-implicit Euler) on the configuration
+manifold (quaternions by the exponential map, seed 004 eqs. 34-38), a closed chain by its
+multiplier-form dynamics, projected back onto its loops after every step.  A connection
+builds the new model and applies the velocity jump of seed 004 sec. 4.3; a cut keeps the
+velocities.  Conditional events are checked after every step and fire at the end of the step
+in which their condition became true (their time is accurate to one step).
+"""
+from __future__ import annotations
+
+import inspect
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from .. import structure
+from ..dynamics.energy import kinetic_energy, potential_energy
+from ..kinematics import frame_pose
+from ..model.configuration import neutral
+from .integrators import rk4_step, semi_implicit_euler_step
+from .recording import Event, Recording
+
+_STEPS = {"rk4": rk4_step, "euler": semi_implicit_euler_step}
+
+
+@dataclass
+class _Scheduled:
+    t: float
+    action: object
+    args: tuple
+    kwargs: dict
+    done: bool = False
+
+
+@dataclass
+class _Watch:
+    condition: object
+    action: object
+    args: tuple
+    kwargs: dict
+    once: bool
+    last: object = None
+    fired: bool = False
+
+
+class Simulation:
+    """A simulation of ``model`` from (q, v) (default: neutral, at rest) with step ``dt``.
+
+    ``integrator``: "rk4" or "euler" (semi-implicit).  ``controller(t, q, v)`` or
+    ``controller(t, q, v, model)`` returns the joint torques (nv,) of the current model (zero
+    without one).  Every ``record_every``-th step is recorded, and every event adds the
+    samples just before and after it.  ``sim.recording`` holds the run.
+    """
+
+    def __init__(self, model, q=None, v=None, dt: float = 1e-3, integrator: str = "rk4", controller=None,
+                 record_every: int = 1, t: float = 0.0):
+        if integrator not in _STEPS:
+            raise ValueError(f"integrator: expected one of {list(_STEPS)}, got {integrator!r}")
+        if not (dt > 0 and math.isfinite(dt)):
+            raise ValueError(f"dt: expected a positive number, got {dt!r}")
+        if int(record_every) < 1:
+            raise ValueError(f"record_every: expected a positive integer, got {record_every!r}")
+        self.model = model
+        self.q = neutral(model) if q is None else np.array(q, dtype=float)
+        self.v = np.zeros(model.nv) if v is None else np.array(v, dtype=float)
+        if self.q.shape != (model.nq,) or self.v.shape != (model.nv,):
+            raise ValueError(f"q, v: expected shapes ({model.nq},) and ({model.nv},), got {self.q.shape} and "
+                             f"{self.v.shape}")
+        self.dt = float(dt)
+        self.t = self._t_start = float(t)
+        self._step = _STEPS[integrator]
+        self.controller = controller
+        self._ctrl_model = controller is not None and len(inspect.signature(controller).parameters) >= 4
+        self.record_every = int(record_every)
+        self.recording = Recording()
+        self._scheduled: list[_Scheduled] = []
+        self._watches: list[_Watch] = []
+        self._steps = 0
+        self.tau = np.zeros(model.nv)
+        if model.nloops:
+            from .integrators import project
+            self.q, self.v = project(model, self.q, self.v)
+        self._segment = self.recording.start_segment(model)
+        self._record()
+
+    # ------------------------------------------------------------------------------ state
+    def _torque(self):
+        if self.controller is None:
+            return np.zeros(self.model.nv)
+        args = (self.t, self.q, self.v, self.model) if self._ctrl_model else (self.t, self.q, self.v)
+        tau = np.asarray(self.controller(*args), dtype=float)
+        if tau.shape != (self.model.nv,):
+            raise ValueError(f"controller: returned shape {tau.shape} at t = {self.t:.6g}, expected "
+                             f"({self.model.nv},) for model {self.model.name!r}")
+        return tau
+
+    def _record(self):
+        m, seg = self.model, self._segment
+        if seg.t and seg.t[-1] == self.t:
+            return
+        seg.t.append(self.t)
+        seg.q.append(self.q.copy())
+        seg.v.append(self.v.copy())
+        seg.tau.append(self.tau.copy())
+        seg.kinetic.append(float(kinetic_energy(m, self.q, self.v)))
+        seg.potential.append(float(potential_energy(m, self.q)))
+        if m.nloops:
+            from ..loops.dynamics import constrained_dynamics
+            from ..loops.kinematics import loop_error
+            seg.loop_error.append(float(np.abs(loop_error(m, self.q)).max()))
+            seg.loop_forces.append(constrained_dynamics(m, self.q, self.v, self.tau, forces=True)[1])
+        else:
+            seg.loop_error.append(0.0)
+            seg.loop_forces.append(np.zeros((0, 6)))
+
+    def _switch(self, change: structure.Change, kind: str, note: str = ""):
+        """Move to the model of a structure change, recording the samples around it."""
+        self._record()                                      # the last sample of the old structure
+        t0 = float(kinetic_energy(self.model, self.q, self.v))
+        self.model, self.q, self.v = change.model, change.q, change.v
+        self.tau = np.zeros(self.model.nv)
+        jump = change.jump
+        imp = jump.impulses[-1] if jump is not None and len(jump.impulses) else np.zeros(6)
+        t1 = float(kinetic_energy(self.model, self.q, self.v))
+        ev = Event(self.t, kind, change.name, np.array(imp), jump.dv if jump is not None else np.zeros(self.model.nv),
+                   t0, t1, note)
+        self.recording.events.append(ev)
+        self._segment = self.recording.start_segment(self.model)
+        self._record()
+        return ev
+
+    # ------------------------------------------------------------------------ structure
+    def connect(self, frame, to="world", joint=None, name=None) -> Event:
+        """Join ``frame`` to ``to`` now by ``joint`` (default a weld; axes in ``frame``'s
+        coordinates), with the velocity jump of seed 004 sec. 4.3.  Returns the event (its
+        ``impulse`` and ``energy_loss``)."""
+        change = structure.connect_state(self.model, self.q, self.v, frame, to, joint, name)
+        return self._switch(change, "connect", f"{frame} - {to}")
+
+    def _loop_between(self, a, b):
+        m = self.model
+        names = {lp.name for lp in m.loops} | {lp.joint_name for lp in m.loops} | set(m.joint_names)
+        if b is None and a in names:
+            return a
+        if b is None:
+            raise KeyError(f"cut: no loop or joint {a!r}; loops: {[lp.name for lp in m.loops]}")
+        ba, bb = m.body_id(a), m.body_id(b)
+        found = []
+        for lp in m.loops:
+            side_a = m.parent[lp.virtual] if lp.virtual is not None else lp.a
+            if {int(side_a), int(lp.b)} == {ba, bb}:
+                found.append(lp.name)
+        if len(found) != 1:
+            raise KeyError(f"cut: {'no loop' if not found else 'several loops'} between {a!r} and {b!r}"
+                           + (f" ({found}); name the loop" if found else f"; loops: {[lp.name for lp in m.loops]}"))
+        return found[0]
+
+    def cut(self, a, b=None) -> Event:
+        """Cut now: ``cut(loop_or_joint)`` or ``cut(frame, to)`` for the loop joining them
+        (seed 004 sec. 4.4).  Velocities are kept."""
+        name = self._loop_between(a, b)
+        change = structure.cut(self.model, self.q, self.v, name)
+        return self._switch(change, "cut", name)
+
+    # --------------------------------------------------------------------------- events
+    def _resolve(self, action):
+        if isinstance(action, str):
+            if action not in ("connect", "cut"):
+                raise ValueError(f"action: expected 'connect', 'cut' or a callable, got {action!r}")
+            return getattr(self, action)
+        if not callable(action):
+            raise TypeError(f"action: expected 'connect', 'cut' or a callable taking the simulation, got {action!r}")
+        return lambda *a, **k: action(self, *a, **k)
+
+    def at(self, t: float, action, *args, **kwargs) -> None:
+        """Schedule ``action`` ("connect", "cut" or a callable taking the simulation) at time t."""
+        self._resolve(action)
+        self._scheduled.append(_Scheduled(float(t), action, args, kwargs))
+        self._scheduled.sort(key=lambda s: s.t)
+
+    def when(self, condition, action, *args, once: bool = True, **kwargs) -> None:
+        """Run ``action`` when ``condition(sim)`` becomes true (a bool), or changes sign (a
+        number, e.g. a distance minus a threshold, or a joint velocity): checked after every
+        step.  ``once``: fire the first time only."""
+        if not callable(condition):
+            raise TypeError("condition: expected a callable taking the simulation")
+        self._resolve(action)
+        self._watches.append(_Watch(condition, action, args, kwargs, once))
+
+    def below(self, frame, axis: str = "z", value: float = 0.0):
+        """A condition: the ``axis`` coordinate ("x", "y", "z") of ``frame``'s world position
+        falls below ``value`` (e.g. a sole reaching the ground)."""
+        k = "xyz".index(axis)
+        return lambda sim: frame_pose(sim.model, sim.q, frame)[k, 3] < value
+
+    def distance_below(self, frame, other, threshold: float):
+        """A condition: the distance between two frames' origins falls below ``threshold``."""
+        return lambda sim: np.linalg.norm(frame_pose(sim.model, sim.q, frame)[:3, 3]
+                                          - frame_pose(sim.model, sim.q, other)[:3, 3]) < threshold
+
+    def velocity_of(self, joint: str, k: int = 0):
+        """A signal: the k-th velocity of ``joint`` (fires when it changes sign)."""
+        return lambda sim: float(sim.v[sim.model.v_slice(joint)][k]) if joint in sim.model._joint_index else 0.0
+
+    def _fire_due(self):
+        for s in self._scheduled:
+            if not s.done and s.t <= self.t + 0.5 * self.dt:
+                s.done = True
+                self._resolve(s.action)(*s.args, **s.kwargs)
+        for w in self._watches:
+            if w.fired and w.once:
+                continue
+            val = w.condition(self)
+            if isinstance(val, (bool, np.bool_)):
+                hit = bool(val) and not bool(w.last)
+            else:
+                val = float(val)
+                hit = w.last is not None and (w.last > 0) != (val > 0) and w.last != 0
+            w.last = val
+            if hit:
+                w.fired = True
+                self._resolve(w.action)(*w.args, **w.kwargs)
+                w.last = w.condition(self)
+
+    # ------------------------------------------------------------------------------ run
+    def step(self) -> None:
+        """One step of ``dt``, then the events that are due."""
+        self.tau = self._torque()
+        self.q, self.v = self._step(self.model, self.q, self.v, self.tau, self.dt)
+        self._steps += 1
+        self.t = self._t_start + self._steps * self.dt        # no drift from summing dt
+        if self._steps % self.record_every == 0:
+            self._record()
+        self._fire_due()
+
+    def run(self, until: float, progress=None) -> Recording:
+        """Step until time ``until``.  ``progress``: show a progress bar (tqdm; default: when the
+        run is longer than 2 000 steps).  Ctrl-C stops the run and keeps what was recorded."""
+        if not math.isfinite(until) or until < self.t:
+            raise ValueError(f"until: expected a time after the present {self.t:.6g}, got {until!r}")
+        self._fire_due()
+        n = int(round((until - self.t) / self.dt))
+        bar = None
+        if progress or (progress is None and n > 2000):
+            try:
+                from tqdm.auto import tqdm
+                bar = tqdm(total=n, unit="step", desc=f"simulating to t = {until:g} s", leave=False)
+            except ImportError:
+                bar = None
+        try:
+            for _ in range(n):
+                self.step()
+                if bar is not None:
+                    bar.update(1)
+        except KeyboardInterrupt:
+            if bar is not None:
+                bar.write(f"interrupted at t = {self.t:.4f} s; the recording keeps the run so far")
+        finally:
+            if bar is not None:
+                bar.close()
+            self._record()
+        return self.recording
+
+    # --------------------------------------------------------------------------- output
+    def save(self, path) -> None:
+        """The recording as an ``.npz`` (see :meth:`Recording.save`)."""
+        self.recording.save(path)
+
+    def animate(self, path, **kwargs):
+        """Write an animation of the run (``.html``, ``.gif`` or ``.mp4``; linkdyn.viz)."""
+        from ..viz import animate
+        return animate(self.recording, path, **kwargs)
+
+    def plot(self, path, **kwargs):
+        """Write plots of joint angles, energy, loop errors, constraint forces and impulses."""
+        from ..viz import plot_run
+        return plot_run(self.recording, path, **kwargs)
+
+    def __repr__(self):
+        return (f"<Simulation t={self.t:.4f} s, model {self.model.name!r} ({self.model.nloops} loops), "
+                f"{len(self.recording.events)} events>")
