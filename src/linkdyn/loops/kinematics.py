@@ -209,12 +209,11 @@ def analyze(model, q, actuated=None, generalized=None, tol=RANK_TOL) -> LoopAnal
                              "cannot serve as generalized coordinates here")
         return out
     cut = [d for lp in model.loops for d in range(lp.cut_v.start, lp.cut_v.stop)]
+    actuated = set(A.tolist())
     base = [d for i in range(1, model.nbody) if model.jnt_type[i] == FREE
-            for d in range(model.jnt_vadr[i], model.jnt_vadr[i] + 6)]
-    late = set(A.tolist()) | set(base)
-    passive = [d for d in range(model.nv) if d not in late and d not in cut]
-    S = _pick_columns(JC[rows], m, (cut, passive, [d for d in range(model.nv) if d in late and d not in base],
-                                    base), tol)
+            for d in range(model.jnt_vadr[i], model.jnt_vadr[i] + 6) if d not in actuated]
+    passive = [d for d in range(model.nv) if d not in actuated and d not in cut and d not in base]
+    S = _pick_columns(JC[rows], m, (cut, passive, base, sorted(actuated)), tol)
     if len(S) < m:
         raise ValueError("analyze: could not find m independent dependent coordinates (rank-deficient J_Cm)")
     G = np.setdiff1d(np.arange(model.nv), S)

@@ -1,13 +1,18 @@
-"""Human figures in structure-varying scenes (seed 004 sec. 5): a figure hanging from a high
-bar by both hands, the configuration the high-bar and benchmark scenes start from.
+"""Human figures in structure-varying scenes (seed 004 sec. 5): the high bar (Fig. 14), the
+swing (Fig. 15), and a figure that drops and lands on its feet (pseudo-closed chains with
+the ground, Fig. 11).  Each scene is a function returning ``(model, q)`` or a ready
+:class:`~linkdyn.sim.Simulation` with its events scheduled (``*_simulation``).
 """
 from __future__ import annotations
 
 import numpy as np
 
-from .. import structure
+from .. import spatial, structure
+from ..kinematics import frame_pose
+from ..model import builder as _b
 from ..model import joints as J
-from .human import human_figure, human_figure_16, standing_configuration
+from ..model.configuration import difference
+from .human import dimensions, human_figure, human_figure_16, standing_configuration
 
 _GRIPS = {"revolute": lambda: J.Revolute("y"), "spherical": J.Spherical, "weld": J.Fixed}
 
@@ -24,32 +29,241 @@ def hanging_configuration(model, arms_forward: float = 0.0, elbows: float = 0.15
     return q
 
 
-def on_bar(figure=None, grip: str = "revolute", bar_height: float | None = None):
+def _rotate_base_about(model, q, point, axis, angle):
+    """q with the floating base (and so the whole figure) turned by ``angle`` about the line
+    through ``point`` along ``axis`` (world)."""
+    q = q.copy()
+    R = spatial.axis_angle_to_matrix(axis, angle)
+    qs = model.q_slice("root_joint")
+    p, quat = q[qs][:3], q[qs][3:]
+    q[qs] = np.concatenate([point + R @ (p - point), spatial.matrix_to_quat(R @ spatial.quat_to_matrix(quat))])
+    return q
+
+
+def on_bar(figure=None, grip: str = "revolute", bar_height: float | None = None, swing: float = 0.0):
     """(model, q): ``figure`` (default the 16-DoF figure of seed 004 sec. 5.1) hanging from a
     bar along the world y axis by both hands, each on a cut joint of kind ``grip``:
     "revolute" (about the bar, the seed's high bar), "spherical" or "weld".  The bar is part of
     the world; the two loops are named "l_grip__world" and "r_grip__world" and are closed in
     the returned configuration, the arms raised overhead, the feet ``bar_height`` below the bar
-    (default: where the standing figure's raised hands are)."""
+    (default: where the standing figure's raised hands are), the figure turned about the bar
+    by ``swing`` rad (positive: the feet forward, towards +x)."""
     if grip not in _GRIPS:
         raise ValueError(f"grip: expected one of {sorted(_GRIPS)}, got {grip!r}")
     model = human_figure_16() if figure is None else figure
     q = hanging_configuration(model)
     if bar_height is not None:
-        from ..kinematics import frame_pose
         q[2] += bar_height - frame_pose(model, q, "l_grip")[2, 3]
+    if swing:
+        q = _rotate_base_about(model, q, frame_pose(model, q, "l_grip")[:3, 3], [0.0, -1.0, 0.0], swing)
     for side in ("l", "r"):
         model, q = structure.connect(model, q, f"{side}_grip", "world", _GRIPS[grip]())
     return model, q
 
 
-def high_bar(mass: float = 70.0, height: float = 1.75):
+def high_bar(mass: float = 70.0, height: float = 1.75, swing: float = 0.0):
     """The high bar of seed 004 sec. 5.1: the 16-DoF figure (4 DoF per limb) hanging by both
-    hands on 1-DoF revolute joints about the bar.  Returns (model, q)."""
-    return on_bar(human_figure_16(mass=mass, height=height), "revolute")
+    hands on 1-DoF revolute joints about the bar, turned by ``swing`` rad about the bar.
+    Returns (model, q)."""
+    return on_bar(human_figure_16(mass=mass, height=height), "revolute", swing=swing)
+
+
+def high_bar_simulation(dt: float = 1e-3, release: float = 1.0, swing: float = 0.8, record_every: int = 10):
+    """Fig. 14 as a simulation: the figure hangs from the bar by both hands, swung back by
+    ``swing`` rad and let go from rest; at ``release`` s the right hand opens (the revolute
+    joint to the bar is cut) and the figure swings and twists on its left hand."""
+    from ..sim import Simulation
+    model, q = high_bar(swing=-swing)
+    sim = Simulation(model, q, dt=dt, record_every=record_every)
+    sim.at(release, "cut", "r_grip__world")
+    return sim
 
 
 def figure_on_bar_40(grip: str = "revolute"):
     """The 40-DoF figure of seed 004 Fig. 13 (46 velocities with its floating base) hanging from
     a bar by both hands (two loops).  Returns (model, q)."""
     return on_bar(human_figure(), grip)
+
+
+# ---------------------------------------------------------------------------------------
+# the swing (seed 004 sec. 5.2, Fig. 15)
+def _rod(mass, length, radius=0.015, axis=0):
+    I = np.full(3, mass * (3 * radius * radius + length * length) / 12.0)
+    I[axis] = 0.5 * mass * radius * radius
+    com = np.zeros(3)
+    com[axis] = 0.5 * length
+    return _b.Inertia(mass, com, np.diag(I))
+
+
+def swing(mass: float = 70.0, height: float = 1.75, rope_length: float = 2.5, swing_angle: float = 0.5):
+    """The swing of seed 004 sec. 5.2: the 16-DoF figure sits on a seat hung from two ropes.
+    Each rope turns about a spherical joint at its top; the seat hangs from the right rope's
+    end on a spherical joint and is held at its left end by the left rope through a loop (a
+    spherical cut joint, "seat_l_end__l_rope_end"); the hands hold the ropes through spherical
+    joints; each thigh rests on the seat through a sideways (y) prismatic joint
+    ("l_seat__seat", "r_seat__seat").  The swing is drawn back by ``swing_angle`` rad about the
+    line through the rope tops.  Returns (model, q); frame "seat_centre" is the seat's middle
+    and the seat is ``2 w`` wide (``w`` = half the distance between the ropes, returned too)."""
+    d = dimensions(height)
+    fig = human_figure_16(mass=mass, height=height)
+    r_thigh = 0.035 * height                      # the thigh's half-thickness under its axis
+    # sitting: thighs forward (hips turned -90 deg about y), shanks down (knees at 90 deg), the
+    # arms forward and bent so that the hands reach the ropes beside the thighs, above the seat
+    q = standing_configuration(fig)
+    for side in ("l", "r"):
+        q[fig.q_slice(f"{side}_hip")] = spatial.quat_from_axis_angle([0, 1, 0], -np.pi / 2)
+        q[fig.q_slice(f"{side}_knee")] = np.pi / 2
+        q[fig.q_slice(f"{side}_shoulder")] = spatial.quat_from_axis_angle([0, 1, 0], -0.5)
+        q[fig.q_slice(f"{side}_elbow")] = 1.2
+    b = _b.ModelBuilder.from_model(fig, name="swing")
+    for side in ("l", "r"):                       # under the middle of each thigh
+        b.add_frame(f"{side}_seat", f"{side}_thigh", placement=(np.eye(3), [-r_thigh, 0.0, -0.5 * d["L_thigh"]]))
+    fig = b.build()
+    contact = {s: frame_pose(fig, q, f"{s}_seat")[:3, 3] for s in ("l", "r")}
+    grips = {s: frame_pose(fig, q, f"{s}_grip")[:3, 3] for s in ("l", "r")}
+    x_seat, z_seat = 0.5 * (contact["l"][0] + contact["r"][0]), contact["l"][2]
+    w = abs(grips["l"][1])                        # the ropes pass by the hands
+    ends = {"l": np.array([x_seat, w, z_seat]), "r": np.array([x_seat, -w, z_seat])}
+    # each rope: from its top, through the hand, to the seat's end; its frame's x runs down it
+    b = _b.ModelBuilder.from_model(fig, name="swing")
+    for s in ("l", "r"):
+        x = (ends[s] - grips[s]) / np.linalg.norm(ends[s] - grips[s])
+        top = ends[s] - rope_length * x
+        y = np.array([0.0, 1.0, 0.0]) - x[1] * x
+        y /= np.linalg.norm(y)
+        R = np.column_stack([x, y, np.cross(x, y)])
+        b.add_body(f"{s}_rope", "world", J.Spherical(), placement=(R, top), inertia=_rod(0.5, rope_length),
+                   joint_name=f"{s}_rope_top")
+        b.add_frame(f"{s}_rope_top_point", "world", placement=top)
+        b.add_frame(f"{s}_rope_end", f"{s}_rope", placement=(R.T, [rope_length, 0.0, 0.0]))
+    # the seat: a board 2w wide hanging by its right end from the right rope's end; its frame is
+    # at that end, world-aligned at q
+    thick, depth, m_seat = 0.03, 0.3 * height / 1.75, 3.0
+    Rr = b._bodies[b._index["r_rope"]].R
+    b.add_body("seat", "r_rope", J.Spherical(), placement=(Rr.T, [rope_length, 0.0, 0.0]),
+               inertia=_b.Inertia(m_seat, [0.0, w, -0.5 * thick],
+                                  m_seat / 12 * np.diag([4 * w * w + thick ** 2, depth ** 2 + thick ** 2,
+                                                         4 * w * w + depth ** 2])),
+               joint_name="seat_hook")
+    b.add_frame("seat_centre", "seat", placement=[0.0, w, 0.0])
+    b.add_frame("seat_l_end", "seat", placement=[0.0, 2 * w, 0.0])
+    scene = b.build()
+    qs = structure.map_state(fig, scene, q)
+    # draw the swing back: the ropes turn about the line of their tops, the figure with them
+    tops = [frame_pose(scene, qs, f"{s}_rope_top_point")[:3, 3] for s in ("l", "r")]
+    axis = (tops[0] - tops[1]) / np.linalg.norm(tops[0] - tops[1])
+    Rs = spatial.axis_angle_to_matrix(axis, -swing_angle)
+    for s in ("l", "r"):
+        R0 = scene.R_tree[scene.joint_id(f"{s}_rope_top")]
+        qs[scene.q_slice(f"{s}_rope_top")] = spatial.matrix_to_quat(R0.T @ Rs @ R0)
+    qs = _rotate_base_about(scene, qs, tops[0], axis, -swing_angle)
+    # the loops, closed where everything now is
+    scene, qs = structure.connect(scene, qs, "seat_l_end", "l_rope_end", J.Spherical())
+    for s in ("l", "r"):
+        scene, qs = structure.connect(scene, qs, f"{s}_grip", f"{s}_rope", J.Spherical())
+        scene, qs = structure.connect(scene, qs, f"{s}_seat", "seat", J.Prismatic("y"))
+    return scene, qs, w
+
+
+def thigh_offset(model, q, side):
+    """How far the ``side`` thigh's contact point sits from the seat's centre along the seat's
+    width (y of the seat)."""
+    T_seat = frame_pose(model, q, "seat_centre")
+    p = frame_pose(model, q, f"{side}_seat")[:3, 3]
+    return float((T_seat[:3, :3].T @ (p - T_seat[:3, 3]))[1])
+
+
+def swing_simulation(dt: float = 1e-3, seat_breaks: float = 1.2, record_every: int = 10):
+    """Fig. 15 as a simulation: the figure swings; at ``seat_breaks`` s the seat comes off the
+    left rope (that loop is cut); each thigh slides sideways on the tilting seat and is cut
+    loose when it passes the seat's end."""
+    from ..sim import Simulation
+    model, q, w = swing()
+    sim = Simulation(model, q, dt=dt, record_every=record_every)
+    sim.at(seat_breaks, "cut", "seat_l_end__l_rope_end")
+    for side in ("l", "r"):
+        loop = f"{side}_seat__seat"
+
+        def off_the_seat(s, side=side, loop=loop):
+            return loop in {lp.name for lp in s.model.loops} and abs(thigh_offset(s.model, s.q, side)) > w
+
+        sim.when(off_the_seat, "cut", loop)
+    return sim
+
+
+# ---------------------------------------------------------------------------------------
+# drop and land (pseudo-closed chains with the ground, seed 004 Fig. 11)
+def posture_controller(model, q_ref, frequency: float = 12.0, damping_ratio: float = 1.0):
+    """Computed-torque control of the posture ``q_ref`` of ``model`` by every joint but the
+    floating base and the virtual links, whatever model the simulation is on (joints matched by
+    name).  The joints are asked for the accelerations a* = -w^2 e - 2 z w v (e the error on the
+    joints' manifolds, w = ``frequency`` rad/s, z the damping ratio), and the torques that give
+    them come from the dynamics itself:
+
+    * an open chain with an unactuated floating base: tau_a = (M_aa - M_ab M_bb^-1 M_ba) a*
+      + b_a - M_ab M_bb^-1 b_b (the base's reaction taken into account);
+    * a closed chain (feet on the ground): the closed-chain inverse dynamics of seed 004
+      eqs. 1-4 for theta_G'' = a* on the generalized coordinates (the actuated joints; the
+      base is dependent), least-norm over the redundant actuators.
+
+    Gains on the joints' own inertia M_aa instead would meet a much smaller effective inertia
+    (the base moves too): ~90 times stiffer than asked on the human figure, and beyond an
+    explicit integrator's reach at dt = 1 ms."""
+    from ..dynamics.crba import crba
+    from ..dynamics.rnea import nonlinear_effects
+    from ..loops.dynamics import inverse_dynamics
+    from ..loops.kinematics import analyze, loop_bias
+    ref_model, ref = model, np.asarray(q_ref, dtype=float)
+    w2, c = frequency ** 2, 2.0 * damping_ratio * frequency
+
+    def control(t, q, v, m):
+        act = np.ones(m.nv, dtype=bool)
+        for i in range(1, m.nbody):
+            if m.jnt_type[i] == J.FREE or m.is_virtual[i]:
+                act[m.jnt_vadr[i]:m.jnt_vadr[i] + m.jnt_nv[i]] = False
+        a_star = -w2 * difference(m, structure.map_state(ref_model, m, ref), q) - c * v
+        tau = np.zeros(m.nv)
+        if m.nloops:
+            names = [n for n in m.joint_names if act[m.v_index(n)]]
+            an = analyze(m, q, actuated=names)
+            a = an.accelerations(a_star[an.G_dofs], loop_bias(m, q, v))
+            try:
+                tau[an.A_dofs] = inverse_dynamics(m, q, v, a, names, analysis=an).tau_A
+            except ValueError:
+                pass                # a G coordinate the actuators cannot move: let it go passive
+            return tau
+        M, b = crba(m, q), nonlinear_effects(m, q, v)
+        p, a_ = ~act, act
+        K = np.linalg.solve(M[np.ix_(p, p)], M[np.ix_(p, a_)]) if p.any() else np.zeros((0, a_.sum()))
+        S = M[np.ix_(a_, a_)] - M[np.ix_(a_, p)] @ K
+        tau[a_] = S @ a_star[a_] + b[a_] - K.T @ b[p]
+        return tau
+    return control
+
+
+def drop(height_above: float = 0.5, figure=None):
+    """(model, q): a figure (default the 40-DoF one) standing ``height_above`` metres above the
+    ground, knees slightly bent, at rest."""
+    model = human_figure() if figure is None else figure
+    q = standing_configuration(model)
+    q[2] += height_above
+    for side in ("l", "r"):
+        q[model.q_slice(f"{side}_knee")] = 0.3
+        if f"{side}_hip" in model.joint_names and model.jnt_nq[model.joint_id(f"{side}_hip")] == 4:
+            q[model.q_slice(f"{side}_hip")] = spatial.quat_from_axis_angle([0, 1, 0], -0.15)
+        if f"{side}_ankle" in model.joint_names:
+            q[model.q_slice(f"{side}_ankle")] = spatial.quat_from_axis_angle([0, 1, 0], -0.15)
+    return model, q
+
+
+def drop_simulation(dt: float = 1e-3, height_above: float = 0.5, record_every: int = 10):
+    """A figure drops from ``height_above`` m and lands: when a sole reaches the ground it is
+    welded there (a pseudo-closed chain with the ground, Fig. 11, with the velocity jump of a
+    perfectly inelastic landing); a posture controller keeps the joints near the starting
+    posture."""
+    from ..sim import Simulation
+    model, q = drop(height_above)
+    sim = Simulation(model, q, dt=dt, record_every=record_every, controller=posture_controller(model, q))
+    for side in ("l", "r"):
+        sim.when(sim.below(f"{side}_sole", "z", 0.0), "connect", f"{side}_sole", "world")
+    return sim

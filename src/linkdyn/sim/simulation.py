@@ -235,7 +235,13 @@ class Simulation:
     def step(self) -> None:
         """One step of ``dt``, then the events that are due."""
         self.tau = self._torque()
-        self.q, self.v = self._step(self.model, self.q, self.v, self.tau, self.dt)
+        q, v = self._step(self.model, self.q, self.v, self.tau, self.dt)
+        if not (np.isfinite(q).all() and np.isfinite(v).all()):
+            raise FloatingPointError(
+                f"the state became non-finite in the step from t = {self.t:.6g} s (largest |v| before it: "
+                f"{np.abs(self.v).max():.3g}): the motion is too fast or too stiff for dt = {self.dt:g} "
+                "(a stiff controller, a singular configuration); the recording keeps the run so far")
+        self.q, self.v = q, v
         self._steps += 1
         self.t = self._t_start + self._steps * self.dt        # no drift from summing dt
         if self._steps % self.record_every == 0:
