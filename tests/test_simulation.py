@@ -1,0 +1,192 @@
+"""Simulation of structure-varying chains (issue 5): the integrator's order on the joints'
+manifolds, events, recording, energy bookkeeping across connections and cuts, and the scenes
+of seed 004 sec. 5."""
+import json
+
+import numpy as np
+import pytest
+
+import linkdyn as ld
+from conftest import assert_close, world_momentum
+from linkdyn.model.configuration import dexpinv
+from linkdyn.models import scenarios as sc
+
+
+# --------------------------------------------------------------------------------------
+# the integrator
+def test_dexpinv_is_third_order():
+    """theta' = dexp^-1_{-theta}(v) keeps q (+) theta(t) moving with body velocity v: the
+    error of the truncated series falls as |theta|^4 (x16 per halving)."""
+    m = ld.models.random_tree(6, kinds=("spherical", "planar", "revolute"), floating=True, seed=3)
+    rng = np.random.default_rng(0)
+    q = ld.random_configuration(m, rng)
+    v = rng.standard_normal(m.nv)
+    d = rng.standard_normal(m.nv)
+    errs = []
+    for s in (0.2, 0.1, 0.05):
+        th = s * d
+        h = 1e-6
+        q1 = ld.integrate(m, q, th)
+        q2 = ld.integrate(m, q, th + h * dexpinv(m, th, v))
+        errs.append(np.abs(ld.difference(m, q1, q2) / h - v).max())
+    assert errs[0] / errs[1] > 12 and errs[1] / errs[2] > 12, errs
+
+
+def test_rk4_is_fourth_order_on_free_bodies():
+    """A spinning floating tree in zero gravity: the energy error falls ~16x per halving of dt
+    (it fell 4x before the Munthe-Kaas correction)."""
+    m = ld.models.random_tree(5, kinds=("spherical", "revolute"), floating=True, seed=1, gravity=(0, 0, 0))
+    rng = np.random.default_rng(1)
+    q0, v0 = ld.random_configuration(m, rng), 2 * rng.standard_normal(m.nv)
+    errs = []
+    for dt in (8e-3, 4e-3, 2e-3):
+        tr = ld.sim.simulate(m, q0, v0, 0.4, dt)
+        errs.append(np.abs(tr.energy - tr.energy[0]).max())
+    assert errs[0] / errs[1] > 10 and errs[1] / errs[2] > 10, errs
+    assert_close(world_momentum(m, tr.q[-1], tr.v[-1]), world_momentum(m, q0, v0), 1e-6, "momentum")
+
+
+# --------------------------------------------------------------------------------------
+# the high bar (seed 004 sec. 5.1)
+@pytest.fixture(scope="module")
+def high_bar_run():
+    sim = sc.high_bar_simulation(dt=1e-3, release=0.6, record_every=5)
+    rec = sim.run(until=1.6, progress=False)
+    return sim, rec
+
+
+def test_high_bar_loops_stay_closed_and_energy_is_kept(high_bar_run):
+    sim, rec = high_bar_run
+    assert rec.loop_error.max() < 1e-8
+    assert [(e.kind, e.name) for e in rec.events] == [("cut", "r_grip__world")]
+    assert rec.events[0].t == pytest.approx(0.6)
+    for seg in rec.segments:
+        a = seg.arrays()
+        E = a["kinetic"] + a["potential"]
+        assert np.ptp(E) < 1e-5 * (np.ptp(a["potential"]) + 1.0), "energy between events"
+    # a cut releases without a jump
+    e = rec.events[0]
+    assert e.energy_loss == pytest.approx(0.0, abs=1e-12) and np.all(e.impulse == 0)
+    a0, a1 = rec.segments[0].arrays(), rec.segments[1].arrays()
+    assert a1["kinetic"][0] == pytest.approx(a0["kinetic"][-1], rel=1e-12)
+    # the hand lets go: the figure swings from the left hand only, the right grip leaves the bar
+    m = sim.model
+    assert [lp.name for lp in m.loops] == ["l_grip__world"]
+    T = ld.frame_pose(m, sim.q, "r_grip")
+    T0 = ld.frame_pose(rec.segments[0].model, a0["q"][-1], "r_grip")
+    assert np.linalg.norm(T[:3, 3] - T0[:3, 3]) > 0.05
+
+
+def test_regrasp_energy_bookkeeping():
+    """The right hand lets go and grasps the bar again when it comes back near it: between the
+    events the energy is conserved; at the grasp it drops by exactly the event's energy loss
+    (the impulse's work); the potential energy does not jump."""
+    sim = sc.high_bar_simulation(dt=1e-3, release=0.3, record_every=5)
+    grip_point = ld.frame_pose(sim.model, sim.q, "r_grip")[:3, 3].copy()
+
+    def back_at_bar(s):
+        if "r_grip__world" in {lp.name for lp in s.model.loops} or s.t < 0.35:
+            return False
+        return np.linalg.norm(ld.frame_pose(s.model, s.q, "r_grip")[[0, 2], 3] - grip_point[[0, 2]]) < 0.05
+
+    def grasp(s):
+        # a revolute joint about the bar (world y), written in the grip frame's axes now
+        R = ld.frame_pose(s.model, s.q, "r_grip")[:3, :3]
+        s.connect("r_grip", "world", ld.Revolute(R.T @ [0.0, 1.0, 0.0]))
+
+    sim.when(back_at_bar, grasp)
+    rec = sim.run(until=2.5, progress=False)
+    kinds = [e.kind for e in rec.events]
+    assert kinds[:2] == ["cut", "connect"], kinds
+    grasp = rec.events[1]
+    assert grasp.energy_loss > 0
+    before, after = rec.segments[1].arrays(), rec.segments[2].arrays()
+    assert after["potential"][0] == pytest.approx(before["potential"][-1], rel=1e-12)
+    E_before = before["kinetic"][-1] + before["potential"][-1]
+    E_after = after["kinetic"][0] + after["potential"][0]
+    assert E_before - E_after == pytest.approx(grasp.energy_loss, rel=1e-9)
+    for a in (before, after):
+        assert np.ptp(a["kinetic"] + a["potential"]) < 1e-4
+    assert rec.loop_error.max() < 1e-8
+
+
+# --------------------------------------------------------------------------------------
+# the swing and the landing
+def test_swing_seat_breaks_then_thighs_slide_off():
+    sim = sc.swing_simulation(dt=1e-3, seat_breaks=0.8, record_every=10)
+    rec = sim.run(until=2.0, progress=False)
+    names = [e.name for e in rec.events]
+    assert names[0] == "seat_l_end__l_rope_end"
+    assert set(names[1:3]) == {"l_seat__seat", "r_seat__seat"}, names
+    assert rec.events[1].t > rec.events[0].t
+    assert rec.loop_error.max() < 1e-8
+    assert all(e.energy_loss == pytest.approx(0.0, abs=1e-12) for e in rec.events)   # cuts only
+    assert sim.model.nloops == 2                                   # the hands still on the ropes
+
+
+def test_drop_lands_on_both_feet_and_stands():
+    h = 0.5
+    sim = sc.drop_simulation(dt=1e-3, height_above=h, record_every=10)
+    rec = sim.run(until=1.2, progress=False)
+    connects = [e for e in rec.events if e.kind == "connect"]
+    assert {e.name for e in connects} == {"l_sole__world", "r_sole__world"}
+    t_fall = np.sqrt(2 * h / 9.81)
+    for e in connects:
+        assert abs(e.t - t_fall) < 0.02
+        assert e.energy_loss > 0 and e.impulse[2] > 0 or np.linalg.norm(e.impulse) > 0
+    assert sim.model.nloops == 2
+    assert sim.q[2] > 0.8                                         # the pelvis stays up: it stands
+    assert rec.loop_error.max() < 1e-8
+
+
+# --------------------------------------------------------------------------------------
+# the Simulation object
+def test_events_recording_and_save(tmp_path):
+    m, q = sc.high_bar()
+    sim = ld.Simulation(m, q, dt=2e-3, record_every=5)
+    fired = []
+    sim.at(0.1, lambda s: fired.append(("at", round(s.t, 6))))
+    sim.when(sim.velocity_of("l_elbow"), lambda s: fired.append(("sign", round(s.t, 6))), once=True)
+    sim.at(0.2, "cut", "l_grip", "world")
+    rec = sim.run(until=0.3, progress=False)
+    assert ("at", 0.1) in fired and sum(1 for f in fired if f[0] == "sign") == 1
+    assert [e.name for e in rec.events] == ["l_grip__world"]
+    assert len(rec.segments) == 2 and rec.segments[1].model.nloops == 1
+    t = rec.t
+    assert t[0] == 0.0 and t[-1] == pytest.approx(0.3) and np.all(np.diff(t) >= 0)
+    path = tmp_path / "run.npz"
+    sim.save(path)
+    data = np.load(path)
+    meta = json.loads(str(data["meta"]))
+    assert [s["loops"] for s in meta["segments"]] == [["l_grip__world", "r_grip__world"], ["r_grip__world"]]
+    assert data["seg1_q"].shape[1] == rec.segments[1].model.nq
+    tj, qj = rec.joint_series("l_elbow")
+    assert qj.shape == (len(t), 1)
+
+
+def test_interrupting_keeps_the_recording():
+    m, q = sc.high_bar()
+
+    def controller(t, q, v):
+        if t >= 0.05:
+            raise KeyboardInterrupt
+        return np.zeros(m.nv)
+    sim = ld.Simulation(m, q, dt=1e-3, controller=controller)
+    rec = sim.run(until=1.0, progress=False)
+    assert 0.04 < rec.t[-1] < 0.06
+
+
+def test_bad_input_is_reported():
+    m, q = sc.high_bar()
+    with pytest.raises(ValueError, match="integrator"):
+        ld.Simulation(m, q, integrator="leapfrog")
+    with pytest.raises(ValueError, match="q, v"):
+        ld.Simulation(m, q[:-1])
+    sim = ld.Simulation(m, q, controller=lambda t, q, v: np.zeros(3))
+    with pytest.raises(ValueError, match="controller: returned shape"):
+        sim.step()
+    sim = ld.Simulation(m, q)
+    with pytest.raises(KeyError, match="no loop"):
+        sim.cut("l_hip", "world")
+    with pytest.raises(ValueError, match="action"):
+        sim.at(0.1, "jump")
