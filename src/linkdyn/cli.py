@@ -8,9 +8,90 @@ import time
 import numpy as np
 
 
+SCENES = {
+    "highbar": ("the high bar (seed 004 Fig. 14): a 16-DoF figure hangs by both hands, swings, "
+                "and lets go with the right hand", 3.0),
+    "swing": ("the swing (seed 004 Fig. 15): the seat breaks off the left rope, then the thighs "
+              "slide off the seat", 4.0),
+    "drop": ("a 40-DoF figure drops 0.5 m and lands on both feet (pseudo-closed chains with the "
+             "ground), holding its posture by closed-chain computed torque", 2.0),
+}
+
+
+def _scene(args) -> int:
+    """Run a structure-varying scene, print its events and energy bookkeeping, write an
+    animation, a plot and the recording."""
+    from pathlib import Path
+
+    import linkdyn as ld
+    from linkdyn.models import scenarios as sc
+
+    what, default_duration = SCENES[args.robot]
+    duration = args.duration if args.duration is not None else default_duration
+    make = {"highbar": sc.high_bar_simulation, "swing": sc.swing_simulation, "drop": sc.drop_simulation}[args.robot]
+    sim = make(dt=args.dt, record_every=max(1, int(round(0.01 / args.dt))))
+    print(f"{args.robot}: {what}")
+    print(sim.model)
+    t0 = time.perf_counter()
+    rec = sim.run(until=duration, progress=not args.quiet)
+    wall = time.perf_counter() - t0
+    print(f"\n{rec.t[-1]:g} s simulated in {wall:.2f} s of wall time (dt = {args.dt * 1e3:g} ms, "
+          f"RK4 on the configuration manifold, loops projected after every step)")
+    print(f"{'t [s]':>7}  {'event':<8}{'loop / joint':<28}{'|impulse| [N s]':>16}{'energy lost [J]':>17}")
+    for e in rec.events:
+        print(f"{e.t:7.3f}  {e.kind:<8}{e.name:<28}{np.linalg.norm(e.impulse[:3]):16.3f}{e.energy_loss:17.4f}")
+    print(f"{'segment':>7}  {'loops':>5}  {'from':>7}  {'to':>7}  {'energy drift [J]':>17}  {'max loop error':>15}")
+    for k, seg in enumerate(rec.segments):
+        a = seg.arrays()
+        if len(a["t"]) < 2:
+            continue
+        E = a["kinetic"] + a["potential"]
+        drift = np.ptp(E) if not sim.controller else float("nan")
+        print(f"{k:7d}  {seg.model.nloops:5d}  {a['t'][0]:7.3f}  {a['t'][-1]:7.3f}  {drift:17.3e}  "
+              f"{a['loop_error'].max():15.2e}")
+    if sim.controller:
+        print("(a controller drives the joints: the energy is not conserved between events)")
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    rec_path = out / f"{args.robot}.npz"
+    sim.save(rec_path)
+    print(f"recording written to {rec_path}")
+    try:
+        from linkdyn import viz
+    except ImportError:
+        print("matplotlib is not installed (pip install 'linkdyn[plot]'): no animation or plot", file=sys.stderr)
+        return 0
+    props = _scene_props(args.robot, rec)
+    anim_path = out / f"{args.robot}.{args.format}"
+    viz.animate(rec, anim_path, props=props, title=f"linkdyn: {args.robot}")
+    print(f"animation written to {anim_path}")
+    plot_path = out / f"{args.robot}.png"
+    viz.plot_run(rec, plot_path, title=f"linkdyn: {args.robot}")
+    print(f"plots written to {plot_path}")
+    del ld
+    return 0
+
+
+def _scene_props(name, rec):
+    from linkdyn import viz
+    from linkdyn.kinematics import frame_pose
+    seg = rec.segments[0]
+    q0 = np.asarray(seg.q[0])
+    if name == "highbar":
+        g = frame_pose(seg.model, q0, "l_grip")[:3, 3]
+        return [viz.bar(height=float(g[2]), x=float(g[0]), length=1.2)]
+    if name == "swing":
+        tops = [frame_pose(seg.model, q0, f"{s}_rope_top_point")[:3, 3] for s in ("l", "r")]
+        return [viz.bar(height=float(tops[0][2]), x=float(tops[0][0]), length=1.2), viz.ground(z=-0.5)]
+    return [viz.ground(z=0.0)]
+
+
 def _demo(args) -> int:
     import linkdyn as ld
     from linkdyn.models import ROBOTS
+
+    if args.robot in SCENES:
+        return _scene(args)
 
     model = ld.models.example_robot(args.robot)
     print(model)
@@ -30,11 +111,12 @@ def _demo(args) -> int:
     else:
         what = "swinging under gravity, no torques"
     t0 = time.perf_counter()
-    traj = ld.sim.simulate(model, q0, v0, args.duration, args.dt, method="rk4", record_every=max(1, int(0.01 / args.dt)))
+    duration = 2.0 if args.duration is None else args.duration
+    traj = ld.sim.simulate(model, q0, v0, duration, args.dt, method="rk4", record_every=max(1, int(0.01 / args.dt)))
     wall = time.perf_counter() - t0
     E = traj.energy
     print(f"\n{args.robot}: {what}; RK4 on the configuration manifold, dt = {args.dt * 1e3:g} ms, "
-          f"{args.duration:g} s simulated in {wall:.2f} s of wall time")
+          f"{duration:g} s simulated in {wall:.2f} s of wall time")
     print(f"{'t [s]':>7} {'kinetic [J]':>13} {'potential [J]':>14} {'total [J]':>12}")
     for k in np.linspace(0, len(traj.t) - 1, 6).astype(int):
         print(f"{traj.t[k]:7.3f} {traj.kinetic[k]:13.6f} {traj.potential[k]:14.6f} {E[k]:12.6f}")
@@ -87,12 +169,18 @@ def main(argv=None) -> int:
     from linkdyn.models import ROBOTS
     p = argparse.ArgumentParser(prog="linkdyn", description="Dynamics of link systems.")
     sub = p.add_subparsers(dest="cmd", required=True)
-    d = sub.add_parser("demo", help="simulate a real robot from example-robot-data and report energy conservation")
-    d.add_argument("robot", nargs="?", default="ur5", choices=sorted(ROBOTS))
-    d.add_argument("--duration", type=float, default=2.0)
+    d = sub.add_parser("demo", help="a structure-varying scene (highbar, swing, drop: writes an animation) or a "
+                                     "real robot from example-robot-data (reports energy conservation)")
+    d.add_argument("robot", nargs="?", default="highbar", choices=sorted(SCENES) + sorted(ROBOTS),
+                   help="a scene of seed 004 sec. 5 or a robot (default: highbar)")
+    d.add_argument("--duration", type=float, default=None, help="seconds to simulate (default: the scene's own, "
+                                                               "2 s for a robot)")
     d.add_argument("--dt", type=float, default=1e-3)
     d.add_argument("--seed", type=int, default=0)
-    d.add_argument("--plot", default=None, help="write a PNG of joint angles and energies")
+    d.add_argument("--out", default=".", help="folder for a scene's animation, plot and recording (default: here)")
+    d.add_argument("--format", default="html", choices=["html", "gif", "mp4"], help="a scene's animation format")
+    d.add_argument("--quiet", action="store_true", help="no progress bar")
+    d.add_argument("--plot", default=None, help="a robot's run: write a PNG of joint angles and energies")
     d.set_defaults(func=_demo)
     i = sub.add_parser("info", help="load a URDF and list its joints")
     i.add_argument("path")
