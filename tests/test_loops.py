@@ -350,3 +350,26 @@ def test_passive_simulation_conserves_energy_and_closure(name):
     assert tr.loop_error.max() < 1e-9
     scale = np.ptp(tr.potential) + tr.kinetic.max()
     assert np.ptp(tr.energy) < 1e-6 * scale, f"energy drift {np.ptp(tr.energy):.3g} of {scale:.3g}"
+
+
+def test_closed_chain_keeps_its_coordinates_and_hands_over_near_singularity():
+    """A four-bar driven through a full crank turn: with the rocker as theta_G, J_S becomes
+    singular where the rocker reverses (a dead point for rocker-driven motion); ClosedChain
+    keeps the rocker while J_S is well-conditioned, hands over to a well-conditioned choice
+    there, and every analysis it returns has J_S conditioned below the bound."""
+    m = mech.four_bar()
+    chain = loops.ClosedChain(m, generalized=["rocker"], max_cond=50.0)
+    q = _closed(m, [0.1, -1.0, 1.9, 0.5], hold=["crank"])
+    used = []
+    for th in np.linspace(0.1, 2 * np.pi + 0.1, 90):
+        q = q.copy()
+        q[m.q_index("crank")] = th
+        q = loops.close_loops(m, q, hold=["crank"])
+        an = chain.analyze(q)
+        assert an.cond <= 50.0
+        used.append(tuple(an.G_dofs))
+    assert len(chain.changes) >= 1
+    assert used[0] == (m.v_index("rocker"),)
+    # between hand-overs the choice stays put
+    switches = sum(1 for a, b in zip(used, used[1:]) if a != b)
+    assert switches == len(chain.changes)

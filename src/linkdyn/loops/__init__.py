@@ -1,7 +1,7 @@
 """Closed kinematic chains (seed 004 secs. 2-3): loop closures described by virtual links,
 loop Jacobians, the W, S, H of the virtually cut open chain, closed-chain inverse and forward
 dynamics."""
-from .kinematics import (LoopAnalysis, LoopClosureError, analyze, close_loops, independent_rows,  # noqa: F401
+from .kinematics import (ClosedChain, LoopAnalysis, LoopClosureError, analyze, close_loops, independent_rows,  # noqa: F401
                          loop_bias, loop_error, loop_jacobian, project_velocity)
 from .dynamics import (ClosedChainID, constraint_forces, forward_dynamics, inverse_dynamics,  # noqa: F401
                        constrained_dynamics, position_correction, project_velocity_mass,

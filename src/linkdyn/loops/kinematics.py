@@ -269,3 +269,41 @@ def project_velocity(model, q, v, hold=None) -> np.ndarray:
     r = JC @ v
     v[free] -= np.linalg.lstsq(JC[:, free], r, rcond=None)[0]
     return v
+
+
+class ClosedChain:
+    """A closed chain followed through a motion: it keeps its generalized coordinates theta_G
+    from one configuration to the next, so that they mean the same joints over time, and makes
+    the choice again only when J_S comes near singularity (condition number above
+    ``max_cond``), from the well-conditioned choice at that configuration (seed 004 sec. 2.2).
+    The hand-over is silent; ``changes`` lists (q, old theta_G joints, new) for each one.
+
+        chain = ld.loops.ClosedChain(model, actuated=["crank"])
+        an = chain.analyze(q)        # a LoopAnalysis with the kept (or new) theta_G
+    """
+
+    def __init__(self, model, actuated=None, generalized=None, max_cond: float = 1e4, tol: float = RANK_TOL):
+        _need_loops(model, "ClosedChain")
+        self.model, self.actuated, self.max_cond, self.tol = model, actuated, float(max_cond), tol
+        self._G = None if generalized is None else dof_indices(model, generalized, "generalized")
+        self.changes = []
+
+    @property
+    def generalized_dofs(self):
+        """The velocity indices of theta_G now (None before the first analysis)."""
+        return None if self._G is None else self._G.copy()
+
+    def analyze(self, q) -> LoopAnalysis:
+        args = _single(self.model, "ClosedChain.analyze", q=q)
+        if self._G is not None:
+            JC = _terms(self.model, args.q, None, VEL)[1]
+            rows = independent_rows(JC, self.tol)
+            if len(rows) == self.model.nv - len(self._G):
+                an = LoopAnalysis(self.model, JC, rows, self._G, dof_indices(self.model, self.actuated))
+                if np.isfinite(an.cond) and an.cond <= self.max_cond:
+                    return an
+        an = analyze(self.model, args.q, self.actuated, tol=self.tol)
+        if self._G is not None and not np.array_equal(an.G_dofs, self._G):
+            self.changes.append((args.q.copy(), self._G.copy(), an.G_dofs.copy()))
+        self._G = an.G_dofs
+        return an
