@@ -49,16 +49,18 @@ class Segment:
     loop_forces: list = field(default_factory=list)
 
     def arrays(self) -> dict:
+        """The samples as arrays; a field that was not recorded comes back as NaN."""
         m = self.model
         n = len(self.t)
-        return {"t": np.asarray(self.t, dtype=float),
-                "q": np.asarray(self.q, dtype=float).reshape(n, m.nq),
-                "v": np.asarray(self.v, dtype=float).reshape(n, m.nv),
-                "tau": np.asarray(self.tau, dtype=float).reshape(n, m.nv),
-                "kinetic": np.asarray(self.kinetic, dtype=float),
-                "potential": np.asarray(self.potential, dtype=float),
-                "loop_error": np.asarray(self.loop_error, dtype=float),
-                "loop_forces": np.asarray(self.loop_forces, dtype=float).reshape(n, m.nloops, 6)}
+
+        def field(values, shape):
+            if len(values) != n:
+                return np.full((n,) + shape, np.nan)
+            return np.asarray(values, dtype=float).reshape((n,) + shape)
+        return {"t": np.asarray(self.t, dtype=float), "q": field(self.q, (m.nq,)), "v": field(self.v, (m.nv,)),
+                "tau": field(self.tau, (m.nv,)), "kinetic": field(self.kinetic, ()),
+                "potential": field(self.potential, ()), "loop_error": field(self.loop_error, ()),
+                "loop_forces": field(self.loop_forces, (m.nloops, 6))}
 
 
 class Recording:

@@ -1,0 +1,213 @@
+"""A recorded run on one page: joint angles, energies, loop errors, loop forces, event impulses.
+
+matplotlib is an optional dependency: ``pip install 'linkdyn[plot]'``.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from ..model import joints as J
+from .animate import _figure, require_matplotlib
+from .runs import event_label, run_data
+
+#: how many joints plot_run shows when none are named
+MAX_DEFAULT_JOINTS = 10
+
+_DEG = 180.0 / np.pi
+
+
+def _quat_angle(x):
+    """Rotation angle (rad, in [0, pi]) of unit quaternions [x, y, z, w] (..., 4)."""
+    return 2.0 * np.arctan2(np.linalg.norm(x[..., :3], axis=-1), np.abs(x[..., 3]))
+
+
+def _coordinates(kind, name, x):
+    """[(label, values, angular)] to plot for the coordinates ``x`` (K, nq_joint) of one joint."""
+    if kind == J.REVOLUTE:
+        return [(name, x[:, 0], True)]
+    if kind == J.PRISMATIC:
+        return [(name, x[:, 0], False)]
+    if kind == J.SPHERICAL:
+        return [(f"{name} (rotation angle)", _quat_angle(x), True)]
+    if kind == J.SPHERICAL_ZYX:
+        return [(f"{name}[{a}]", x[:, k], True) for k, a in enumerate("zyx")]
+    if kind == J.UNIVERSAL:
+        return [(f"{name}[{k}]", x[:, k], True) for k in range(2)]
+    if kind == J.CYLINDRICAL:
+        return [(f"{name}[displacement]", x[:, 0], False), (f"{name}[angle]", x[:, 1], True)]
+    if kind == J.PLANAR:
+        return [(f"{name}[x]", x[:, 0], False), (f"{name}[y]", x[:, 1], False), (f"{name}[theta]", x[:, 2], True)]
+    if kind == J.FREE:
+        return ([(f"{name}[{a}]", x[:, k], False) for k, a in enumerate("xyz")]
+                + [(f"{name} (rotation angle)", _quat_angle(x[:, 3:7]), True)])
+    return []
+
+
+def _default_joints(segs):
+    """Movable joints of the run's models in order of appearance, without free joints and the
+    cut joints of virtual links, at most :data:`MAX_DEFAULT_JOINTS`."""
+    out = []
+    for s in segs:
+        m = s.model
+        for i in range(1, m.nbody):
+            name = m._joint_names[i]
+            if m.jnt_nq[i] == 0 or m.jnt_type[i] == J.FREE or m.is_virtual[i] or name in out:
+                continue
+            out.append(name)
+    return out[:MAX_DEFAULT_JOINTS]
+
+
+def _joint_curves(segs, joints):
+    """{label: (values over the whole run, angular)}, NaN where a segment lacks the joint."""
+    curves = {}
+    known = set()
+    for s in segs:
+        known.update(s.model.joint_names)
+    missing = [j for j in joints if j not in known]
+    if missing:
+        raise KeyError(f"joints: no segment of this run has joint(s) {missing}; joints: {sorted(known)}")
+    for j in joints:
+        parts = None
+        pieces = []
+        for s in segs:
+            m = s.model
+            if j in m._joint_index:
+                i = m.joint_id(j)
+                cs = _coordinates(int(m.jnt_type[i]), j, s.q[:, m.q_slice(j)])
+                parts = [(lab, ang) for lab, _, ang in cs]
+                pieces.append([v for _, v, _ in cs])
+            else:
+                pieces.append(None)
+        for c, (lab, ang) in enumerate(parts or []):
+            vals = [np.full(len(s.t), np.nan) if p is None else p[c] for s, p in zip(segs, pieces)]
+            curves[lab] = (np.concatenate(vals), ang)
+    return curves
+
+
+def _event_lines(ax, events):
+    for e in events:
+        ax.axvline(e.t, color="0.5", lw=0.8, ls=":", zorder=0)
+
+
+def plot_run(run, path, joints=None, *, model=None, title: str | None = None, dpi: int = 100,
+             size=(10.0, 12.0)) -> Path:
+    """Write a multi-panel PNG of a recorded run to ``path`` (or any format matplotlib writes,
+    by the extension) and return the path.  Panels, all over time with the events as dotted
+    vertical lines:
+
+    1. the joints ``joints`` (names; default up to :data:`MAX_DEFAULT_JOINTS` movable joints,
+       without free joints and loops' cut joints): angles in degrees, lengths (prismatic, planar
+       and free positions) in metres on a right-hand axis; a spherical joint shows the rotation
+       angle of its quaternion (so labelled), a free joint its position and rotation angle;
+    2. kinetic, potential and total energy;
+    3. the largest loop error (log axis);
+    4. each loop's constraint force magnitude |f| (``loop_forces[..., :3]``), by loop name;
+    5. the events' linear impulses |p| (``impulse[:3]``) as stems, labelled.
+
+    ``run``: a :class:`~linkdyn.sim.recording.Recording`, or a :class:`~linkdyn.sim.Trajectory`
+    with ``model=`` (its loop forces are then computed from the recorded states).
+    """
+    path = Path(path)
+    segs, events = run_data(run, model, loop_forces=True)
+    require_matplotlib()
+    t = np.concatenate([s.t for s in segs])
+    names = _default_joints(segs) if joints is None else ([joints] if isinstance(joints, str) else list(joints))
+    curves = _joint_curves(segs, names)
+
+    fig = _figure(size, dpi)
+    axs = fig.subplots(5, 1, sharex=True, gridspec_kw={"height_ratios": [3, 2, 1.5, 2, 1.5]})
+    fig.subplots_adjust(left=0.1, right=0.74, top=0.95, bottom=0.05, hspace=0.12)
+    if title is None:
+        title = " / ".join(dict.fromkeys(s.model.name for s in segs))
+        title += f": {len(segs)} segment{'s' if len(segs) > 1 else ''}, {len(events)} event{'s' * (len(events) != 1)}"
+    fig.suptitle(title, fontsize=11)
+
+    # 1. joints
+    ax = axs[0]
+    lin_ax = None
+    for c, (lab, (y, angular)) in enumerate(curves.items()):
+        if angular:
+            ax.plot(t, y * _DEG, lw=1.2, label=lab, color=f"C{c % 10}")
+        else:
+            lin_ax = lin_ax or ax.twinx()
+            lin_ax.plot(t, y, lw=1.2, ls="--", label=f"{lab} [m]", color=f"C{c % 10}")
+    rot = any("(rotation angle)" in lab for lab in curves)
+    ax.set_ylabel("joint angle [deg]" + ("\n(ball joints: rotation angle\nof the quaternion, 0..180)" if rot else ""))
+    handles, labels = ax.get_legend_handles_labels()
+    if lin_ax is not None:
+        lin_ax.set_ylabel("joint position [m]")
+        h2, l2 = lin_ax.get_legend_handles_labels()
+        handles, labels = handles + h2, labels + l2
+    if handles:
+        ax.legend(handles, labels, loc="upper left", bbox_to_anchor=(1.13 if lin_ax else 1.01, 1.0),
+                  fontsize=7, frameon=False)
+    else:
+        ax.text(0.5, 0.5, "no joints to show", transform=ax.transAxes, ha="center", va="center", color="0.4")
+
+    # 2. energies
+    ax = axs[1]
+    K = np.concatenate([s.kinetic for s in segs])
+    V = np.concatenate([s.potential for s in segs])
+    ax.plot(t, K, lw=1.2, label="kinetic")
+    ax.plot(t, V, lw=1.2, label="potential")
+    ax.plot(t, K + V, lw=1.6, color="k", label="total")
+    ax.set_ylabel("energy [J]")
+    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=7, frameon=False)
+
+    # 3. loop error
+    ax = axs[2]
+    err = np.concatenate([s.loop_error for s in segs])
+    nloops = sum(s.model.nloops for s in segs)
+    pos = np.where(err > 0, err, np.nan)
+    if np.isfinite(pos).any():
+        ax.semilogy(t, pos, lw=1.0, color="C3")
+    else:
+        ax.text(0.5, 0.5, "no loops closed" if nloops == 0 else "loop error not recorded (or exactly zero)",
+                transform=ax.transAxes, ha="center", va="center", color="0.4")
+    ax.set_ylabel("largest loop\nerror")
+
+    # 4. loop forces, one line per loop name
+    ax = axs[3]
+    loop_names = list(dict.fromkeys(lp.name for s in segs for lp in s.model.loops))
+    drawn = 0
+    for c, name in enumerate(loop_names):
+        vals = []
+        for s in segs:
+            idx = [lp.index for lp in s.model.loops if lp.name == name]
+            vals.append(np.linalg.norm(s.loop_forces[:, idx[0], :3], axis=-1) if idx else np.full(len(s.t), np.nan))
+        y = np.concatenate(vals)
+        if np.isfinite(y).any():
+            ax.plot(t, y, lw=1.2, label=name, color=f"C{c % 10}")
+            drawn += 1
+    if drawn:
+        ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=7, frameon=False)
+    else:
+        ax.text(0.5, 0.5, "no loops closed" if not loop_names else "loop forces not recorded",
+                transform=ax.transAxes, ha="center", va="center", color="0.4")
+    ax.set_ylabel("loop force |f| [N]")
+
+    # 5. event impulses
+    ax = axs[4]
+    if events:
+        te = np.array([e.t for e in events])
+        pe = np.array([np.linalg.norm(np.asarray(e.impulse, dtype=float)[:3]) if e.impulse is not None else np.nan
+                       for e in events])
+        ax.stem(te, pe, basefmt="k-")
+        for x, y, e in zip(te, pe, events):
+            ax.annotate(event_label(e), (x, y), xytext=(3, 3), textcoords="offset points", fontsize=6, rotation=20)
+        top = np.nanmax(pe) if np.isfinite(pe).any() else 0.0
+        ax.set_ylim(0.0, 1.35 * top if top > 0 else 1.0)
+    else:
+        ax.text(0.5, 0.5, "no events", transform=ax.transAxes, ha="center", va="center", color="0.4")
+    ax.set_ylabel("event impulse\n|p| [N s]")
+    ax.set_xlabel("time [s]")
+    ax.set_xlim(t[0], t[-1] if t[-1] > t[0] else t[0] + 1.0)
+
+    for ax in axs:
+        _event_lines(ax, events)
+        ax.grid(True, lw=0.3, alpha=0.5)
+        ax.yaxis.set_label_coords(-0.08, 0.5)
+    fig.savefig(path, dpi=dpi)
+    return path

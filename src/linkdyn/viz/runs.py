@@ -1,0 +1,96 @@
+"""Recorded runs as the drawing functions read them: a :class:`~linkdyn.sim.recording.Recording`
+(segments, one per model, and events) or a :class:`~linkdyn.sim.Trajectory` with its model."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..sim.integrators import Trajectory
+from ..sim.recording import Recording
+
+
+@dataclass
+class SegmentData:
+    """One segment's samples as arrays; fields that were not recorded are NaN."""
+    model: object
+    t: np.ndarray            # (K,)
+    q: np.ndarray            # (K, nq)
+    v: np.ndarray            # (K, nv)
+    kinetic: np.ndarray      # (K,)
+    potential: np.ndarray    # (K,)
+    loop_error: np.ndarray   # (K,)
+    loop_forces: np.ndarray  # (K, nloops, 6)
+
+
+def _field(values, n, shape, what):
+    """``values`` (a list or array of n samples) as an array (n, *shape); NaN if none recorded."""
+    if values is None or len(values) == 0:
+        return np.full((n,) + shape, np.nan)
+    a = np.asarray(values, dtype=float)
+    if a.size != n * int(np.prod(shape, dtype=int)):
+        raise ValueError(f"{what}: expected {n} samples of shape {shape}, got an array of shape {a.shape}")
+    return a.reshape((n,) + shape)
+
+
+def segment_data(seg) -> SegmentData:
+    m = seg.model
+    t = np.asarray(seg.t, dtype=float).reshape(-1)
+    n = len(t)
+    return SegmentData(m, t, _field(seg.q, n, (m.nq,), "q"), _field(seg.v, n, (m.nv,), "v"),
+                       _field(seg.kinetic, n, (), "kinetic"), _field(seg.potential, n, (), "potential"),
+                       _field(seg.loop_error, n, (), "loop_error"),
+                       _field(seg.loop_forces, n, (m.nloops, 6), "loop_forces"))
+
+
+def as_recording(run, model=None, loop_forces: bool = True) -> Recording:
+    """``run`` as a :class:`~linkdyn.sim.recording.Recording`: a Recording is returned as it is;
+    a :class:`~linkdyn.sim.Trajectory` (from :func:`linkdyn.sim.simulate`) with its ``model``
+    becomes a one-segment recording.  A Trajectory holds no loop forces: with ``loop_forces``
+    they are computed for a closed chain from the recorded (q, v, tau) by
+    :func:`linkdyn.loops.constraint_forces`, otherwise they are NaN (not recorded)."""
+    if isinstance(run, Recording):
+        return run
+    if isinstance(run, tuple) and len(run) == 2 and model is None:
+        a, b = run
+        run, model = (a, b) if isinstance(a, Trajectory) else (b, a)
+    if not isinstance(run, Trajectory):
+        raise TypeError(f"expected a linkdyn Recording or a Trajectory (with model=...), got {type(run).__name__}")
+    if model is None:
+        raise TypeError("a Trajectory does not know its model: pass model=... (the model it was simulated with)")
+    t = np.asarray(run.t, dtype=float)
+    Q, V = np.asarray(run.q, dtype=float), np.asarray(run.v, dtype=float)
+    if Q.shape != (len(t), model.nq) or V.shape != (len(t), model.nv):
+        raise ValueError(f"the trajectory's q {Q.shape} / v {V.shape} do not fit model {model.name!r} "
+                         f"(nq={model.nq}, nv={model.nv}) over {len(t)} samples")
+    rec = Recording()
+    seg = rec.start_segment(model)
+    K = len(t)
+    tau = np.zeros((K, model.nv)) if run.tau is None else np.asarray(run.tau, dtype=float)
+    err = np.zeros(K) if run.loop_error is None else np.asarray(run.loop_error, dtype=float)
+    forces = np.full((K, model.nloops, 6), np.nan)
+    if model.nloops and loop_forces:
+        from ..loops.dynamics import constraint_forces
+        for k in range(K):
+            forces[k] = constraint_forces(model, Q[k], V[k], tau[k])[1]
+    seg.t, seg.q, seg.v, seg.tau = list(t), list(Q), list(V), list(tau)
+    seg.kinetic, seg.potential = list(np.asarray(run.kinetic, dtype=float)), list(np.asarray(run.potential, float))
+    seg.loop_error, seg.loop_forces = list(err), list(forces)
+    return rec
+
+
+def run_data(run, model=None, loop_forces: bool = False):
+    """(list of :class:`SegmentData` with samples, events) of a Recording or Trajectory (whose
+    loop forces are computed only with ``loop_forces``, see :func:`as_recording`)."""
+    rec = as_recording(run, model, loop_forces=loop_forces)
+    segs = [segment_data(s) for s in rec.segments if len(s.t)]
+    if not segs:
+        raise ValueError("the run has no samples")
+    return segs, list(rec.events)
+
+
+def event_label(e) -> str:
+    """What an event did, in a few words: "r_grip__world released", "l_grip__world connected"."""
+    verb = {"cut": "released", "connect": "connected"}.get(e.kind, e.kind)
+    s = f"{e.name} {verb}"
+    return f"{s} ({e.note})" if getattr(e, "note", "") else s
