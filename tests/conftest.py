@@ -52,6 +52,25 @@ def build_tree(name: str, gravity=(0.0, 0.0, -9.81)):
     return ld.models.random_tree(gravity=gravity, **TREES[name])
 
 
+@functools.lru_cache(maxsize=None)
+def robot(name: str):
+    """A built-in arm ("puma560", "stanford") or an example-robot-data robot by name."""
+    if name == "puma560":
+        return ld.models.puma560()
+    if name == "stanford":
+        return ld.models.stanford_arm()
+    return ld.models.example_robot(name)
+
+
+REAL = ["puma560", "stanford", "panda", "talos"]
+ALL_MODELS = [("tree", n) for n in TREES] + [("robot", n) for n in REAL]
+
+
+def get_model(kind: str, name: str):
+    """A model of ALL_MODELS: ("tree", TREES name) or ("robot", REAL name)."""
+    return build_tree(name) if kind == "tree" else robot(name)
+
+
 @pytest.fixture(params=list(TREES), scope="session")
 def tree(request):
     """Every random tree of TREES (parametrized by name)."""

@@ -13,7 +13,6 @@ What is proved, and against what:
 * Pinocchio's ``computeCoriolisMatrix`` on Panda, Talos (floating) and random twins, except
   where Pinocchio 4.1 is wrong (joints whose motion subspace depends on q).
 """
-import functools
 
 import numpy as np
 import pytest
@@ -23,27 +22,12 @@ from linkdyn.dynamics.lagrange import (LagrangianTerms, coriolis_matrix, joint_f
                                        mass_matrix_derivative)
 from linkdyn.model import joints as J
 
-from conftest import TREES, assert_close, build_tree, make_twin, needs_pin, pin, random_state
+from conftest import ALL_MODELS, TREES, assert_close, build_tree, get_model as get, make_twin, needs_pin, pin, random_state
 
 TOL = 1e-10
 HOLONOMIC = (J.REVOLUTE, J.PRISMATIC, J.CYLINDRICAL, J.UNIVERSAL, J.SPHERICAL_ZYX)   # v = q'
 
 
-@functools.lru_cache(maxsize=None)
-def robot(name):
-    if name == "puma560":
-        return ld.models.puma560()
-    if name == "stanford":
-        return ld.models.stanford_arm()
-    return ld.models.example_robot(name)
-
-
-REAL = ["puma560", "stanford", "panda", "talos"]
-ALL_MODELS = [("tree", n) for n in TREES] + [("robot", n) for n in REAL]
-
-
-def get(kind, name):
-    return build_tree(name) if kind == "tree" else robot(name)
 
 
 def richardson(f, h=1e-3):

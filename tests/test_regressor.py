@@ -23,27 +23,13 @@ import linkdyn as ld
 from linkdyn.dynamics.regressor import (BaseParameters, base_parameters, identify, inertial_parameters,
                                         joint_torque_regressor, n_parameters, parameter_names)
 
-from conftest import KINDS, TREES, assert_close, build_tree, make_twin, needs_pin, pin, random_state
+from conftest import ALL_MODELS, KINDS, assert_close, build_tree, get_model as get, make_twin, needs_pin, pin, random_state
+from conftest import robot
 
 TOL = 1e-10
 ROOT = Path(__file__).resolve().parents[1]
 
 
-@functools.lru_cache(maxsize=None)
-def robot(name):
-    if name == "puma560":
-        return ld.models.puma560()
-    if name == "stanford":
-        return ld.models.stanford_arm()
-    return ld.models.example_robot(name)
-
-
-REAL = ["puma560", "stanford", "panda", "talos"]
-ALL_MODELS = [("tree", n) for n in TREES] + [("robot", n) for n in REAL]
-
-
-def get(kind, name):
-    return build_tree(name) if kind == "tree" else robot(name)
 
 
 def joint_vector(model, name):
