@@ -8,7 +8,7 @@ from linkdyn.models import example_robot_data_dir
 def test_scene_demo_writes_animation_plot_and_recording(tmp_path, capsys):
     assert cli.main(["demo", "highbar", "--duration", "1.2", "--out", str(tmp_path), "--quiet", "--format", "gif"]) == 0
     out = capsys.readouterr().out
-    assert "cut     r_grip__world" in out and "energy drift" in out
+    assert "cut     r_grip__bar" in out and "energy drift" in out
     for name in ("highbar.gif", "highbar.png", "highbar.npz"):
         assert (tmp_path / name).stat().st_size > 1000, name
     data = np.load(tmp_path / "highbar.npz")

@@ -58,7 +58,7 @@ def high_bar_run():
 def test_high_bar_loops_stay_closed_and_energy_is_kept(high_bar_run):
     sim, rec = high_bar_run
     assert rec.loop_error.max() < 1e-8
-    assert [(e.kind, e.name) for e in rec.events] == [("cut", "r_grip__world")]
+    assert [(e.kind, e.name) for e in rec.events] == [("cut", "r_grip__bar")]
     assert rec.events[0].t == pytest.approx(0.6)
     for seg in rec.segments:
         a = seg.arrays()
@@ -71,7 +71,7 @@ def test_high_bar_loops_stay_closed_and_energy_is_kept(high_bar_run):
     assert a1["kinetic"][0] == pytest.approx(a0["kinetic"][-1], rel=1e-12)
     # the hand lets go: the figure swings from the left hand only, the right grip leaves the bar
     m = sim.model
-    assert [lp.name for lp in m.loops] == ["l_grip__world"]
+    assert [lp.name for lp in m.loops] == ["l_grip__bar"]
     T = ld.frame_pose(m, sim.q, "r_grip")
     T0 = ld.frame_pose(rec.segments[0].model, a0["q"][-1], "r_grip")
     assert np.linalg.norm(T[:3, 3] - T0[:3, 3]) > 0.05
@@ -85,14 +85,14 @@ def test_regrasp_energy_bookkeeping():
     grip_point = ld.frame_pose(sim.model, sim.q, "r_grip")[:3, 3].copy()
 
     def back_at_bar(s):
-        if "r_grip__world" in {lp.name for lp in s.model.loops} or s.t < 0.35:
+        if "r_grip__bar" in {lp.name for lp in s.model.loops} or s.t < 0.35:
             return False
         return np.linalg.norm(ld.frame_pose(s.model, s.q, "r_grip")[[0, 2], 3] - grip_point[[0, 2]]) < 0.05
 
     def grasp(s):
         # a revolute joint about the bar (world y), written in the grip frame's axes now
         R = ld.frame_pose(s.model, s.q, "r_grip")[:3, :3]
-        s.connect("r_grip", "world", ld.Revolute(R.T @ [0.0, 1.0, 0.0]))
+        s.connect("r_grip", "bar", ld.Revolute(R.T @ [0.0, 1.0, 0.0]))
 
     sim.when(back_at_bar, grasp)
     rec = sim.run(until=2.5, progress=False)
@@ -147,10 +147,10 @@ def test_events_recording_and_save(tmp_path):
     fired = []
     sim.at(0.1, lambda s: fired.append(("at", round(s.t, 6))))
     sim.when(sim.velocity_of("l_elbow"), lambda s: fired.append(("sign", round(s.t, 6))), once=True)
-    sim.at(0.2, "cut", "l_grip", "world")
+    sim.at(0.2, "cut", "l_grip", "bar")
     rec = sim.run(until=0.3, progress=False)
     assert ("at", 0.1) in fired and sum(1 for f in fired if f[0] == "sign") == 1
-    assert [e.name for e in rec.events] == ["l_grip__world"]
+    assert [e.name for e in rec.events] == ["l_grip__bar"]
     assert len(rec.segments) == 2 and rec.segments[1].model.nloops == 1
     t = rec.t
     assert t[0] == 0.0 and t[-1] == pytest.approx(0.3) and np.all(np.diff(t) >= 0)
@@ -158,7 +158,7 @@ def test_events_recording_and_save(tmp_path):
     sim.save(path)
     data = np.load(path)
     meta = json.loads(str(data["meta"]))
-    assert [s["loops"] for s in meta["segments"]] == [["l_grip__world", "r_grip__world"], ["r_grip__world"]]
+    assert [s["loops"] for s in meta["segments"]] == [["l_grip__bar", "r_grip__bar"], ["r_grip__bar"]]
     assert data["seg1_q"].shape[1] == rec.segments[1].model.nq
     tj, qj = rec.joint_series("l_elbow")
     assert qj.shape == (len(t), 1)

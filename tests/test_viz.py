@@ -63,7 +63,7 @@ def two_segments():
     rec = Recording()
     _fill(rec.start_segment(m1), m1, Q1, V1, t1)
     _fill(rec.start_segment(m2), m2, Q2, V2, t2)
-    rec.events.append(Event(0.2, "connect", "l_grip__world", np.array([3.0, 0.0, 4.0, 0.0, 0.1, 0.0]),
+    rec.events.append(Event(0.2, "connect", "l_grip__bar", np.array([3.0, 0.0, 4.0, 0.0, 0.1, 0.0]),
                             np.zeros(m2.nv), 1.0, 0.4))
     return rec
 

@@ -44,7 +44,8 @@ def on_bar(figure=None, grip: str = "revolute", bar_height: float | None = None,
     """(model, q): ``figure`` (default the 16-DoF figure of seed 004 sec. 5.1) hanging from a
     bar along the world y axis by both hands, each on a cut joint of kind ``grip``:
     "revolute" (about the bar, the seed's high bar), "spherical" or "weld".  The bar is part of
-    the world; the two loops are named "l_grip__world" and "r_grip__world" and are closed in
+    the world, marked by the frame "bar" on the world at the middle of the hands; the two
+    loops are named "l_grip__bar" and "r_grip__bar" and are closed in
     the returned configuration, the arms raised overhead, the feet ``bar_height`` below the bar
     (default: where the standing figure's raised hands are), the figure turned about the bar
     by ``swing`` rad (positive: the feet forward, towards +x)."""
@@ -56,8 +57,12 @@ def on_bar(figure=None, grip: str = "revolute", bar_height: float | None = None,
         q[2] += bar_height - frame_pose(model, q, "l_grip")[2, 3]
     if swing:
         q = _rotate_base_about(model, q, frame_pose(model, q, "l_grip")[:3, 3], [0.0, -1.0, 0.0], swing)
+    grips = [frame_pose(model, q, f"{s}_grip")[:3, 3] for s in ("l", "r")]
+    b = _b.ModelBuilder.from_model(model)
+    b.add_frame("bar", "world", placement=0.5 * (grips[0] + grips[1]))
+    model = b.build()
     for side in ("l", "r"):
-        model, q = structure.connect(model, q, f"{side}_grip", "world", _GRIPS[grip]())
+        model, q = structure.connect(model, q, f"{side}_grip", "bar", _GRIPS[grip]())
     return model, q
 
 
@@ -75,7 +80,7 @@ def high_bar_simulation(dt: float = 1e-3, release: float = 1.0, swing: float = 0
     from ..sim import Simulation
     model, q = high_bar(swing=-swing)
     sim = Simulation(model, q, dt=dt, record_every=record_every)
-    sim.at(release, "cut", "r_grip__world")
+    sim.at(release, "cut", "r_grip", "bar")
     return sim
 
 

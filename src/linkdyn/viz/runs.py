@@ -90,7 +90,7 @@ def run_data(run, model=None, loop_forces: bool = False):
 
 
 def event_label(e) -> str:
-    """What an event did, in a few words: "r_grip__world released", "l_grip__world connected"."""
+    """What an event did, in a few words: "r_grip__bar released", "l_grip__bar connected"."""
     verb = {"cut": "released", "connect": "connected"}.get(e.kind, e.kind)
     s = f"{e.name} {verb}"
     return f"{s} ({e.note})" if getattr(e, "note", "") else s
