@@ -378,8 +378,10 @@ BAD = {
                             r"joint 'j': <parent link='ghost'> refers to an unknown link"),
     "missing parent": (robot(link("a"), L2, '<joint name="j" type="fixed"><child link="b"/></joint>'),
                        r"joint 'j': needs a <parent link='...'>"),
-    "two parents": (robot(link("a"), link("c"), L2, joint("j1", "fixed", "a", "b"), joint("j2", "fixed", "c", "b")),
-                    r"link 'b': has two parent joints, 'j1' and 'j2'"),
+    "two parents, two roots": (robot(link("a"), link("c"), L2, joint("j1", "fixed", "a", "b"),
+                                     joint("j2", "fixed", "c", "b")), r"several root links .*'a', 'c'"),
+    "floating loop joint": (robot(link("a"), L2, joint("j1", "revolute", "a", "b"), joint("j2", "floating", "a", "b")),
+                            r"joint 'j2': link 'b' already has the parent joint 'j1'; a floating joint cannot close"),
     "self loop": (robot(link("a"), joint("j", "fixed", "a", "a")), r"joint 'j': kinematic loop"),
     "loop": (robot(link("r"), link("a"), L2, link("c"), joint("j0", "fixed", "r", "a"), joint("j1", "fixed", "b", "c"),
                    joint("j2", "fixed", "c", "b")), r"kinematic loop through links '(b|c)' -> '(b|c)' -> '(b|c)'"),
@@ -489,3 +491,57 @@ def test_external_dtd_is_refused():
     with pytest.raises(URDFError, match="refused"):
         parse_urdf(text)
     assert time.perf_counter() - t < 1.0
+
+
+FOUR_BAR_URDF = """<robot name="four_bar_urdf">
+  <link name="ground"/>
+  {crank}{coupler}{rocker}
+  <joint name="crank" type="continuous"><parent link="ground"/><child link="crank"/><axis xyz="0 1 0"/></joint>
+  <joint name="coupler" type="continuous"><parent link="crank"/><child link="coupler"/>
+    <origin xyz="0.3 0 0"/><axis xyz="0 1 0"/></joint>
+  <joint name="rocker" type="continuous"><parent link="ground"/><child link="rocker"/>
+    <origin xyz="1.0 0 0"/><axis xyz="0 1 0"/></joint>
+  <link name="rocker_tip"/>
+  <joint name="tip" type="fixed"><parent link="rocker"/><child link="rocker_tip"/><origin xyz="0.8 0 0"/></joint>
+  <joint name="closure" type="continuous"><parent link="coupler"/><child link="rocker_tip"/>
+    <origin xyz="1.0 0 0"/><axis xyz="0 1 0"/></joint>
+</robot>"""
+
+
+def _rod_link(name, length, density=2.0, r=0.01):
+    m = density * length
+    ix, it = 0.5 * m * r * r, m * (3 * r * r + length * length) / 12
+    return (f'<link name="{name}"><inertial><origin xyz="{length / 2} 0 0"/><mass value="{m}"/>'
+            f'<inertia ixx="{ix}" ixy="0" ixz="0" iyy="{it}" iyz="0" izz="{it}"/></inertial></link>')
+
+
+def test_a_second_parent_joint_closes_a_loop():
+    """The four-bar written in URDF, its rocker's tip link the child of two joints (the rocker's
+    fixed joint and the coupler's "closure"), loads as a closed chain of one degree of freedom
+    that moves exactly as linkdyn.models.four_bar()."""
+    from linkdyn.models import mechanisms
+    text = FOUR_BAR_URDF.format(crank=_rod_link("crank", 0.3), coupler=_rod_link("coupler", 1.0),
+                                rocker=_rod_link("rocker", 0.8))
+    m = ld.parse_urdf(text)
+    assert m.nloops == 1 and m.loops[0].joint_name == "closure" and m.loops[0].kind == J.REVOLUTE
+    assert set(m.joint_names) == {"crank", "coupler", "rocker", "closure"}
+    ref = mechanisms.four_bar()
+    q = np.zeros(m.nq)
+    q[m.q_index("crank")], q[m.q_index("coupler")], q[m.q_index("rocker")] = 0.8, -1.0, 1.9
+    q = ld.loops.close_loops(m, q, hold=["crank"])
+    an = ld.loops.analyze(m, q, actuated=["crank"])
+    assert an.dof == 1
+    qr = np.zeros(ref.nq)
+    for name in ("crank", "coupler", "rocker"):
+        qr[ref.q_index(name)] = q[m.q_index(name)]
+    qr = ld.loops.close_loops(ref, qr, hold=["crank", "coupler", "rocker"])
+    assert np.abs(ld.loops.loop_error(ref, qr)).max() < 1e-10
+    v = an.W @ [1.5]
+    vr = np.zeros(ref.nv)
+    for name in ("crank", "coupler", "rocker"):
+        vr[ref.v_index(name)] = v[m.v_index(name)]
+    vr = ld.loops.project_velocity(ref, qr, vr, hold=["crank", "coupler", "rocker"])
+    a = ld.loops.forward_dynamics(m, q, v, [0.4], actuated=["crank"])
+    ar = ld.loops.forward_dynamics(ref, qr, vr, [0.4], actuated=["crank"])
+    for name in ("crank", "coupler", "rocker"):
+        assert abs(a[m.v_index(name)] - ar[ref.v_index(name)]) < 1e-9 * max(1, abs(ar).max()), name

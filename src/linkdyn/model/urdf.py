@@ -19,6 +19,11 @@ Mapping (the same as Pinocchio's ``buildModelFromUrdf`` unless stated):
   ``fixed`` -> merged into the parent body, the link stays a frame; ``floating`` ->
   ``FreeFlyer``; ``planar`` -> ``Planar``, see below.  A missing ``<axis>`` is (1, 0, 0);
   axes are normalised;
+* kinematic loops (linkdyn's extension; URDF itself is a tree and Pinocchio refuses them): a
+  joint whose child link already has a parent joint closes a loop.  It becomes the cut joint
+  of a virtual link ``"<joint>::virtual"`` hanging from its parent link at its origin, whose
+  real link is the child link's frame (``ModelBuilder.add_loop``; revolute, continuous,
+  prismatic or fixed); the joint's name names the cut joint in q and v;
 * bodies are added depth first from the root, the child joints of a link visited in
   alphabetical order of the JOINT name: that is the order of urdfdom (which keeps joints in a
   ``std::map``) and so of Pinocchio, which makes the joint order, q and v layouts equal to
@@ -265,6 +270,7 @@ def _build(text, source, floating_base, gravity, default_name, joint_friction=Fa
 
     # joints
     joints, joint_of_child, children = {}, {}, {n: [] for n in links}
+    loop_joints, loop_names = [], set()      # second parent joints: loop closures
     for k, el in enumerate(root.findall("joint")):
         name = el.get("name")
         if not name:
@@ -289,8 +295,18 @@ def _build(text, source, floating_base, gravity, default_name, joint_friction=Fa
         if parent == child:
             raise ctx.error(where, f"kinematic loop: link {child!r} is its own parent")
         if child in joint_of_child:
-            raise ctx.error(f"link {child!r}", f"has two parent joints, {joint_of_child[child]!r} and {name!r} "
-                                               "(a URDF must be a tree; kinematic loops are not supported)")
+            # a second parent joint closes a kinematic loop (seed 004 sec. 3.2): its child link is
+            # the real link of a virtual link that hangs from the parent through this joint
+            if type_ == "floating":
+                raise ctx.error(where, f"link {child!r} already has the parent joint {joint_of_child[child]!r}; "
+                                       "a floating joint cannot close a loop (it constrains nothing)")
+            if type_ == "planar":
+                raise ctx.error(where, f"link {child!r} already has the parent joint {joint_of_child[child]!r}; "
+                                       "a planar joint cannot close a loop here (revolute, continuous, prismatic "
+                                       "or fixed can)")
+            loop_joints.append(_JointSpec(name, type_, parent, child, el))
+            loop_names.add(name)
+            continue
         joint_of_child[child] = name
         joints[name] = _JointSpec(name, type_, parent, child, el)
         children[parent].append(name)
@@ -322,7 +338,7 @@ def _build(text, source, floating_base, gravity, default_name, joint_friction=Fa
             n = joints[joint_of_child[n]].parent
         loop = cyc[cyc.index(n):] + [n]
         raise ctx.error("<robot>", "kinematic loop through links " + " -> ".join(repr(x) for x in reversed(loop))
-                        + "; kinematic loops are not supported")
+                        + " that the root does not reach; close a loop with a second parent joint instead")
 
     # world name: "world" unless a link has it
     world = next(w for w in ("world", "universe", "__world__", "__linkdyn_world__") if w not in link_els)
@@ -420,6 +436,19 @@ def _build(text, source, floating_base, gravity, default_name, joint_friction=Fa
                 add(carrier, js.parent, J.Planar(), placement=(R @ Rn, p), joint_name=jn)
                 add(js.child, carrier, J.Fixed(), placement=(Rn.T, np.zeros(3)), inertia=inertia,
                     joint_name=_unique(f"{jn}::planar_link", used_joint_names))
+    for js in loop_joints:
+        el, where = js.el, f"joint {js.name!r}"
+        R, p = ctx.origin(where, el)
+        if js.type == "fixed":
+            joint = J.Fixed()
+        else:
+            ax_el = el.find("axis")
+            a = np.array([1.0, 0.0, 0.0]) if ax_el is None else ctx.numbers(where, ax_el, "xyz", 3, default=[1, 0, 0])
+            if float(np.linalg.norm(a)) < 1e-12:
+                raise ctx.error(where, f"<axis xyz='{ax_el.get('xyz')}'> is zero")
+            joint = J.Prismatic(a) if js.type == "prismatic" else J.Revolute(a)
+        b.add_loop(_unique(f"{js.name}::virtual", used_body_names), js.parent, js.child, joint, placement=(R, p),
+                   joint_name=js.name)
     b.mimic.extend(mimic)
     try:
         return b.build()
