@@ -97,15 +97,12 @@ import sys
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
-from xml.etree.ElementTree import ParseError
 
 import numpy as np
 
-import defusedxml
-import defusedxml.ElementTree as SafeET
-
 from . import joints as J
 from .builder import Inertia, ModelBuilder
+from .safexml import parse_xml
 
 __all__ = ["MJCFError", "MJCFWarning", "MJCFInfo", "load_mjcf", "parse_mjcf", "qpos_to_q", "q_to_qpos",
            "qvel_to_v", "v_to_qvel"]
@@ -322,21 +319,7 @@ def _read_limited(path: Path, shown: str) -> bytes:
 
 
 def _parse_xml(text, source):
-    try:
-        return SafeET.fromstring(text, forbid_dtd=True, forbid_entities=True, forbid_external=True)
-    except defusedxml.DTDForbidden as exc:
-        raise MJCFError(f"{source}: refused: the XML has a document type declaration (<!DOCTYPE ...>), which "
-                        f"MJCF does not need and which can hide entity bombs or external references ({exc})") from None
-    except defusedxml.EntitiesForbidden as exc:
-        raise MJCFError(f"{source}: refused: the XML declares entities ({exc})") from None
-    except defusedxml.ExternalReferenceForbidden as exc:
-        raise MJCFError(f"{source}: refused: the XML refers to an external resource ({exc})") from None
-    except defusedxml.DefusedXmlException as exc:
-        raise MJCFError(f"{source}: refused: unsafe XML ({type(exc).__name__}: {exc})") from None
-    except ParseError as exc:
-        raise MJCFError(f"{source}: not well-formed XML: {exc}") from None
-    except (ValueError, UnicodeError) as exc:
-        raise MJCFError(f"{source}: cannot read the XML: {exc}") from None
+    return parse_xml(text, source, MJCFError, "MJCF")
 
 
 class _Reader:

@@ -61,16 +61,13 @@ from __future__ import annotations
 import re
 import warnings
 from pathlib import Path
-from xml.etree.ElementTree import ParseError
 
 import numpy as np
-
-import defusedxml
-import defusedxml.ElementTree as SafeET
 
 from . import joints as J
 from .. import spatial
 from .builder import Inertia, ModelBuilder
+from .safexml import parse_xml
 
 
 class URDFError(ValueError):
@@ -118,21 +115,7 @@ def parse_urdf(text, floating_base: bool = False, gravity=(0.0, 0.0, -9.81), sou
 # --------------------------------------------------------------------------------------------
 # XML
 def _parse_xml(text, source):
-    try:
-        return SafeET.fromstring(text, forbid_dtd=True, forbid_entities=True, forbid_external=True)
-    except defusedxml.DTDForbidden as exc:
-        raise URDFError(f"{source}: refused: the XML has a document type declaration (<!DOCTYPE ...>), which "
-                        f"URDF does not need and which can hide entity bombs or external references ({exc})") from None
-    except defusedxml.EntitiesForbidden as exc:
-        raise URDFError(f"{source}: refused: the XML declares entities ({exc})") from None
-    except defusedxml.ExternalReferenceForbidden as exc:
-        raise URDFError(f"{source}: refused: the XML refers to an external resource ({exc})") from None
-    except defusedxml.DefusedXmlException as exc:
-        raise URDFError(f"{source}: refused: unsafe XML ({type(exc).__name__}: {exc})") from None
-    except ParseError as exc:
-        raise URDFError(f"{source}: not well-formed XML: {exc}") from None
-    except (ValueError, UnicodeError) as exc:       # e.g. an encoding declaration in a str
-        raise URDFError(f"{source}: cannot read the XML: {exc}") from None
+    return parse_xml(text, source, URDFError, "URDF")
 
 
 class _Ctx:
