@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 import linkdyn as ld
 from conftest import TREES, assert_close, build_tree, needs_pin, random_q
 from linkdyn._kernels.passes import OK, SINGULAR
-from linkdyn.dynamics.cholesky import (SINGULAR_TOL, MassMatrixCholesky, dof_parent, dof_parents,
+from linkdyn.dynamics.cholesky import (SINGULAR_TOL, MassMatrixCholesky, dof_parent,
                                        ltdl_factor, ltdl_inverse_congruence, ltdl_solve, ltdl_solve_many,
                                        mass_matrix_cholesky, solve_mass_matrix)
 
@@ -92,10 +92,6 @@ def test_dof_parents_match_the_body_tree(name):
     assert lam.dtype == np.int64 and lam.shape == (model.nv,)
     np.testing.assert_array_equal(lam, _lam_from_tree(model))
     assert all(lam[i] < i for i in range(model.nv))
-    # the kernel itself, on a fresh buffer
-    out = np.full(model.nv, 99, dtype=np.int64)
-    dof_parents(model._mi, out)
-    np.testing.assert_array_equal(out, lam)
 
 
 def test_dof_parents_skip_fixed_bodies():

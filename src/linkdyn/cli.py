@@ -23,7 +23,6 @@ def _scene(args) -> int:
     animation, a plot and the recording."""
     from pathlib import Path
 
-    import linkdyn as ld
     from linkdyn.models import scenarios as sc
 
     what, default_duration = SCENES[args.robot]
@@ -68,7 +67,6 @@ def _scene(args) -> int:
     plot_path = out / f"{args.robot}.png"
     viz.plot_run(rec, plot_path, title=f"linkdyn: {args.robot}")
     print(f"plots written to {plot_path}")
-    del ld
     return 0
 
 

@@ -50,7 +50,7 @@ Z = L^-T Jc^T (column r of Z is non-zero only on the ancestors of the dofs row r
 touches; Featherstone, "Exploiting sparsity in operational-space dynamics", IJRR 29(10),
 2010):  Lambda = Z^T D^-1 Z,  Y = L^-1 D^-1 Z.
 
-Kernels (Numba, allocate nothing, in place): :func:`dof_parents`, :func:`ltdl_factor`,
+Kernels (Numba, allocate nothing, in place; the dof parents are ``model.dof_parent``): :func:`ltdl_factor`,
 :func:`ltdl_solve`, :func:`ltdl_solve_many`, :func:`ltdl_inverse_congruence`.  Public:
 :func:`mass_matrix_cholesky` (a :class:`MassMatrixCholesky`) and :func:`solve_mass_matrix`.
 """
@@ -64,7 +64,6 @@ from numba import types as nt
 from .._api import (_F64, _ND, MF, MI, OUT1, OUT2, VEC, WS, Entry, _as_vector, _first_bad, as_states,
                     batch_workspace, raise_for_status)
 from .._kernels.batch import chunk, pick
-from .._kernels.layout import VADR, JNV, PARENT
 from .._kernels.passes import BAD_A, BAD_SHAPE, OK, SINGULAR, all_finite
 from .crba import crba_kernel
 
@@ -76,26 +75,6 @@ LDT = nt.Array(nt.float64, 2, "C")
 
 
 # --- kernels -----------------------------------------------------------------------------
-@njit(cache=True)
-def dof_parents(mi, lam):
-    """lam (nv,) <- the parent dof lambda(i) of every dof (-1 at the root).  O(nbody + nv).
-
-    The previous dof of the same joint; for a joint's first dof, the last dof of the nearest
-    ancestor body with dofs (bodies on fixed joints are walked past)."""
-    nb = mi.shape[1]
-    parent, vadr, jnv = mi[PARENT], mi[VADR], mi[JNV]
-    for i in range(1, nb):
-        va = vadr[i]
-        if jnv[i] == 0:
-            continue
-        p = parent[i]
-        while p > 0 and jnv[p] == 0:
-            p = parent[p]
-        lam[va] = vadr[p] + jnv[p] - 1 if p > 0 else -1
-        for d in range(va + 1, va + jnv[i]):
-            lam[d] = d - 1
-
-
 @njit(inline="always", cache=True)
 def _factor(H, lam, tol):
     """LTDL in place (Table 6.3); -1 on success, else the first dof k (from the leaves) with

@@ -4,5 +4,4 @@ dynamics."""
 from .kinematics import (ClosedChain, LoopAnalysis, LoopClosureError, analyze, close_loops, independent_rows,  # noqa: F401
                          loop_bias, loop_error, loop_jacobian, project_velocity)
 from .dynamics import (ClosedChainID, constraint_forces, forward_dynamics, inverse_dynamics,  # noqa: F401
-                       constrained_dynamics, position_correction, project_velocity_mass,
-                       velocity_projection)
+                       constrained_dynamics, position_correction, velocity_projection)

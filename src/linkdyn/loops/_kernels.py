@@ -150,11 +150,11 @@ FD, VELOCITY, POSITION = 0, 1, 2
 PIVOT_TOL = 1e-10      # a constraint whose pivot in Lambda falls below this (relative) is dependent
 
 
-@njit(cache=True)
 def loop_ws_size(nv, nl):
-    """Size of the loop workspace: H, J (raw and projected), Y, Lambda, and vectors."""
+    """Size of the loop workspace: H, J (raw and projected), Y, Lambda, vectors, and each
+    loop's cut projector P and (S^T S)^-1 S^T."""
     m = 6 * nl
-    return nv * nv + 2 * m * nv + nv * m + m * m + 4 * m + 3 * nv + 6 * nl + 72
+    return nv * nv + 2 * m * nv + nv * m + m * m + 4 * m + 3 * nv + 6 * nl + 72 * nl
 
 
 @njit(inline="always", cache=True)
@@ -174,8 +174,8 @@ def _carve(lw, nv, nl):
     b = _view(lw, o, (nv,)); o += nv
     t = _view(lw, o, (nv,)); o += nv
     e = _view(lw, o, (nl, 6)); o += 6 * nl
-    P = _view(lw, o, (6, 6)); o += 36
-    Sinv = _view(lw, o, (6, 6))
+    P = _view(lw, o, (nl, 6, 6)); o += 36 * nl
+    Sinv = _view(lw, o, (nl, 6, 6))
     return H, JR, JP, Y, Lam, g, c, mu, piv, x, b, t, e, P, Sinv
 
 
@@ -315,7 +315,7 @@ def constrained_solve(mi, mf, ws, li, lf, lam, lw, q, v, tau, mode, alpha, beta,
     st = check_inputs(mi, q, v, tau, mode == FD)
     if st != OK:
         return st
-    H, JR, JP, Y, Lam, g, c, mu, piv, x, b, t, e, P, Sinv = _carve(lw, nv, nl)
+    H, JR, JP, Y, Lam, g, c, mu, piv, x, b, t, e, PP, SS = _carve(lw, nv, nl)
     # the loops' error, rows and (FD) bias; the kinematics pass runs inside
     loop_terms(mi, mf, ws, li, lf, q, v, ACC if mode == FD else VEL, e, JR, g)
     # b and M on that same pass (it ran without gravity; the bias adds it body by body)
@@ -332,6 +332,7 @@ def constrained_solve(mi, mf, ws, li, lf, lam, lw, q, v, tau, mode, alpha, beta,
     for k in range(nl):
         c0, p = li[k, 2], li[k, 3]
         rows = JR[6 * k:6 * k + 6]
+        P, Sinv = PP[k], SS[k]            # kept for the cut joint's recovery below
         if p > 0:
             for d in range(c0, c0 + p):
                 H[d, d] = 1.0                  # a decoupled placeholder: nothing moves there
@@ -390,12 +391,12 @@ def constrained_solve(mi, mf, ws, li, lf, lam, lw, q, v, tau, mode, alpha, beta,
     for k in range(nl):
         c0, p = li[k, 2], li[k, 3]
         rows = JR[6 * k:6 * k + 6]
+        P, Sinv = PP[k], SS[k]
         if p == 0:
             if mode != POSITION:
                 for r in range(6):
                     force[k, r] = mu[6 * k + r]
             continue
-        cut_projector(rows, c0, p, P, Sinv)
         for r in range(6):
             s = 0.0
             for d in range(nv):

@@ -28,7 +28,7 @@ import numpy as np
 from ..dynamics.crba import crba
 from ..dynamics.rnea import rnea
 from .kinematics import (RANK_TOL, _need_loops, _single, _terms, analyze, dof_indices, independent_rows)
-from ._kernels import ACC, VEL
+from ._kernels import ACC
 
 METHODS = ("kkt", "projected", "unit_vector")
 
@@ -213,26 +213,6 @@ def constraint_forces(model, q, v, tau, actuated=None, baumgarte=(0.0, 0.0)):
     args = _single(model, "constraint_forces", q=q, v=v)
     a, lam = _kkt(model, args.q, args.v, _full_tau(model, tau, actuated), baumgarte, 1e-8)
     return a, lam.reshape(-1, 6)
-
-
-def project_velocity_mass(model, q, v):
-    """The velocity v+ nearest to v in the kinetic-energy metric with J_C v+ = 0:
-    min (v+ - v)^T M (v+ - v) s.t. J_C v+ = 0, i.e. [M J^T; J 0] [v+ - v; mu] = [0; -J v]
-    (the same system as the velocity jump of a perfectly inelastic closure, seed 004 sec. 4.3).
-    It removes the drift of a numerical step without adding kinetic energy."""
-    _need_loops(model, "project_velocity_mass")
-    args = _single(model, "project_velocity_mass", q=q, v=v)
-    q, v = args.q, args.v
-    JC = _terms(model, q, None, VEL)[1]
-    rows = independent_rows(JC, RANK_TOL)
-    J = JC[rows]
-    n, m = model.nv, len(rows)
-    K = np.zeros((n + m, n + m))
-    K[:n, :n] = crba(model, q)
-    K[:n, n:] = J.T
-    K[n:, :n] = J
-    rhs = np.concatenate([np.zeros(n), -J @ v])
-    return v + np.linalg.solve(K, rhs)[:n]
 
 
 # ---------------------------------------------------------------------------------------

@@ -13,6 +13,7 @@ from ..model import builder as _b
 from ..model import joints as J
 from ..model.configuration import difference
 from .human import dimensions, human_figure, human_figure_16, standing_configuration
+from .mechanisms import rod
 
 _GRIPS = {"revolute": lambda: J.Revolute("y"), "spherical": J.Spherical, "weld": J.Fixed}
 
@@ -92,14 +93,6 @@ def figure_on_bar_40(grip: str = "revolute"):
 
 # ---------------------------------------------------------------------------------------
 # the swing (seed 004 sec. 5.2, Fig. 15)
-def _rod(mass, length, radius=0.015, axis=0):
-    I = np.full(3, mass * (3 * radius * radius + length * length) / 12.0)
-    I[axis] = 0.5 * mass * radius * radius
-    com = np.zeros(3)
-    com[axis] = 0.5 * length
-    return _b.Inertia(mass, com, np.diag(I))
-
-
 def swing(mass: float = 70.0, height: float = 1.75, rope_length: float = 2.5, swing_angle: float = 0.5):
     """The swing of seed 004 sec. 5.2: the 16-DoF figure sits on a seat hung from two ropes.
     Each rope turns about a spherical joint at its top; the seat hangs from the right rope's
@@ -131,20 +124,21 @@ def swing(mass: float = 70.0, height: float = 1.75, rope_length: float = 2.5, sw
     ends = {"l": np.array([x_seat, w, z_seat]), "r": np.array([x_seat, -w, z_seat])}
     # each rope: from its top, through the hand, to the seat's end; its frame's x runs down it
     b = _b.ModelBuilder.from_model(fig, name="swing")
+    rope_R = {}
     for s in ("l", "r"):
         x = (ends[s] - grips[s]) / np.linalg.norm(ends[s] - grips[s])
         top = ends[s] - rope_length * x
         y = np.array([0.0, 1.0, 0.0]) - x[1] * x
         y /= np.linalg.norm(y)
-        R = np.column_stack([x, y, np.cross(x, y)])
-        b.add_body(f"{s}_rope", "world", J.Spherical(), placement=(R, top), inertia=_rod(0.5, rope_length),
+        R = rope_R[s] = np.column_stack([x, y, np.cross(x, y)])
+        b.add_body(f"{s}_rope", "world", J.Spherical(), placement=(R, top), inertia=rod(0.5, rope_length, radius=0.015),
                    joint_name=f"{s}_rope_top")
         b.add_frame(f"{s}_rope_top_point", "world", placement=top)
         b.add_frame(f"{s}_rope_end", f"{s}_rope", placement=(R.T, [rope_length, 0.0, 0.0]))
     # the seat: a board 2w wide hanging by its right end from the right rope's end; its frame is
     # at that end, world-aligned at q
     thick, depth, m_seat = 0.03, 0.3 * height / 1.75, 3.0
-    Rr = b._bodies[b._index["r_rope"]].R
+    Rr = rope_R["r"]
     b.add_body("seat", "r_rope", J.Spherical(), placement=(Rr.T, [rope_length, 0.0, 0.0]),
                inertia=_b.Inertia(m_seat, [0.0, w, -0.5 * thick],
                                   m_seat / 12 * np.diag([4 * w * w + thick ** 2, depth ** 2 + thick ** 2,
