@@ -24,11 +24,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+from numba import types as _nt
 
+from .._api import _F64, _ND, MF, MI, OUT1, OUT2, VEC, WS, Entry
 from ..dynamics.crba import crba
 from ..dynamics.rnea import rnea
+from ._kernels import ACC, FD, POSITION, VELOCITY, constrained_solve
 from .kinematics import (RANK_TOL, _need_loops, _single, _terms, analyze, dof_indices, independent_rows)
-from ._kernels import ACC
 
 METHODS = ("kkt", "projected", "unit_vector")
 
@@ -217,11 +219,6 @@ def constraint_forces(model, q, v, tau, actuated=None, baumgarte=(0.0, 0.0)):
 
 # ---------------------------------------------------------------------------------------
 # the compiled multiplier form (the default forward dynamics, projections, impulses)
-from numba import types as _nt  # noqa: E402
-
-from .._api import _F64, _ND, MF, MI, OUT1, OUT2, VEC, WS, Entry  # noqa: E402
-from ._kernels import FD, POSITION, VELOCITY, constrained_solve  # noqa: E402
-
 _LI = _nt.Array(_nt.int64, 2, "C", readonly=True)
 _LF = _nt.Array(_nt.float64, 2, "C", readonly=True)
 _LAM = _nt.Array(_nt.int64, 1, "C", readonly=True)
