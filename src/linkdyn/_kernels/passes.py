@@ -82,8 +82,8 @@ def check_inputs(mi, q, v, a, need_a):
 def _tree_times_axis_rotation(Rt, k, c, s, out):
     """out = Rt R_k(theta) for a rotation about coordinate axis e_k (c, s = cos, sin theta):
     column k is kept, the other two turn in their plane (12 products instead of 27)."""
-    k1 = (k + 1) % 3
-    k2 = (k + 2) % 3
+    k1 = k + 1 if k < 2 else 0          # (k + 1) % 3 without an integer division
+    k2 = k1 + 1 if k1 < 2 else 0
     for r in range(3):
         x, y = Rt[r, k1], Rt[r, k2]
         out[r, k] = Rt[r, k]

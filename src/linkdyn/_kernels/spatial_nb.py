@@ -12,37 +12,62 @@ _opts = dict(inline="always", cache=True)
 @njit(**_opts)
 def motion_inv_act(R, p, v, out):
     """out = X^-1 v: motion v in frame a -> frame b; lin = R^T (v - p x w), ang = R^T w."""
-    lx = v[0] - (p[1] * v[5] - p[2] * v[4])
-    ly = v[1] - (p[2] * v[3] - p[0] * v[5])
-    lz = v[2] - (p[0] * v[4] - p[1] * v[3])
-    for r in range(3):
-        out[r] = R[0, r] * lx + R[1, r] * ly + R[2, r] * lz
-        out[3 + r] = R[0, r] * v[3] + R[1, r] * v[4] + R[2, r] * v[5]
+    # every input is read into a local before the first store: the arrays are views of one
+    # buffer, so the compiler must otherwise assume a store may change them and reload
+    wx, wy, wz = v[3], v[4], v[5]
+    lx = v[0] - (p[1] * wz - p[2] * wy)
+    ly = v[1] - (p[2] * wx - p[0] * wz)
+    lz = v[2] - (p[0] * wy - p[1] * wx)
+    r00, r01, r02 = R[0, 0], R[0, 1], R[0, 2]
+    r10, r11, r12 = R[1, 0], R[1, 1], R[1, 2]
+    r20, r21, r22 = R[2, 0], R[2, 1], R[2, 2]
+    out[0] = r00 * lx + r10 * ly + r20 * lz
+    out[1] = r01 * lx + r11 * ly + r21 * lz
+    out[2] = r02 * lx + r12 * ly + r22 * lz
+    out[3] = r00 * wx + r10 * wy + r20 * wz
+    out[4] = r01 * wx + r11 * wy + r21 * wz
+    out[5] = r02 * wx + r12 * wy + r22 * wz
 
 
 @njit(**_opts)
 def motion_act(R, p, v, out):
     """out = X v: motion v in frame b -> frame a; ang = R w, lin = R v + p x (R w)."""
-    for r in range(3):
-        out[3 + r] = R[r, 0] * v[3] + R[r, 1] * v[4] + R[r, 2] * v[5]
-        out[r] = R[r, 0] * v[0] + R[r, 1] * v[1] + R[r, 2] * v[2]
-    out[0] += p[1] * out[5] - p[2] * out[4]
-    out[1] += p[2] * out[3] - p[0] * out[5]
-    out[2] += p[0] * out[4] - p[1] * out[3]
+    r00, r01, r02 = R[0, 0], R[0, 1], R[0, 2]
+    r10, r11, r12 = R[1, 0], R[1, 1], R[1, 2]
+    r20, r21, r22 = R[2, 0], R[2, 1], R[2, 2]
+    v0, v1, v2, w0, w1, w2 = v[0], v[1], v[2], v[3], v[4], v[5]
+    p0, p1, p2 = p[0], p[1], p[2]
+    a0 = r00 * w0 + r01 * w1 + r02 * w2
+    a1 = r10 * w0 + r11 * w1 + r12 * w2
+    a2 = r20 * w0 + r21 * w1 + r22 * w2
+    out[0] = r00 * v0 + r01 * v1 + r02 * v2 + p1 * a2 - p2 * a1
+    out[1] = r10 * v0 + r11 * v1 + r12 * v2 + p2 * a0 - p0 * a2
+    out[2] = r20 * v0 + r21 * v1 + r22 * v2 + p0 * a1 - p1 * a0
+    out[3] = a0
+    out[4] = a1
+    out[5] = a2
 
 
 @njit(**_opts)
 def force_act_add(R, p, f, out):
     """out += X* f: force f in frame b -> frame a; lin = R f, ang = R n + p x (R f)."""
-    fx = R[0, 0] * f[0] + R[0, 1] * f[1] + R[0, 2] * f[2]
-    fy = R[1, 0] * f[0] + R[1, 1] * f[1] + R[1, 2] * f[2]
-    fz = R[2, 0] * f[0] + R[2, 1] * f[1] + R[2, 2] * f[2]
+    r00, r01, r02 = R[0, 0], R[0, 1], R[0, 2]
+    r10, r11, r12 = R[1, 0], R[1, 1], R[1, 2]
+    r20, r21, r22 = R[2, 0], R[2, 1], R[2, 2]
+    f0, f1, f2, n0, n1, n2 = f[0], f[1], f[2], f[3], f[4], f[5]
+    p0, p1, p2 = p[0], p[1], p[2]
+    fx = r00 * f0 + r01 * f1 + r02 * f2
+    fy = r10 * f0 + r11 * f1 + r12 * f2
+    fz = r20 * f0 + r21 * f1 + r22 * f2
+    nx = r00 * n0 + r01 * n1 + r02 * n2 + p1 * fz - p2 * fy
+    ny = r10 * n0 + r11 * n1 + r12 * n2 + p2 * fx - p0 * fz
+    nz = r20 * n0 + r21 * n1 + r22 * n2 + p0 * fy - p1 * fx
     out[0] += fx
     out[1] += fy
     out[2] += fz
-    out[3] += R[0, 0] * f[3] + R[0, 1] * f[4] + R[0, 2] * f[5] + p[1] * fz - p[2] * fy
-    out[4] += R[1, 0] * f[3] + R[1, 1] * f[4] + R[1, 2] * f[5] + p[2] * fx - p[0] * fz
-    out[5] += R[2, 0] * f[3] + R[2, 1] * f[4] + R[2, 2] * f[5] + p[0] * fy - p[1] * fx
+    out[3] += nx
+    out[4] += ny
+    out[5] += nz
 
 
 @njit(**_opts)
@@ -60,33 +85,40 @@ def force_act_inplace(R, p, f):
 @njit(**_opts)
 def motion_cross_add(v, u, out):
     """out += v x u (motion cross product): [w x u_lin + v_lin x u_ang; w x u_ang]."""
-    out[0] += v[4] * u[2] - v[5] * u[1] + v[1] * u[5] - v[2] * u[4]
-    out[1] += v[5] * u[0] - v[3] * u[2] + v[2] * u[3] - v[0] * u[5]
-    out[2] += v[3] * u[1] - v[4] * u[0] + v[0] * u[4] - v[1] * u[3]
-    out[3] += v[4] * u[5] - v[5] * u[4]
-    out[4] += v[5] * u[3] - v[3] * u[5]
-    out[5] += v[3] * u[4] - v[4] * u[3]
+    v0, v1, v2, v3, v4, v5 = v[0], v[1], v[2], v[3], v[4], v[5]
+    u0, u1, u2, u3, u4, u5 = u[0], u[1], u[2], u[3], u[4], u[5]
+    out[0] += v4 * u2 - v5 * u1 + v1 * u5 - v2 * u4
+    out[1] += v5 * u0 - v3 * u2 + v2 * u3 - v0 * u5
+    out[2] += v3 * u1 - v4 * u0 + v0 * u4 - v1 * u3
+    out[3] += v4 * u5 - v5 * u4
+    out[4] += v5 * u3 - v3 * u5
+    out[5] += v3 * u4 - v4 * u3
 
 
 @njit(**_opts)
 def force_cross_add(v, f, out):
     """out += v x* f (force cross product): [w x f_lin; w x f_ang + v_lin x f_lin]."""
-    out[0] += v[4] * f[2] - v[5] * f[1]
-    out[1] += v[5] * f[0] - v[3] * f[2]
-    out[2] += v[3] * f[1] - v[4] * f[0]
-    out[3] += v[4] * f[5] - v[5] * f[4] + v[1] * f[2] - v[2] * f[1]
-    out[4] += v[5] * f[3] - v[3] * f[5] + v[2] * f[0] - v[0] * f[2]
-    out[5] += v[3] * f[4] - v[4] * f[3] + v[0] * f[1] - v[1] * f[0]
+    v0, v1, v2, v3, v4, v5 = v[0], v[1], v[2], v[3], v[4], v[5]
+    f0, f1, f2, f3, f4, f5 = f[0], f[1], f[2], f[3], f[4], f[5]
+    out[0] += v4 * f2 - v5 * f1
+    out[1] += v5 * f0 - v3 * f2
+    out[2] += v3 * f1 - v4 * f0
+    out[3] += v4 * f5 - v5 * f4 + v1 * f2 - v2 * f1
+    out[4] += v5 * f3 - v3 * f5 + v2 * f0 - v0 * f2
+    out[5] += v3 * f4 - v4 * f3 + v0 * f1 - v1 * f0
 
 
 @njit(**_opts)
 def mat6_vec(M, x, out):
     """out = M x for a 6x6 M."""
-    for r in range(6):
-        s = 0.0
-        for c in range(6):
-            s += M[r, c] * x[c]
-        out[r] = s
+    x0, x1, x2, x3, x4, x5 = x[0], x[1], x[2], x[3], x[4], x[5]
+    y0 = M[0, 0] * x0 + M[0, 1] * x1 + M[0, 2] * x2 + M[0, 3] * x3 + M[0, 4] * x4 + M[0, 5] * x5
+    y1 = M[1, 0] * x0 + M[1, 1] * x1 + M[1, 2] * x2 + M[1, 3] * x3 + M[1, 4] * x4 + M[1, 5] * x5
+    y2 = M[2, 0] * x0 + M[2, 1] * x1 + M[2, 2] * x2 + M[2, 3] * x3 + M[2, 4] * x4 + M[2, 5] * x5
+    y3 = M[3, 0] * x0 + M[3, 1] * x1 + M[3, 2] * x2 + M[3, 3] * x3 + M[3, 4] * x4 + M[3, 5] * x5
+    y4 = M[4, 0] * x0 + M[4, 1] * x1 + M[4, 2] * x2 + M[4, 3] * x3 + M[4, 4] * x4 + M[4, 5] * x5
+    y5 = M[5, 0] * x0 + M[5, 1] * x1 + M[5, 2] * x2 + M[5, 3] * x3 + M[5, 4] * x4 + M[5, 5] * x5
+    out[0], out[1], out[2], out[3], out[4], out[5] = y0, y1, y2, y3, y4, y5
 
 
 @njit(**_opts)
@@ -204,29 +236,36 @@ def rigid_params_to_world(R, p, I, P):
     I' = R Ib R^T - [Rh]x [p]x - [p]x [Rh]x - m [p]x [p]x (as ``rigid_inertia_to_parent_add``)."""
     m = I[0, 0]
     h0, h1, h2 = I[5, 1], I[3, 2], I[4, 0]
-    r0 = R[0, 0] * h0 + R[0, 1] * h1 + R[0, 2] * h2
-    r1 = R[1, 0] * h0 + R[1, 1] * h1 + R[1, 2] * h2
-    r2 = R[2, 0] * h0 + R[2, 1] * h1 + R[2, 2] * h2
-    pp = p[0] * p[0] + p[1] * p[1] + p[2] * p[2]
-    rp = r0 * p[0] + r1 * p[1] + r2 * p[2]
+    j00, j01, j02, j11, j12, j22 = I[3, 3], I[3, 4], I[3, 5], I[4, 4], I[4, 5], I[5, 5]
+    r00, r01, r02 = R[0, 0], R[0, 1], R[0, 2]
+    r10, r11, r12 = R[1, 0], R[1, 1], R[1, 2]
+    r20, r21, r22 = R[2, 0], R[2, 1], R[2, 2]
+    p0, p1, p2 = p[0], p[1], p[2]
+    # c = R h
+    c0 = r00 * h0 + r01 * h1 + r02 * h2
+    c1 = r10 * h0 + r11 * h1 + r12 * h2
+    c2 = r20 * h0 + r21 * h1 + r22 * h2
+    # T = Ib R^T (column b = Ib times row b of R)
+    t00 = j00 * r00 + j01 * r01 + j02 * r02
+    t10 = j01 * r00 + j11 * r01 + j12 * r02
+    t20 = j02 * r00 + j12 * r01 + j22 * r02
+    t01 = j00 * r10 + j01 * r11 + j02 * r12
+    t11 = j01 * r10 + j11 * r11 + j12 * r12
+    t21 = j02 * r10 + j12 * r11 + j22 * r12
+    t02 = j00 * r20 + j01 * r21 + j02 * r22
+    t12 = j01 * r20 + j11 * r21 + j12 * r22
+    t22 = j02 * r20 + j12 * r21 + j22 * r22
+    # R Ib R^T - [c]x[p]x - [p]x[c]x - m [p]x[p]x, with [u]x[w]x = w u^T - (u.w) 1
+    d = 2.0 * (c0 * p0 + c1 * p1 + c2 * p2) + m * (p0 * p0 + p1 * p1 + p2 * p2)
     P[0] = m
-    P[1], P[2], P[3] = r0 + m * p[0], r1 + m * p[1], r2 + m * p[2]
-    # P[4 + index of (a, b)] in the order xx, xy, yy, xz, yz, zz
-    k = 4
-    for b in range(3):
-        t0 = I[3, 3] * R[b, 0] + I[3, 4] * R[b, 1] + I[3, 5] * R[b, 2]
-        t1 = I[4, 3] * R[b, 0] + I[4, 4] * R[b, 1] + I[4, 5] * R[b, 2]
-        t2 = I[5, 3] * R[b, 0] + I[5, 4] * R[b, 1] + I[5, 5] * R[b, 2]
-        rb = r0 if b == 0 else (r1 if b == 1 else r2)
-        for a in range(b + 1):
-            ra = r0 if a == 0 else (r1 if a == 1 else r2)
-            x = R[a, 0] * t0 + R[a, 1] * t1 + R[a, 2] * t2
-            # [u]x[w]x = w u^T - (u.w) 1
-            x -= p[a] * rb + p[b] * ra + m * p[a] * p[b]
-            if a == b:
-                x += 2.0 * rp + m * pp
-            P[k] = x
-            k += 1
+    P[1], P[2], P[3] = c0 + m * p0, c1 + m * p1, c2 + m * p2
+    # order xx, xy, yy, xz, yz, zz
+    P[4] = r00 * t00 + r01 * t10 + r02 * t20 - (2.0 * p0 * c0 + m * p0 * p0) + d
+    P[5] = r00 * t01 + r01 * t11 + r02 * t21 - (p0 * c1 + p1 * c0 + m * p0 * p1)
+    P[6] = r10 * t01 + r11 * t11 + r12 * t21 - (2.0 * p1 * c1 + m * p1 * p1) + d
+    P[7] = r00 * t02 + r01 * t12 + r02 * t22 - (p0 * c2 + p2 * c0 + m * p0 * p2)
+    P[8] = r10 * t02 + r11 * t12 + r12 * t22 - (p1 * c2 + p2 * c1 + m * p1 * p2)
+    P[9] = r20 * t02 + r21 * t12 + r22 * t22 - (2.0 * p2 * c2 + m * p2 * p2) + d
 
 
 @njit(**_opts)
@@ -235,9 +274,10 @@ def rigid_params_times_motion(P, v, out):
     [m v - h x w; h x v + I w]."""
     m, h0, h1, h2 = P[0], P[1], P[2], P[3]
     ixx, ixy, iyy, ixz, iyz, izz = P[4], P[5], P[6], P[7], P[8], P[9]
-    out[0] = m * v[0] - (h1 * v[5] - h2 * v[4])
-    out[1] = m * v[1] - (h2 * v[3] - h0 * v[5])
-    out[2] = m * v[2] - (h0 * v[4] - h1 * v[3])
-    out[3] = h1 * v[2] - h2 * v[1] + ixx * v[3] + ixy * v[4] + ixz * v[5]
-    out[4] = h2 * v[0] - h0 * v[2] + ixy * v[3] + iyy * v[4] + iyz * v[5]
-    out[5] = h0 * v[1] - h1 * v[0] + ixz * v[3] + iyz * v[4] + izz * v[5]
+    v0, v1, v2, w0, w1, w2 = v[0], v[1], v[2], v[3], v[4], v[5]
+    out[0] = m * v0 - (h1 * w2 - h2 * w1)
+    out[1] = m * v1 - (h2 * w0 - h0 * w2)
+    out[2] = m * v2 - (h0 * w1 - h1 * w0)
+    out[3] = h1 * v2 - h2 * v1 + ixx * w0 + ixy * w1 + ixz * w2
+    out[4] = h2 * v0 - h0 * v2 + ixy * w0 + iyy * w1 + iyz * w2
+    out[5] = h0 * v1 - h1 * v0 + ixz * w0 + iyz * w1 + izz * w2
