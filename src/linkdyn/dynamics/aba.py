@@ -17,9 +17,9 @@ D_i is inverted in place (a 1x1 to 6x6 symmetric positive definite block).
 import numpy as np
 from numba import njit, prange
 
-from .._api import _F64, _ND, _NO_FORCE, FEXT, MF, MI, OUT1, VEC, WS, Entry, as_fext, as_states, run
+from .._api import _F64, _ND, FEXT, MF, MI, OUT1, PACKED, VEC, WS, Entry, as_fext, as_states, run
 from .._kernels.batch import chunk, pick
-from .._kernels.layout import model_sizes, unpack_data, unpack_joint_terms, unpack_model
+from .._kernels.layout import model_sizes, no_forces, unpack_data, unpack_joint_terms, unpack_model, unpack_packed
 from .._kernels.passes import BAD_F, OK, SINGULAR, VEL, all_finite, check_inputs, joint_torque, kinematics_pass
 from .._kernels.spatial_nb import (dot6, force_act_add, force_cross_add, inertia_to_parent_add, mat6_vec,
                                    motion_inv_act)
@@ -130,6 +130,13 @@ def aba_kernel(mi, mf, ws, q, v, tau, fext, qdd):
     return OK
 
 
+@njit(cache=True)
+def aba_packed(buf, q, v, tau, qdd):
+    """``aba_kernel`` without external forces on a model packed in one buffer (Model._packed)."""
+    mi, mf, ws = unpack_packed(buf)
+    return aba_kernel(mi, mf, ws, q, v, tau, no_forces(buf), qdd)
+
+
 @njit(parallel=True, cache=True)
 def aba_batch(mi, mf, WS, Q, V, T, F, QDD, status):
     nt, n = WS.shape[0], QDD.shape[0]
@@ -140,6 +147,7 @@ def aba_batch(mi, mf, WS, Q, V, T, F, QDD, status):
 
 
 _aba = Entry(aba_kernel, MI, MF, WS, VEC, VEC, VEC, FEXT, OUT1)
+_aba_packed = Entry(aba_packed, PACKED, VEC, VEC, VEC, OUT1)
 
 
 def aba(model, q, v, tau, fext=None) -> np.ndarray:
@@ -148,7 +156,7 @@ def aba(model, q, v, tau, fext=None) -> np.ndarray:
     if (fext is None and type(q) is _ND and type(v) is _ND and type(tau) is _ND and q.dtype is _F64
             and v.dtype is _F64 and tau.dtype is _F64 and q.ndim == 1 and v.ndim == 1 and tau.ndim == 1):
         qdd = np.empty(model.nv)
-        if _aba.fn(model._mi, model._mf, model._ws, q, v, tau, _NO_FORCE, qdd) == OK:
+        if _aba_packed.fn(model._packed, q, v, tau, qdd) == OK:
             return qdd
     args = as_states(model, q=q, v=v, tau=tau)
     F = as_fext(model, fext, args.batch)

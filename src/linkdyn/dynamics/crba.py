@@ -15,9 +15,9 @@ import numpy as np
 from numba import njit, prange
 from numba import types as nt
 
-from .._api import _F64, _ND, MF, MI, OUT2, VEC, WS, Entry, as_states, run
+from .._api import _F64, _ND, MF, MI, OUT2, PACKED, VEC, WS, Entry, as_states, run
 from .._kernels.batch import chunk, pick
-from .._kernels.layout import model_sizes, subtree_ends, unpack_data, unpack_model
+from .._kernels.layout import model_sizes, subtree_ends, unpack_data, unpack_model, unpack_packed
 from .._kernels.passes import OK, POS, check_q, kinematics_pass
 from .._kernels.spatial_nb import (dot6, force_act_add, mat6_vec, motion_act, motion_inv_act,
                                    rigid_inertia_to_parent_add, rigid_params_times_motion,
@@ -50,6 +50,13 @@ def crba_kernel(mi, mf, ws, q, M):
 
 
 @njit(cache=True)
+def crba_packed(buf, q, M):
+    """``crba_kernel`` on a model packed in one buffer (Model._packed)."""
+    mi, mf, ws = unpack_packed(buf)
+    return crba_kernel(mi, mf, ws, q, M)
+
+
+@njit(cache=True)
 def crba_from_kinematics(mi, mf, ws, M):
     """CRBA on the world poses and motion subspaces a kinematics pass (``world``) left in ws."""
     parent, jtype, qadr, vadr, jnq, jnv, _, _, _, _, inertia, armature, _ = unpack_model(mi, mf)
@@ -71,8 +78,10 @@ def crba_from_kinematics(mi, mf, ws, M):
             rigid_params_times_motion(Ic[i], Jw[d], F[d])
         # M_de = J_d^T F_e for the dofs e of the subtree of i
         for d in range(va, va + ni):
+            # J_d in locals: M may alias the workspace as far as the compiler knows
+            j0, j1, j2, j3, j4, j5 = Jw[d, 0], Jw[d, 1], Jw[d, 2], Jw[d, 3], Jw[d, 4], Jw[d, 5]
             for e in range(va, end):
-                x = dot6(Jw[d], F[e])
+                x = j0 * F[e, 0] + j1 * F[e, 1] + j2 * F[e, 2] + j3 * F[e, 3] + j4 * F[e, 4] + j5 * F[e, 5]
                 M[d, e] = x
                 M[e, d] = x
             M[d, d] += armature[d]
@@ -163,7 +172,7 @@ def mass_matrix_batch(mi, mf, WS, Q, method, OUT, status):
 
 
 _mass_matrix = Entry(mass_matrix_kernel, MI, MF, WS, VEC, nt.int64, OUT2)
-_crba = Entry(crba_kernel, MI, MF, WS, VEC, OUT2)
+_crba = Entry(crba_packed, PACKED, VEC, OUT2)
 
 
 def mass_matrix(model, q, method: str = "crba") -> np.ndarray:
@@ -183,6 +192,6 @@ def crba(model, q) -> np.ndarray:
     """M(q) by the composite rigid body algorithm (full symmetric matrix)."""
     if type(q) is _ND and q.dtype is _F64 and q.ndim == 1:
         M = np.empty((model.nv, model.nv))
-        if _crba.fn(model._mi, model._mf, model._ws, q, M) == OK:
+        if _crba.fn(model._packed, q, M) == OK:
             return M
     return mass_matrix(model, q, "crba")

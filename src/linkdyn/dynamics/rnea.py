@@ -15,9 +15,9 @@ External forces are per body, in the body frame (Pinocchio's convention).
 import numpy as np
 from numba import njit, prange
 
-from .._api import _F64, _ND, _NO_FORCE, FEXT, MF, MI, OUT1, VEC, WS, Entry, as_fext, as_states, run
+from .._api import _F64, _ND, FEXT, MF, MI, OUT1, PACKED, VEC, WS, Entry, as_fext, as_states, run
 from .._kernels.batch import chunk, pick
-from .._kernels.layout import model_sizes, unpack_data, unpack_joint_terms, unpack_model
+from .._kernels.layout import model_sizes, no_forces, unpack_data, unpack_joint_terms, unpack_model, unpack_packed
 from .._kernels.passes import ACC, BAD_F, OK, all_finite, check_inputs, joint_torque, kinematics_pass
 from .._kernels.spatial_nb import dot6, force_act_add, force_cross_add, mat6_vec
 
@@ -33,6 +33,13 @@ def rnea_kernel(mi, mf, ws, q, v, a, fext, tau):
     kinematics_pass(mi, mf, ws, q, v, a, ACC, False, True)
     rnea_from_kinematics(mi, mf, ws, v, a, fext, False, tau)
     return OK
+
+
+@njit(cache=True)
+def rnea_packed(buf, q, v, a, tau):
+    """``rnea_kernel`` without external forces on a model packed in one buffer (Model._packed)."""
+    mi, mf, ws = unpack_packed(buf)
+    return rnea_kernel(mi, mf, ws, q, v, a, no_forces(buf), tau)
 
 
 @njit(cache=True)
@@ -78,6 +85,7 @@ def rnea_batch(mi, mf, WS, Q, V, A, F, TAU, status):
 
 
 _rnea = Entry(rnea_kernel, MI, MF, WS, VEC, VEC, VEC, FEXT, OUT1)
+_rnea_packed = Entry(rnea_packed, PACKED, VEC, VEC, VEC, OUT1)
 
 
 def _run(model, q, v, a, fext):
@@ -100,7 +108,7 @@ def rnea(model, q, v, a, fext=None):
     if (fext is None and type(q) is _ND and type(v) is _ND and type(a) is _ND and q.dtype is _F64
             and v.dtype is _F64 and a.dtype is _F64 and q.ndim == 1 and v.ndim == 1 and a.ndim == 1):
         tau = np.empty(model.nv)
-        if _rnea.fn(model._mi, model._mf, model._ws, q, v, a, _NO_FORCE, tau) == OK:
+        if _rnea_packed.fn(model._packed, q, v, a, tau) == OK:
             return tau
     return _run(model, q, v, a, fext)
 

@@ -113,10 +113,12 @@ class Model:
         f["gravity"][:] = gravity
         f["damping"][:] = np.concatenate([b.damping for b in bodies]) if nv else []
         f["friction"][:] = np.concatenate([b.friction for b in bodies]) if nv else []
+        # one buffer: the model (read-only views) and the workspace of single-state calls
+        self._packed, mi, mf, self._ws = layout.pack(mi, mf, layout.data_size(nb, nv))
         self._mi, self._mf = _readonly(mi), _readonly(mf)
         for k, name_ in enumerate(layout.INT_FIELDS):
-            setattr(self, name_, mi[k])
-        for name_, view in f.items():
+            setattr(self, name_, self._mi[k])
+        for name_, view in layout.views(self._mf, layout.FLOAT_FIELDS, nb, nv).items():
             setattr(self, name_, view)
 
         self.lower = _readonly(np.concatenate([b.lower for b in bodies]))
@@ -161,7 +163,6 @@ class Model:
         self._quat_starts = _readonly(np.array(
             [self.jnt_qadr[i] + J.QUAT_OFFSET[k] for i, k in enumerate(self.jnt_type) if k in J.QUAT_OFFSET],
             dtype=np.int64))
-        self._ws = np.zeros(layout.data_size(nb, nv))   # the workspace of single-state calls
 
         # loop closures (seed 004 sec. 3.2): virtual links and their real links
         self.loops = tuple(Loop(k, **lp, cut_v=(slice(int(self.jnt_vadr[lp["virtual"]]),
