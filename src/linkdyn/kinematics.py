@@ -13,9 +13,9 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange
 
-from ._api import as_states, batch_workspace, raise_for_status, run, vectors
+from ._api import OUT2, PACKED, VEC, Entry, as_states, batch_workspace, raise_for_status, run, vectors
 from ._kernels.batch import chunk, pick
-from ._kernels.layout import model_sizes, unpack_data, unpack_model
+from ._kernels.layout import model_sizes, unpack_data, unpack_model, unpack_packed
 from ._kernels.passes import ACC, NO_MASS, OK, POS, VEL, check_inputs, check_q, kinematics_pass
 from ._kernels.spatial_nb import motion_act, motion_inv_act
 
@@ -115,6 +115,16 @@ def joint_jacobians_kernel(mi, mf, ws, q, J):
             for k in range(6):
                 J[k, d] = col[k]
     return OK
+
+
+@njit(cache=True)
+def joint_jacobians_packed(buf, q, J):
+    """``joint_jacobians_kernel`` on a model packed in one buffer (Model._packed)."""
+    mi, mf, ws = unpack_packed(buf)
+    return joint_jacobians_kernel(mi, mf, ws, q, J)
+
+
+_joint_jacobians = Entry(joint_jacobians_packed, PACKED, VEC, OUT2)
 
 
 @njit(cache=True)
@@ -348,7 +358,7 @@ def joint_jacobians(model, q) -> np.ndarray:
     ``computeJointJacobians``); (N, 6, nv) for a stack."""
     if vectors(q):
         J = np.empty((6, model.nv))
-        if joint_jacobians_kernel(model._mi, model._mf, model._ws, q, J) == OK:
+        if _joint_jacobians.fn(model._packed, q, J) == OK:
             return J
     return run(model, (joint_jacobians_kernel, joint_jacobians_batch), (6, model.nv), as_states(model, q=q), ("q",))
 
