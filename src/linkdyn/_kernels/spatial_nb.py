@@ -180,48 +180,71 @@ def rigid_inertia_to_parent_add(R, p, I, out):
 
 
 @njit(**_opts)
-def inertia_to_parent_add(R, p, I, W, out):
-    """out += X^T I X with X = X^-1 of (R, p), the motion transform parent -> child:
-    a spatial inertia in the child frame re-expressed in the parent frame and added.
+def _block(M, r, c):
+    """The 3x3 block of M at (r, c), row-major, as a 9-tuple (held in registers)."""
+    return (M[r, c], M[r, c + 1], M[r, c + 2], M[r + 1, c], M[r + 1, c + 1], M[r + 1, c + 2],
+            M[r + 2, c], M[r + 2, c + 1], M[r + 2, c + 2])
 
-    ``W`` is a (2, 6, 6) scratch.  X = [[R^T, -R^T [p]x], [0, R^T]]; its lower-left block is
-    zero, which the loops skip.
-    """
-    X = W[0]
-    Y = W[1]
+
+@njit(**_opts)
+def _rot(R, A):
+    """R A R^T for 3x3 9-tuples."""
+    t0 = A[0] * R[0] + A[1] * R[1] + A[2] * R[2]      # T = A R^T
+    t1 = A[0] * R[3] + A[1] * R[4] + A[2] * R[5]
+    t2 = A[0] * R[6] + A[1] * R[7] + A[2] * R[8]
+    t3 = A[3] * R[0] + A[4] * R[1] + A[5] * R[2]
+    t4 = A[3] * R[3] + A[4] * R[4] + A[5] * R[5]
+    t5 = A[3] * R[6] + A[4] * R[7] + A[5] * R[8]
+    t6 = A[6] * R[0] + A[7] * R[1] + A[8] * R[2]
+    t7 = A[6] * R[3] + A[7] * R[4] + A[8] * R[5]
+    t8 = A[6] * R[6] + A[7] * R[7] + A[8] * R[8]
+    return (R[0] * t0 + R[1] * t3 + R[2] * t6, R[0] * t1 + R[1] * t4 + R[2] * t7, R[0] * t2 + R[1] * t5 + R[2] * t8,
+            R[3] * t0 + R[4] * t3 + R[5] * t6, R[3] * t1 + R[4] * t4 + R[5] * t7, R[3] * t2 + R[4] * t5 + R[5] * t8,
+            R[6] * t0 + R[7] * t3 + R[8] * t6, R[6] * t1 + R[7] * t4 + R[8] * t7, R[6] * t2 + R[7] * t5 + R[8] * t8)
+
+
+@njit(**_opts)
+def _times_cross(A, p0, p1, p2):
+    """A [p]x for a 3x3 9-tuple A."""
+    return (A[1] * p2 - A[2] * p1, A[2] * p0 - A[0] * p2, A[0] * p1 - A[1] * p0,
+            A[4] * p2 - A[5] * p1, A[5] * p0 - A[3] * p2, A[3] * p1 - A[4] * p0,
+            A[7] * p2 - A[8] * p1, A[8] * p0 - A[6] * p2, A[6] * p1 - A[7] * p0)
+
+
+@njit(**_opts)
+def _cross_times(p0, p1, p2, A):
+    """[p]x A for a 3x3 9-tuple A."""
+    return (p1 * A[6] - p2 * A[3], p1 * A[7] - p2 * A[4], p1 * A[8] - p2 * A[5],
+            p2 * A[0] - p0 * A[6], p2 * A[1] - p0 * A[7], p2 * A[2] - p0 * A[8],
+            p0 * A[3] - p1 * A[0], p0 * A[4] - p1 * A[1], p0 * A[5] - p1 * A[2])
+
+
+@njit(**_opts)
+def inertia_to_parent_add(R, p, I, out):
+    """out += X^T I X with X = X^-1 of (R, p), the motion transform parent -> child: a
+    symmetric spatial inertia I = [[A, B], [B^T, C]] (an articulated inertia of ABA) in the
+    child frame re-expressed in the parent frame and added.  Rotate, then shift by p:
+
+        A' = R A R^T,  B' = R B R^T,  C' = R C R^T
+        X^T I X = [[A', B' - A'[p]x], [sym., C' + K + K^T - [p]x A' [p]x]],  K = [p]x B'
+
+    (Featherstone's RBDA sec. 2.18), everything in registers, no scratch memory."""
+    Rt = _block(R, 0, 0)
+    A = _rot(Rt, _block(I, 0, 0))
+    B = _rot(Rt, _block(I, 0, 3))
+    C = _rot(Rt, _block(I, 3, 3))
+    p0, p1, p2 = p[0], p[1], p[2]
+    E = _times_cross(A, p0, p1, p2)
+    K = _cross_times(p0, p1, p2, B)
+    L = _cross_times(p0, p1, p2, E)
     for r in range(3):
         for c in range(3):
-            X[r, c] = R[c, r]
-            X[3 + r, 3 + c] = R[c, r]
-            X[3 + r, c] = 0.0
-        # (-R^T [p]x)[r, :] = -(R[:, r] x ...) ; [p]x columns: e_c x p -> row r of R^T times [p]x
-        X[r, 3] = -(R[1, r] * p[2] - R[2, r] * p[1])
-        X[r, 4] = -(R[2, r] * p[0] - R[0, r] * p[2])
-        X[r, 5] = -(R[0, r] * p[1] - R[1, r] * p[0])
-    # Y = I X
-    for r in range(6):
-        for c in range(3):
-            Y[r, c] = I[r, 0] * X[0, c] + I[r, 1] * X[1, c] + I[r, 2] * X[2, c]
-        for c in range(3, 6):
-            s = 0.0
-            for k in range(6):
-                s += I[r, k] * X[k, c]
-            Y[r, c] = s
-    # out += X^T Y, symmetric: the upper triangle, mirrored
-    for r in range(3):
-        for c in range(r, 6):
-            v = X[0, r] * Y[0, c] + X[1, r] * Y[1, c] + X[2, r] * Y[2, c]
-            out[r, c] += v
-            if c != r:
-                out[c, r] += v
-    for r in range(3, 6):
-        for c in range(r, 6):
-            v = 0.0
-            for k in range(6):
-                v += X[k, r] * Y[k, c]
-            out[r, c] += v
-            if c != r:
-                out[c, r] += v
+            k = 3 * r + c
+            b = B[k] - E[k]
+            out[r, c] += A[k]
+            out[r, 3 + c] += b
+            out[3 + c, r] += b
+            out[3 + r, 3 + c] += C[k] + K[k] + K[3 * c + r] - L[k]
 
 
 # --- rigid-body inertias as 10 parameters ------------------------------------------------
