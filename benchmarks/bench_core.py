@@ -94,12 +94,16 @@ def per_call(name, calls, blocks):
     q, v, a = (x[0] for x in states(model, 1))
     qp = to_pin_q(model, pmodel, q)[0]
     tau = ld.rnea(model, q, v, a)
+    frame = model.body_names[-1]                   # a URDF link: a frame of the same name in both
+    fid = pmodel.getFrameId(frame)
     rows = []
     for label, ours, theirs in (
         ("rnea", lambda: ld.rnea(model, q, v, a), lambda: pin.rnea(pmodel, pdata, qp, v, a)),
         ("crba", lambda: ld.crba(model, q), lambda: pin.crba(pmodel, pdata, qp)),
         ("aba", lambda: ld.aba(model, q, v, tau), lambda: pin.aba(pmodel, pdata, qp, v, tau)),
         ("jacobians", lambda: ld.joint_jacobians(model, q), lambda: pin.computeJointJacobians(pmodel, pdata, qp)),
+        ("frame jac", lambda: ld.jacobian(model, q, frame, "world"),
+         lambda: pin.computeFrameJacobian(pmodel, pdata, qp, fid, pin.WORLD)),
     ):
         t_ld, t_pin = paired_times(ours, theirs, calls, blocks, clock=time.thread_time)
         rows.append((name, f"{model.nv}", label, "1", t_ld * 1e6, t_pin * 1e6))

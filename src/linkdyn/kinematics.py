@@ -12,11 +12,12 @@ from __future__ import annotations
 
 import numpy as np
 from numba import njit, prange
+from numba import types as nt
 
 from ._api import OUT2, PACKED, VEC, Entry, as_states, batch_workspace, raise_for_status, run, vectors
 from ._kernels.batch import chunk, pick
 from ._kernels.layout import model_sizes, unpack_data, unpack_model, unpack_packed
-from ._kernels.passes import ACC, NO_MASS, OK, POS, VEL, check_inputs, check_q, kinematics_pass
+from ._kernels.passes import ACC, NO_MASS, OK, POS, VEL, check_inputs, check_q, kinematics_pass, support_pass
 from ._kernels.spatial_nb import motion_act, motion_inv_act
 
 WORLD, LOCAL, LOCAL_WORLD_ALIGNED = 0, 1, 2
@@ -69,7 +70,7 @@ def frame_jacobian_kernel(mi, mf, ws, q, b, fR, fp, ref, J):
     parent, jtype, qadr, vadr, jnq, jnv, _, _, _, _, _, _, _ = unpack_model(mi, mf)
     nb, nq, nv = model_sizes(mi)
     oR, op, liR, lip, vel, acc, frc, S, vJ, cJ, I6, pA, U, Dinv, u, tmp, W6, W3 = unpack_data(ws, nb, nv)
-    kinematics_pass(mi, mf, ws, q, _EMPTY, _EMPTY, POS, True, False)
+    support_pass(mi, mf, ws, q, _EMPTY, _EMPTY, POS, True, False, b)     # the path to body b only
     J[:, :] = 0.0
     R, p, col, t = W3[0], W3[2, 0], tmp[0], tmp[1]
     if ref != WORLD:
@@ -125,6 +126,18 @@ def joint_jacobians_packed(buf, q, J):
 
 
 _joint_jacobians = Entry(joint_jacobians_packed, PACKED, VEC, OUT2)
+
+
+@njit(cache=True)
+def frame_jacobian_packed(buf, q, b, fR, fp, ref, J):
+    """``frame_jacobian_kernel`` on a model packed in one buffer (Model._packed)."""
+    mi, mf, ws = unpack_packed(buf)
+    return frame_jacobian_kernel(mi, mf, ws, q, b, fR, fp, ref, J)
+
+
+_FRAME_R = nt.Array(nt.float64, 2, "C", readonly=True)      # model.frame_R[f]
+_FRAME_P = nt.Array(nt.float64, 1, "C", readonly=True)      # model.frame_p[f]
+_frame_jacobian = Entry(frame_jacobian_packed, PACKED, VEC, nt.int64, _FRAME_R, _FRAME_P, nt.int64, OUT2)
 
 
 @njit(cache=True)
@@ -264,8 +277,14 @@ def forward_kinematics_batch(mi, mf, WS, Q, V, A, level, R, P, VV, AA, status):
 # ---------------------------------------------------------------------------------------
 # public functions
 def _frame(model, frame):
-    f = model.frame_id(frame)
-    return int(model.frame_body[f]), model.frame_R[f], model.frame_p[f]
+    """(body, R, p) of a frame, cached per model by the name or index it was asked by."""
+    try:
+        return model._frame_args[frame]
+    except (KeyError, TypeError):       # TypeError: not hashable; frame_id says what is wrong
+        f = model.frame_id(frame)
+        args = int(model.frame_body[f]), model.frame_R[f], model.frame_p[f]
+        model._frame_args[frame] = args
+        return args
 
 
 def _out(shape, batch):
@@ -335,7 +354,7 @@ def jacobian(model, q, frame, reference: str = "world") -> np.ndarray:
     b, fR, fp = _frame(model, frame)
     if vectors(q):
         J = np.empty((6, model.nv))
-        if frame_jacobian_kernel(model._mi, model._mf, model._ws, q, b, fR, fp, ref, J) == OK:
+        if _frame_jacobian.fn(model._packed, q, b, fR, fp, ref, J) == OK:
             return J
     return run(model, (frame_jacobian_kernel, frame_jacobian_batch), (6, model.nv), as_states(model, q=q),
                ("q",), (b, fR, fp, ref))

@@ -17,7 +17,7 @@ from numba import njit
 
 from ..model.joints import FREE, PRISMATIC, REVOLUTE, SPHERICAL
 from .jcalc import jcalc, rodrigues
-from .layout import axis_ids, model_sizes, unpack_data, unpack_model
+from .layout import axis_ids, model_sizes, subtree_ends, unpack_data, unpack_model
 from .spatial_nb import motion_cross_add, motion_inv_act
 
 OK, BAD_Q, BAD_QUAT, BAD_V, BAD_A, BAD_F, SINGULAR, BAD_SHAPE, NO_MASS = 0, 1, 2, 3, 4, 5, 6, 7, 8
@@ -93,13 +93,22 @@ def _tree_times_axis_rotation(Rt, k, c, s, out):
 
 @njit(cache=True)
 def kinematics_pass(mi, mf, ws, q, v, a, level, world, with_gravity):
+    """``support_pass`` of every body."""
+    support_pass(mi, mf, ws, q, v, a, level, world, with_gravity, -1)
+
+
+@njit(cache=True)
+def support_pass(mi, mf, ws, q, v, a, level, world, with_gravity, target):
     """Fill liMi (and oMi if ``world``), S, vJ, cJ, and for ``level`` >= VEL the body
     velocities, for ``level`` == ACC the accelerations.  With ``with_gravity`` the world
     accelerates by a_0 = [-g; 0] instead of gravity pulling on every body.
 
     Revolute and prismatic joints (most of every robot) take a fused path: X_tree X_J is
     formed directly (a plane rotation of two columns of R_tree when the axis is a
-    coordinate axis), S is one 6-vector and c_J = 0; every other kind goes through jcalc."""
+    coordinate axis), S is one 6-vector and c_J = 0; every other kind goes through jcalc.
+
+    With ``target`` >= 0 only the bodies that support body ``target`` (it and its ancestors,
+    the i with i <= target < subtree_end[i]) are computed, as for one frame's Jacobian."""
     parent, jtype, qadr, vadr, jnq, jnv, axis, axis2, R_tree, p_tree, _, _, g = unpack_model(mi, mf)
     axid = axis_ids(mi)
     nb, nq, nv = model_sizes(mi)
@@ -115,7 +124,10 @@ def kinematics_pass(mi, mf, ws, q, v, a, level, world, with_gravity):
         acc[0, k] = 0.0
     if with_gravity:
         acc[0, 0], acc[0, 1], acc[0, 2] = -g[0], -g[1], -g[2]
-    for i in range(1, nb):
+    sub = subtree_ends(mi)
+    for i in range(1, nb if target < 0 else target + 1):
+        if target >= 0 and sub[i] <= target:
+            continue                # a body on another branch (i <= target always holds here)
         pi = parent[i]
         kind = jtype[i]
         Rt = R_tree[i]

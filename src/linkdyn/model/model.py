@@ -135,6 +135,7 @@ class Model:
         self.frame_R = _readonly(np.array([fr[2] for fr in frames]).reshape(-1, 3, 3))
         self.frame_p = _readonly(np.array([fr[3] for fr in frames]).reshape(-1, 3))
         self._frame_index = {n: k for k, n in enumerate(self.frame_names)}
+        self._frame_args = {}       # kinematics._frame's cache: name or index -> (body, R, p)
         self._joint_frame_index = dict(joint_frames)
         self._joint_index = {n: i for i, n in enumerate(self._joint_names) if i > 0}
 
