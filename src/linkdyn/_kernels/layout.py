@@ -59,7 +59,7 @@ DATA_FIELDS = (
     ("Dinv", lambda nb, nv: (nv, 6)),          # (S^T IA S)^-1, rows of each joint's block (ABA)
     ("u", lambda nb, nv: (nv,)),               # u = tau - S^T pA (ABA)
     ("tmp", lambda nb, nv: (nb, 6)),           # scratch 6-vector per body
-    ("W6", lambda nb, nv: (2, 6, 6)),          # scratch 6x6 pair (inertia transforms)
+    ("W6", lambda nb, nv: (2, 6, 6)),          # scratch 6x6 pair (ABA's D block, Lagrange and loop kernels)
     ("W3", lambda nb, nv: (3, 3, 3)),          # scratch 3x3: joint rotation, jcalc scratch, joint position (row 2, 0)
 )
 

@@ -93,12 +93,18 @@ def _tree_times_axis_rotation(Rt, k, c, s, out):
 
 @njit(cache=True)
 def kinematics_pass(mi, mf, ws, q, v, a, level, world, with_gravity):
-    """``support_pass`` of every body."""
-    support_pass(mi, mf, ws, q, v, a, level, world, with_gravity, -1)
+    """``forward_pass`` of every body."""
+    forward_pass(mi, mf, ws, q, v, a, level, world, with_gravity, -1)
 
 
 @njit(cache=True)
 def support_pass(mi, mf, ws, q, v, a, level, world, with_gravity, target):
+    """``forward_pass`` of the bodies that support body ``target``."""
+    forward_pass(mi, mf, ws, q, v, a, level, world, with_gravity, target)
+
+
+@njit(inline="always", cache=True)
+def forward_pass(mi, mf, ws, q, v, a, level, world, with_gravity, target):
     """Fill liMi (and oMi if ``world``), S, vJ, cJ, and for ``level`` >= VEL the body
     velocities, for ``level`` == ACC the accelerations.  With ``with_gravity`` the world
     accelerates by a_0 = [-g; 0] instead of gravity pulling on every body.

@@ -64,7 +64,6 @@ def crba_from_kinematics(mi, mf, ws, M):
     sub = subtree_ends(mi)
     oR, op, liR, lip, vel, acc, frc, S, vJ, cJ, I6, pA, F, Jw, u, tmp, W6, W3 = unpack_data(ws, nb, nv)
     Ic = I6.reshape((nb, 36))      # composite inertias as 10 parameters (spatial_nb), world frame
-    M[:, :] = 0.0       # entries of dofs on different branches stay zero
     for i in range(1, nb):
         # oI_i, the body inertia about the world origin in world axes; J_d = X_i S_d
         rigid_params_to_world(oR[i], op[i], inertia[i], Ic[i])
@@ -85,6 +84,10 @@ def crba_from_kinematics(mi, mf, ws, M):
                 M[d, e] = x
                 M[e, d] = x
             M[d, d] += armature[d]
+            # the dofs after the subtree (depth-first order) are on other branches: zero
+            for e in range(end, nv):
+                M[d, e] = 0.0
+                M[e, d] = 0.0
         # I^c_parent += I^c_i
         pi = parent[i]
         if pi > 0:
