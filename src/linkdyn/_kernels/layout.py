@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import numpy as np
 from numba import carray, njit, types
+from numba.core.imputils import impl_ret_borrowed
 from numba.extending import intrinsic
 
 # --- integer rows of mi, each of shape (nbody,) -----------------------------------------
@@ -142,14 +143,25 @@ def pack(mi: np.ndarray, mf: np.ndarray, ws_size: int):
     return buf, vmi, vmf, buf[o_ws:]
 
 
+@intrinsic
+def _as_readonly(typingctx, arr):
+    """The same array typed read-only (only the type changes: the data model is the same)."""
+    sig = arr.copy(readonly=True)(arr)
+
+    def codegen(context, builder, signature, args):
+        return impl_ret_borrowed(context, builder, signature.return_type, args[0])
+    return sig, codegen
+
+
 @njit(inline="always", cache=True)
 def unpack_packed(buf):
-    """(mi, mf, ws) views of a buffer made by :func:`pack` (all writeable: the kernels only
-    read the first two)."""
+    """(mi, mf, ws) views of a buffer made by :func:`pack`, typed as the Model's own
+    arrays (mi, mf read-only), so that a kernel called on them is the very compiled
+    version the other entry points use, not a second one."""
     h = carray(_int_address(buf, 0), (HEADER,))
     nb, o_mf, n_mf, o_ws, n_ws = h[0], h[1], h[2], h[3], h[4]
-    return (carray(_int_address(buf, HEADER), (N_INT_ROWS, nb)),
-            _view(buf, o_mf, (n_mf,)), _view(buf, o_ws, (n_ws,)))
+    return (_as_readonly(carray(_int_address(buf, HEADER), (N_INT_ROWS, nb))),
+            _as_readonly(_view(buf, o_mf, (n_mf,))), _view(buf, o_ws, (n_ws,)))
 
 
 @njit(inline="always", cache=True)
