@@ -314,6 +314,39 @@ def test_five_bar_redundant_actuation():
     assert_close(loops.inverse_dynamics(m, q, v, a1, ["left_base"]).tau_A, [0.4], 1e-9, "one actuator")
 
 
+@pytest.mark.parametrize("n", [5, 40])       # below and above the serial/parallel threshold
+def test_stacks_of_states_match_one_state_at_a_time(mechanism, n):
+    """constrained_dynamics, velocity_projection and position_correction on (N, .) stacks
+    give, row by row, what they give on each state; a single tau is shared by all rows."""
+    name, m, q, act = mechanism
+    rng = np.random.default_rng(n)
+    Q = np.array([_closed(m, ld.integrate(m, q, 0.05 * rng.standard_normal(m.nv))) for _ in range(n)])
+    V = np.array([_state(m, Q[k], rng, act)[1] for k in range(n)])
+    T = rng.standard_normal((n, m.nv))
+    A, F = loops.constrained_dynamics(m, Q, V, T, forces=True)
+    assert A.shape == (n, m.nv) and F.shape == (n, m.nloops, 6)
+    A1 = loops.constrained_dynamics(m, Q, V, T[0])
+    for k in range(n):
+        a_k, f_k = loops.constrained_dynamics(m, Q[k], V[k], T[k], forces=True)
+        assert_close(A[k], a_k, 1e-13, f"state {k}")
+        assert_close(F[k], f_k, 1e-13, f"force of state {k}")
+        assert_close(A1[k], loops.constrained_dynamics(m, Q[k], V[k], T[0]), 1e-13, f"shared tau, state {k}")
+    W = V + rng.standard_normal(V.shape)
+    DV, IMP = loops.velocity_projection(m, Q, W, impulses=True)
+    DQ = loops.position_correction(m, Q)
+    for k in (0, n - 1):
+        dv, imp = loops.velocity_projection(m, Q[k], W[k], impulses=True)
+        assert_close(DV[k], dv, 1e-13)
+        assert_close(IMP[k], imp, 1e-13)
+        assert_close(DQ[k], loops.position_correction(m, Q[k]), 1e-13)
+    bad = Q.copy()
+    bad[n - 2, 0] = np.nan
+    with pytest.raises(ValueError, match=f"state {n - 2} of the stack: q: contains NaN"):
+        loops.constrained_dynamics(m, bad, V, T)
+    with pytest.raises(ValueError, match="stack of 2 states, but another argument has"):
+        loops.constrained_dynamics(m, Q, V[:2], T)
+
+
 def test_bad_input_is_reported():
     m = mech.four_bar()
     q = _closed(m, [0.8, -1.0, 1.9, 0.5], hold=["crank"])

@@ -15,10 +15,11 @@ Loops are packed as ``li`` (nl, 4) int64 [a, b, first cut velocity, cut nv] and 
 """
 import math
 
-from numba import njit
+from numba import njit, prange
 
 import numpy as np
 
+from .._kernels.batch import chunk, pick
 from .._kernels.layout import _view, model_sizes, unpack_data, unpack_model
 from .._kernels.passes import ACC, OK, POS, SINGULAR, VEL, check_inputs, kinematics_pass
 from .._kernels.spatial_nb import motion_act, motion_cross_add, motion_inv_act
@@ -442,3 +443,15 @@ def _identity6(P):
     for r in range(6):
         for k in range(6):
             P[r, k] = 1.0 if r == k else 0.0
+
+
+@njit(parallel=True, cache=True)
+def constrained_solve_batch(mi, mf, WS, li, lf, lam, LW, Q, V, T, mode, alpha, beta, OUT, FORCE, status):
+    """``constrained_solve`` on a stack of states: one parallel loop, each thread with its own
+    rows of the tree workspace WS and the loop workspace LW."""
+    nt, n = WS.shape[0], OUT.shape[0]
+    for t in prange(nt):
+        lo, hi = chunk(t, nt, n)
+        for k in range(lo, hi):
+            status[k] = constrained_solve(mi, mf, pick(WS, t), li, lf, lam, pick(LW, t), pick(Q, k), pick(V, k),
+                                          pick(T, k), mode, alpha, beta, pick(OUT, k), pick(FORCE, k))

@@ -26,10 +26,10 @@ from dataclasses import dataclass
 import numpy as np
 from numba import types as _nt
 
-from .._api import _F64, _ND, MF, MI, OUT1, OUT2, VEC, WS, Entry
+from .._api import _F64, _ND, MF, MI, OUT1, OUT2, SERIAL_BELOW, VEC, WS, Entry, as_states, batch_workspace, raise_for_status
 from ..dynamics.crba import crba
 from ..dynamics.rnea import rnea
-from ._kernels import ACC, FD, POSITION, VELOCITY, constrained_solve
+from ._kernels import ACC, FD, POSITION, VELOCITY, constrained_solve, constrained_solve_batch
 from .kinematics import (RANK_TOL, _need_loops, _single, _terms, analyze, dof_indices, independent_rows)
 
 METHODS = ("kkt", "projected", "unit_vector")
@@ -231,16 +231,30 @@ def _buffers(model):
     return model._loop_lw, model.dof_parent
 
 
-def _run_solve(model, q, v, tau, mode, alpha, beta, what):
-    args = _single(model, what, q=q, v=v, tau=tau)
+def _run_solve(model, q, v, tau, mode, alpha, beta):
+    """``constrained_solve`` on one state or a stack (N rows; a single state next to stacked
+    ones is shared): returns out (nv,) or (N, nv) and force (nloops, 6) or (N, nloops, 6)."""
+    args = as_states(model, q=q, v=v, tau=tau)
     lw, lam = _buffers(model)
-    out = np.empty(model.nv)
-    force = np.empty((model.nloops, 6))
-    st = _solve(model._mi, model._mf, model._ws, model._loop_i, model._loop_f, lam, lw, args.q, args.v, args.tau,
-                mode, float(alpha), float(beta), out, force)
-    if st != 0:
-        from .._api import raise_for_status
-        raise_for_status(model, st, q=args.q, v=args.v, tau=args.tau)
+    alpha, beta = float(alpha), float(beta)
+    fixed = (model._mi, model._mf, model._ws, model._loop_i, model._loop_f, lam, lw)
+    if args.batch is None:
+        out, force = np.empty(model.nv), np.empty((model.nloops, 6))
+        status = _solve(*fixed, args.q, args.v, args.tau, mode, alpha, beta, out, force)
+    else:
+        n = args.batch
+        out, force = np.empty((n, model.nv)), np.empty((n, model.nloops, 6))
+        status = np.empty(n, dtype=np.int64)
+        if n < SERIAL_BELOW:                 # waking the thread pool costs more than a few states
+            rows = [(x[k] if x.shape[0] > 1 else x[0]) for x in (args.q, args.v, args.tau) for k in range(n)]
+            for k in range(n):
+                status[k] = _solve(*fixed, rows[k], rows[n + k], rows[2 * n + k], mode, alpha, beta, out[k], force[k])
+        else:
+            WS = batch_workspace(model)
+            LW = np.empty((WS.shape[0], lw.size))
+            constrained_solve_batch(model._mi, model._mf, WS, model._loop_i, model._loop_f, lam, LW, args.q, args.v,
+                                    args.tau, mode, alpha, beta, out, force, status)
+    raise_for_status(model, status, q=args.q, v=args.v, tau=args.tau)
     return out, force
 
 
@@ -251,7 +265,10 @@ def constrained_dynamics(model, q, v, tau, baumgarte=(0.0, 0.0), forces=False):
     loops: J q'' = -J' q' - 2 alpha J q' + beta^2 e.  With ``forces`` also returns (nloops, 6):
     each loop's force [f; n] of the real link on the virtual link, in the virtual link's frame
     (where loops are redundant, e.g. planar ones, one valid split of a statically indeterminate
-    force; :func:`constraint_forces` gives the least-norm one)."""
+    force; :func:`constraint_forces` gives the least-norm one).
+
+    A stack of states (q (N, nq), v and tau (N, nv); a single one among them is shared) runs
+    as one parallel compiled loop and gives (N, nv) and (N, nloops, 6)."""
     if (type(q) is _ND and type(v) is _ND and type(tau) is _ND and q.dtype is _F64 and v.dtype is _F64
             and tau.dtype is _F64 and q.ndim == 1 and v.ndim == 1 and tau.ndim == 1 and model.loops):
         out = np.empty(model.nv)
@@ -260,7 +277,7 @@ def constrained_dynamics(model, q, v, tau, baumgarte=(0.0, 0.0), forces=False):
         if _solve.fn(*model._loop_args, q, v, tau, FD, float(alpha), float(beta), out, force) == 0:
             return (out, force) if forces else out
     _need_loops(model, "constrained_dynamics")
-    out, force = _run_solve(model, q, v, tau, FD, baumgarte[0], baumgarte[1], "constrained_dynamics")
+    out, force = _run_solve(model, q, v, tau, FD, baumgarte[0], baumgarte[1])
     return (out, force) if forces else out
 
 
@@ -268,15 +285,17 @@ def velocity_projection(model, q, v, impulses=False):
     """dv with J_C (v + dv) = 0 and the least kinetic energy of the change (M-metric): the
     jump that a perfectly inelastic closure of the loops imposes (seed 004 sec. 4.3; see
     :func:`linkdyn.structure.velocity_jump`).  With ``impulses`` also (nloops, 6): each loop's
-    impulse [linear; angular] of the real link on the virtual link, virtual link's frame."""
+    impulse [linear; angular] of the real link on the virtual link, virtual link's frame.
+    Stacks of states as in :func:`constrained_dynamics`."""
     _need_loops(model, "velocity_projection")
-    dv, imp = _run_solve(model, q, v, np.zeros(model.nv), VELOCITY, 0.0, 0.0, "velocity_projection")
+    dv, imp = _run_solve(model, q, v, np.zeros(model.nv), VELOCITY, 0.0, 0.0)
     return (dv, imp) if impulses else dv
 
 
 def position_correction(model, q):
     """dq (a velocity-space step) with J_C dq = e in the kinetic-energy metric: one Newton step
-    towards closing the loops; apply with ``linkdyn.integrate(model, q, dq)``."""
+    towards closing the loops; apply with ``linkdyn.integrate(model, q, dq)``.  q may be a
+    stack (N, nq)."""
     _need_loops(model, "position_correction")
     z = np.zeros(model.nv)
-    return _run_solve(model, q, z, z, POSITION, 0.0, 0.0, "position_correction")[0]
+    return _run_solve(model, q, z, z, POSITION, 0.0, 0.0)[0]
