@@ -329,7 +329,7 @@ def test_kinematics_batch_equals_loop(tree):
     assert kin.R.shape == (N, tree.nbody, 3, 3) and kin.a.shape == (N, tree.nbody, 6)
     poses = kin.pose("tip")
     assert poses.shape == (N, 4, 4)
-    assert_close(ld.frame_pose(tree, Q, "tip"), poses, 0.0, "frame_pose stack")
+    assert_close(ld.frame_pose(tree, Q, "tip"), poses, 1e-14, "frame_pose stack")
     C, Jc, Jall = ld.center_of_mass(tree, Q), ld.com_jacobian(tree, Q), ld.joint_jacobians(tree, Q)
     for n in range(N):
         k1 = ld.forward_kinematics(tree, Q[n], V[n], A[n])

@@ -378,8 +378,9 @@ def test_batch_equals_single_calls(name, floating):
         single = np.array([f(m, *(x[k] for x in args)) for k in range(5)])
         np.testing.assert_array_equal(stacked, single, err_msg=f.__name__)
     last = P.link_frames()[-1][0]
-    poses = ld.forward_kinematics(m, Q).pose(last)
+    poses = ld.frame_pose(m, Q, last)
     np.testing.assert_array_equal(poses, [ld.frame_pose(m, q, last) for q in Q])
+    np.testing.assert_allclose(poses, ld.forward_kinematics(m, Q).pose(last), rtol=0, atol=1e-13)
 
 
 @xfail_frame_kernels

@@ -152,7 +152,7 @@ def frame_motion_kernel(mi, mf, ws, q, v, a, b, fR, fp, ref, classical, out):
         return st
     nb, nq, nv = model_sizes(mi)
     oR, op, liR, lip, vel, acc, frc, S, vJ, cJ, I6, pA, U, Dinv, u, tmp, W6, W3 = unpack_data(ws, nb, nv)
-    kinematics_pass(mi, mf, ws, q, v, a, ACC, True, False)
+    support_pass(mi, mf, ws, q, v, a, ACC, True, False, b)      # the path to body b only
     R, p, t = W3[0], W3[2, 0], tmp[0]
     express(ref, oR, op, b, fR, fp, vel[b], out[0], R, p, t)
     express(ref, oR, op, b, fR, fp, acc[b], out[1], R, p, t)
@@ -164,6 +164,37 @@ def frame_motion_kernel(mi, mf, ws, q, v, a, b, fR, fp, ref, classical, out):
         out[1, 1] += w2 * v0 - w0 * v2
         out[1, 2] += w0 * v1 - w1 * v0
     return OK
+
+
+@njit(cache=True)
+def frame_pose_kernel(mi, mf, ws, q, b, fR, fp, T):
+    """T (4, 4): the world pose oMf = oMb bMf of a frame on body b."""
+    st = check_q(mi, q)
+    if st != OK:
+        return st
+    nb, nq, nv = model_sizes(mi)
+    oR, op, liR, lip, vel, acc, frc, S, vJ, cJ, I6, pA, U, Dinv, u, tmp, W6, W3 = unpack_data(ws, nb, nv)
+    support_pass(mi, mf, ws, q, _EMPTY, _EMPTY, POS, True, False, b)
+    _frame_pose_nb(oR, op, b, fR, fp, T[:3, :3], T[:3, 3])
+    T[3, 0], T[3, 1], T[3, 2], T[3, 3] = 0.0, 0.0, 0.0, 1.0
+    return OK
+
+
+@njit(cache=True)
+def frame_pose_packed(buf, q, b, fR, fp, T):
+    mi, mf, ws = unpack_packed(buf)
+    return frame_pose_kernel(mi, mf, ws, q, b, fR, fp, T)
+
+
+@njit(cache=True)
+def frame_motion_packed(buf, q, v, a, b, fR, fp, ref, classical, out):
+    mi, mf, ws = unpack_packed(buf)
+    return frame_motion_kernel(mi, mf, ws, q, v, a, b, fR, fp, ref, classical, out)
+
+
+_frame_pose = Entry(frame_pose_packed, PACKED, VEC, nt.int64, _FRAME_R, _FRAME_P, OUT2)
+_frame_motion_entry = Entry(frame_motion_packed, PACKED, VEC, VEC, VEC, nt.int64, _FRAME_R, _FRAME_P, nt.int64,
+                            nt.boolean, OUT2)
 
 
 @njit(cache=True)
@@ -243,6 +274,15 @@ def joint_jacobians_batch(mi, mf, WS, Q, OUT, status):
         lo, hi = chunk(t, nt, n)
         for k in range(lo, hi):
             status[k] = joint_jacobians_kernel(mi, mf, pick(WS, t), pick(Q, k), pick(OUT, k))
+
+
+@njit(parallel=True, cache=True)
+def frame_pose_batch(mi, mf, WS, Q, b, fR, fp, OUT, status):
+    nt, n = WS.shape[0], OUT.shape[0]
+    for t in prange(nt):
+        lo, hi = chunk(t, nt, n)
+        for k in range(lo, hi):
+            status[k] = frame_pose_kernel(mi, mf, pick(WS, t), pick(Q, k), b, fR, fp, pick(OUT, k))
 
 
 @njit(parallel=True, cache=True)
@@ -344,7 +384,12 @@ def forward_kinematics(model, q, v=None, a=None) -> Kinematics:
 
 def frame_pose(model, q, frame) -> np.ndarray:
     """4x4 homogeneous world pose of ``frame`` (a link, user frame or joint name); (N, 4, 4) for a stack."""
-    return forward_kinematics(model, q).pose(frame)
+    b, fR, fp = _frame(model, frame)
+    if vectors(q):
+        T = np.empty((4, 4))
+        if _frame_pose.fn(model._packed, q, b, fR, fp, T) == OK:
+            return T
+    return run(model, (frame_pose_kernel, frame_pose_batch), (4, 4), as_states(model, q=q), ("q",), (b, fR, fp))
 
 
 def jacobian(model, q, frame, reference: str = "world") -> np.ndarray:
@@ -386,6 +431,11 @@ def _frame_motion(model, q, v, a, frame, reference, classical):
     """Velocity and acceleration of a frame; a = None means zero acceleration."""
     ref = _ref(reference)
     b, fR, fp = _frame(model, frame)
+    if vectors(q, v, a):
+        out = np.empty((2, 6))
+        if _frame_motion_entry.fn(model._packed, q, v, model._zero_v if a is None else a, b, fR, fp, ref,
+                                  classical, out) == OK:
+            return out
     if a is None:
         args = as_states(model, q=q, v=v)
         args.a = np.zeros_like(args.v)

@@ -116,6 +116,11 @@ def rnea(model, q, v, a, fext=None):
 def nonlinear_effects(model, q, v):
     """b(q, v) = C(q, v) v + g(q) (+ the joints' damping and friction torques, if the model
     has any): RNEA with zero acceleration, so that ``rnea(q, v, a) = crba(q) a + b(q, v)``."""
+    if (type(q) is _ND and type(v) is _ND and q.dtype is _F64 and v.dtype is _F64 and q.ndim == 1
+            and v.ndim == 1):
+        tau = np.empty(model.nv)
+        if _rnea_packed.fn(model._packed, q, v, model._zero_v, tau) == OK:
+            return tau
     args = as_states(model, q=q, v=v)
     args.a = np.zeros_like(args.v)
     return _run_states(model, args)
@@ -123,6 +128,10 @@ def nonlinear_effects(model, q, v):
 
 def generalized_gravity(model, q):
     """g(q): the joint torques that hold the model still against gravity."""
+    if type(q) is _ND and q.dtype is _F64 and q.ndim == 1:
+        tau = np.empty(model.nv)
+        if _rnea_packed.fn(model._packed, q, model._zero_v, model._zero_v, tau) == OK:
+            return tau
     args = as_states(model, q=q)
     args.v = args.a = np.zeros(model.nv if args.batch is None else (1, model.nv))
     return _run_states(model, args)

@@ -116,6 +116,7 @@ class Model:
         # one buffer: the model (read-only views) and the workspace of single-state calls
         self._packed, mi, mf, self._ws = layout.pack(mi, mf, layout.data_size(nb, nv))
         self._mi, self._mf = _readonly(mi), _readonly(mf)
+        self._zero_v = _readonly(np.zeros(nv))      # v = 0 / a = 0 of the fast paths (nonlinear_effects)
         for k, name_ in enumerate(layout.INT_FIELDS):
             setattr(self, name_, self._mi[k])
         for name_, view in layout.views(self._mf, layout.FLOAT_FIELDS, nb, nv).items():
