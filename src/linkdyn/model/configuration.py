@@ -14,7 +14,7 @@ import numpy as np
 import numba
 from numba import njit, prange
 
-from .._api import as_states, raise_for_status
+from .._api import MI, OUT1, VEC, Entry, as_states, raise_for_status, vectors
 from .._kernels.batch import chunk, pick
 from .._kernels.passes import BAD_SHAPE, BAD_V, OK, all_finite, check_q
 from . import joints as J
@@ -263,8 +263,16 @@ def difference_batch(mi, Q0, Q1, nt, OUT, status):
             status[k] = difference_kernel(mi, pick(Q0, k), pick(Q1, k), pick(OUT, k))
 
 
+_integrate = Entry(integrate_kernel, MI, VEC, VEC, numba.types.float64, OUT1)
+_difference = Entry(difference_kernel, MI, VEC, VEC, OUT1)
+
+
 def integrate(model, q, v, dt: float = 1.0) -> np.ndarray:
     """q (+) v dt on the configuration manifold; (N, nq) for a stack."""
+    if type(dt) is float and math.isfinite(dt) and vectors(q, v):      # one state: straight to the kernel
+        out = np.empty(model.nq)
+        if _integrate.fn(model._mi, q, v, dt, out) == OK:
+            return out
     try:
         dt = float(dt)
     except (TypeError, ValueError):
@@ -284,6 +292,10 @@ def integrate(model, q, v, dt: float = 1.0) -> np.ndarray:
 
 def difference(model, q0, q1) -> np.ndarray:
     """The velocity v (nv,) with integrate(q0, v, 1) == q1; (N, nv) for a stack."""
+    if vectors(q0, q1):
+        out = np.empty(model.nv)
+        if _difference.fn(model._mi, q0, q1, out) == OK:
+            return out
     args = as_states(model, q0=q0, q1=q1)
     if args.batch is None:
         out = np.empty(model.nv)
