@@ -14,7 +14,7 @@ import numpy as np
 from numba import njit, prange
 from numba import types as nt
 
-from ._api import OUT2, PACKED, VEC, Entry, as_states, batch_workspace, raise_for_status, run, vectors
+from ._api import OUT1, OUT2, PACKED, VEC, Entry, as_states, batch_workspace, raise_for_status, run, vectors
 from ._kernels.batch import chunk, pick
 from ._kernels.layout import model_sizes, unpack_data, unpack_model, unpack_packed
 from ._kernels.passes import ACC, NO_MASS, OK, POS, VEL, check_inputs, check_q, kinematics_pass, support_pass
@@ -473,7 +473,21 @@ def com_jacobian(model, q) -> np.ndarray:
     return _com(model, q, True)[1]
 
 
+@njit(cache=True)
+def com_packed(buf, q, c, Jc):
+    mi, mf, ws = unpack_packed(buf)
+    return com_kernel(mi, mf, ws, q, c, Jc)
+
+
+_com_entry = Entry(com_packed, PACKED, VEC, OUT1, OUT2)
+_NO_JC = np.empty((3, 0))
+
+
 def _com(model, q, with_jacobian):
+    if vectors(q):
+        c, Jc = np.empty(3), (np.empty((3, model.nv)) if with_jacobian else _NO_JC)
+        if _com_entry.fn(model._packed, q, c, Jc) == OK:
+            return c, Jc
     args = as_states(model, q=q)
     nv = model.nv if with_jacobian else 0
     c, Jc = _out((3,), args.batch), _out((3, nv), args.batch)

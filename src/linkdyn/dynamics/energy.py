@@ -5,9 +5,9 @@
 import numpy as np
 from numba import njit, prange
 
-from .._api import as_states, run
+from .._api import OUT1, PACKED, VEC, Entry, as_states, run, vectors
 from .._kernels.batch import chunk, pick
-from .._kernels.layout import model_sizes, unpack_data, unpack_model
+from .._kernels.layout import model_sizes, unpack_data, unpack_model, unpack_packed
 from .._kernels.passes import OK, VEL, check_inputs, kinematics_pass
 from .._kernels.spatial_nb import dot6, mat6_vec
 
@@ -49,18 +49,37 @@ def energy_batch(mi, mf, WS, Q, V, OUT, status):
             status[k] = energy_kernel(mi, mf, pick(WS, t), pick(Q, k), pick(V, k), pick(OUT, k))
 
 
+@njit(cache=True)
+def energy_packed(buf, q, v, out):
+    mi, mf, ws = unpack_packed(buf)
+    return energy_kernel(mi, mf, ws, q, v, out)
+
+
+_energy = Entry(energy_packed, PACKED, VEC, VEC, OUT1)
+
+
 def _energies(model, q, v):
+    """[T, U] (2,), or (N, 2) for a stack."""
+    if vectors(q, v):
+        out = np.empty(2)
+        if _energy.fn(model._packed, q, v, out) == OK:
+            return out
     args = as_states(model, q=q, v=v)
     return run(model, (energy_kernel, energy_batch), (2,), args, ("q", "v"))
 
 
 def kinetic_energy(model, q, v):
     """T = 1/2 v^T M(q) v (float, or (N,) for a stack)."""
-    return _energies(model, q, v)[..., 0]
+    e = _energies(model, q, v)
+    return e[0] if e.ndim == 1 else e[:, 0]
 
 
 def potential_energy(model, q):
     """U = -sum_i m_i g . c_i, zero at the world origin (float, or (N,) for a stack)."""
+    if vectors(q):
+        out = np.empty(2)
+        if _energy.fn(model._packed, q, model._zero_v, out) == OK:
+            return out[1]
     args = as_states(model, q=q)
     zeros = np.zeros(model.nv if args.batch is None else (args.batch, model.nv))
     return _energies(model, args.q if args.batch is None else args.q.reshape(args.batch, -1), zeros)[..., 1]
@@ -69,4 +88,4 @@ def potential_energy(model, q):
 def mechanical_energy(model, q, v):
     """T + U."""
     e = _energies(model, q, v)
-    return e[..., 0] + e[..., 1]
+    return e[0] + e[1] if e.ndim == 1 else e[:, 0] + e[:, 1]
