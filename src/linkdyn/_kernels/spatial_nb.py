@@ -10,6 +10,13 @@ _opts = dict(inline="always", cache=True)
 
 
 @njit(**_opts)
+def _block(M, r, c):
+    """The 3x3 block of M at (r, c), row-major, as a 9-tuple (held in registers)."""
+    return (M[r, c], M[r, c + 1], M[r, c + 2], M[r + 1, c], M[r + 1, c + 1], M[r + 1, c + 2],
+            M[r + 2, c], M[r + 2, c + 1], M[r + 2, c + 2])
+
+
+@njit(**_opts)
 def motion_inv_act(R, p, v, out):
     """out = X^-1 v: motion v in frame a -> frame b; lin = R^T (v - p x w), ang = R^T w."""
     # every input is read into a local before the first store: the arrays are views of one
@@ -18,9 +25,7 @@ def motion_inv_act(R, p, v, out):
     lx = v[0] - (p[1] * wz - p[2] * wy)
     ly = v[1] - (p[2] * wx - p[0] * wz)
     lz = v[2] - (p[0] * wy - p[1] * wx)
-    r00, r01, r02 = R[0, 0], R[0, 1], R[0, 2]
-    r10, r11, r12 = R[1, 0], R[1, 1], R[1, 2]
-    r20, r21, r22 = R[2, 0], R[2, 1], R[2, 2]
+    r00, r01, r02, r10, r11, r12, r20, r21, r22 = _block(R, 0, 0)
     out[0] = r00 * lx + r10 * ly + r20 * lz
     out[1] = r01 * lx + r11 * ly + r21 * lz
     out[2] = r02 * lx + r12 * ly + r22 * lz
@@ -32,9 +37,7 @@ def motion_inv_act(R, p, v, out):
 @njit(**_opts)
 def motion_act(R, p, v, out):
     """out = X v: motion v in frame b -> frame a; ang = R w, lin = R v + p x (R w)."""
-    r00, r01, r02 = R[0, 0], R[0, 1], R[0, 2]
-    r10, r11, r12 = R[1, 0], R[1, 1], R[1, 2]
-    r20, r21, r22 = R[2, 0], R[2, 1], R[2, 2]
+    r00, r01, r02, r10, r11, r12, r20, r21, r22 = _block(R, 0, 0)
     v0, v1, v2, w0, w1, w2 = v[0], v[1], v[2], v[3], v[4], v[5]
     p0, p1, p2 = p[0], p[1], p[2]
     a0 = r00 * w0 + r01 * w1 + r02 * w2
@@ -51,9 +54,7 @@ def motion_act(R, p, v, out):
 @njit(**_opts)
 def force_act_add(R, p, f, out):
     """out += X* f: force f in frame b -> frame a; lin = R f, ang = R n + p x (R f)."""
-    r00, r01, r02 = R[0, 0], R[0, 1], R[0, 2]
-    r10, r11, r12 = R[1, 0], R[1, 1], R[1, 2]
-    r20, r21, r22 = R[2, 0], R[2, 1], R[2, 2]
+    r00, r01, r02, r10, r11, r12, r20, r21, r22 = _block(R, 0, 0)
     f0, f1, f2, n0, n1, n2 = f[0], f[1], f[2], f[3], f[4], f[5]
     p0, p1, p2 = p[0], p[1], p[2]
     fx = r00 * f0 + r01 * f1 + r02 * f2
@@ -180,13 +181,6 @@ def rigid_inertia_to_parent_add(R, p, I, out):
 
 
 @njit(**_opts)
-def _block(M, r, c):
-    """The 3x3 block of M at (r, c), row-major, as a 9-tuple (held in registers)."""
-    return (M[r, c], M[r, c + 1], M[r, c + 2], M[r + 1, c], M[r + 1, c + 1], M[r + 1, c + 2],
-            M[r + 2, c], M[r + 2, c + 1], M[r + 2, c + 2])
-
-
-@njit(**_opts)
 def _rot(R, A):
     """R A R^T for 3x3 9-tuples."""
     t0 = A[0] * R[0] + A[1] * R[1] + A[2] * R[2]      # T = A R^T
@@ -260,9 +254,7 @@ def rigid_params_to_world(R, p, I, P):
     m = I[0, 0]
     h0, h1, h2 = I[5, 1], I[3, 2], I[4, 0]
     j00, j01, j02, j11, j12, j22 = I[3, 3], I[3, 4], I[3, 5], I[4, 4], I[4, 5], I[5, 5]
-    r00, r01, r02 = R[0, 0], R[0, 1], R[0, 2]
-    r10, r11, r12 = R[1, 0], R[1, 1], R[1, 2]
-    r20, r21, r22 = R[2, 0], R[2, 1], R[2, 2]
+    r00, r01, r02, r10, r11, r12, r20, r21, r22 = _block(R, 0, 0)
     p0, p1, p2 = p[0], p[1], p[2]
     # c = R h
     c0 = r00 * h0 + r01 * h1 + r02 * h2

@@ -246,9 +246,9 @@ def _run_solve(model, q, v, tau, mode, alpha, beta):
         out, force = np.empty((n, model.nv)), np.empty((n, model.nloops, 6))
         status = np.empty(n, dtype=np.int64)
         if n < SERIAL_BELOW:                 # waking the thread pool costs more than a few states
-            rows = [(x[k] if x.shape[0] > 1 else x[0]) for x in (args.q, args.v, args.tau) for k in range(n)]
             for k in range(n):
-                status[k] = _solve(*fixed, rows[k], rows[n + k], rows[2 * n + k], mode, alpha, beta, out[k], force[k])
+                q_k, v_k, tau_k = (x[k] if x.shape[0] > 1 else x[0] for x in (args.q, args.v, args.tau))
+                status[k] = _solve(*fixed, q_k, v_k, tau_k, mode, alpha, beta, out[k], force[k])
         else:
             WS = batch_workspace(model)
             LW = np.empty((WS.shape[0], lw.size))
