@@ -12,7 +12,7 @@ Conventions (the same as Pinocchio's): spatial vectors [linear; angular], quater
 """
 from .model import joints  # noqa: F401  (ld.joints.Revolute, ...)
 from . import spatial
-from . import analysis, loops, models, sim, structure
+from . import analysis, contact, loops, models, sim, structure
 from .analysis import (IKError, analytic_jacobian, inverse_kinematics, manipulability, manipulability_ellipsoid,
                        planar_2link_ik, task_acceleration)
 from .dynamics import (aba, crba, generalized_gravity, kinetic_energy, mass_matrix, mechanical_energy,

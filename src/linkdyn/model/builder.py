@@ -73,6 +73,14 @@ def as_pose(placement, what: str = "placement"):
     return R.copy(), p.copy()
 
 
+def _z_to(n):
+    """A rotation whose z axis is the unit vector n (x axis as close to world x as it can be)."""
+    x = np.array([1.0, 0.0, 0.0]) if abs(n[0]) < 0.9 else np.array([0.0, 1.0, 0.0])
+    x = x - (x @ n) * n
+    x /= np.linalg.norm(x)
+    return np.column_stack([x, np.cross(n, x), n])
+
+
 def _compose(R1, p1, R2, p2):
     return R1 @ R2, R1 @ p2 + p1
 
@@ -111,6 +119,8 @@ class ModelBuilder:
         self._loops = []           # dicts: see add_loop
         self._virtual = set()      # builder indices of virtual links
         self.mimic = []            # dicts kept for the gear couplings: joint, mimicked, multiplier, offset
+        self._contacts = []        # dicts: see add_contact
+        self._planes = []          # dicts: see add_plane
 
     @classmethod
     def from_model(cls, model, name: str | None = None, without_loops=()) -> "ModelBuilder":
@@ -157,6 +167,12 @@ class ModelBuilder:
                 b.add_loop(lp.name, model.body_names[lp.a], model.body_names[lp.b], placement=lp.a_pose,
                            real_placement=lp.b_pose, joint_name=lp.joint_name)
         b.mimic = [dict(m) for m in model.mimic]
+        for c in model.contacts:
+            b.add_contact(model.body_names[c.body], c.position, radius=c.radius, friction=c.friction,
+                          restitution=c.restitution, name=c.name)
+        for pl in model.planes:
+            b.add_plane(pl.name, model.body_names[pl.body], placement=(pl.R, pl.p), extent=pl.extent,
+                        friction=pl.friction, restitution=pl.restitution)
         return b
 
     def _body_index(self, ref, what):
@@ -327,6 +343,66 @@ class ModelBuilder:
         R, p = as_pose(placement, f"add_frame({name!r}).placement")
         self._frames.append((name, b, R, p))
 
+    def _contact_name_free(self, name):
+        return name not in {c["name"] for c in self._contacts} | {p["name"] for p in self._planes}
+
+    def add_contact(self, body, position=(0.0, 0.0, 0.0), radius: float = 0.0, friction: float = 0.8,
+                    restitution: float = 0.0, name: str | None = None) -> str:
+        """A contact point (``radius`` 0) or sphere on ``body`` at ``position`` (body frame).  It
+        touches every plane of the model that is not on the same body (:meth:`add_plane`):
+        unilaterally (the plane pushes, never pulls), with Coulomb friction ``friction`` (the
+        pair's coefficient is the geometric mean when the plane has one too) and Newton's
+        coefficient of ``restitution`` in impacts.  Returns the contact's name."""
+        bidx = self._body_index(body, "add_contact.body")
+        name = name or f"{self._bodies[bidx].name}_contact{sum(c['body'] == bidx for c in self._contacts)}"
+        if not self._contact_name_free(name):
+            raise ValueError(f"add_contact: the name {name!r} is already used by a contact or plane")
+        pos = np.asarray(position, dtype=float)
+        if pos.shape != (3,) or not np.isfinite(pos).all():
+            raise ValueError(f"add_contact({name!r}).position: expected a finite 3-vector, got {position!r}")
+        for what, x, hi in (("radius", radius, np.inf), ("friction", friction, np.inf), ("restitution", restitution, 1.0)):
+            if not (np.isfinite(float(x)) and 0.0 <= float(x) <= hi):
+                raise ValueError(f"add_contact({name!r}).{what}: expected a number in [0, {hi}], got {x!r}")
+        self._contacts.append(dict(name=name, body=bidx, position=pos.copy(), radius=float(radius),
+                                   friction=float(friction), restitution=float(restitution)))
+        return name
+
+    def add_plane(self, name: str, body="world", point=(0.0, 0.0, 0.0), normal=(0.0, 0.0, 1.0), placement=None,
+                  extent=None, friction: float | None = None, restitution: float | None = None) -> None:
+        """A plane fixed to ``body`` (default the world: a ground) that the contact points of other
+        bodies cannot pass: through ``point`` with outward ``normal`` (body frame), or, with
+        ``placement``, the xy-plane of that frame with its z axis outward.  ``extent``: None for
+        an unbounded plane, or the half-sizes (hx, hy) of a rectangle in the plane's frame (a
+        box's face: a seat, a table top); points outside it do not touch.  ``friction`` and
+        ``restitution``: the plane's own coefficients (None: the contact's alone)."""
+        if not isinstance(name, str) or not name:
+            raise ValueError(f"add_plane: name must be a non-empty string, got {name!r}")
+        if not self._contact_name_free(name):
+            raise ValueError(f"add_plane: the name {name!r} is already used by a contact or plane")
+        bidx = self._body_index(body, f"add_plane({name!r}).body")
+        if placement is not None:
+            R, p = as_pose(placement, f"add_plane({name!r}).placement")
+        else:
+            n = J.as_axis(normal, f"add_plane({name!r}).normal")
+            p = np.asarray(point, dtype=float)
+            if p.shape != (3,) or not np.isfinite(p).all():
+                raise ValueError(f"add_plane({name!r}).point: expected a finite 3-vector, got {point!r}")
+            R = _z_to(n)
+        if extent is not None:
+            extent = tuple(float(x) for x in np.asarray(extent, dtype=float).reshape(-1))
+            if len(extent) != 2 or not all(np.isfinite(x) and x > 0 for x in extent):
+                raise ValueError(f"add_plane({name!r}).extent: expected two positive half-sizes (hx, hy), got {extent!r}")
+        for what, x in (("friction", friction), ("restitution", restitution)):
+            if x is not None and not (np.isfinite(float(x)) and float(x) >= 0):
+                raise ValueError(f"add_plane({name!r}).{what}: expected a number >= 0 or None, got {x!r}")
+        self._planes.append(dict(name=name, body=bidx, R=R, p=p.copy(), extent=extent,
+                                 friction=None if friction is None else float(friction),
+                                 restitution=None if restitution is None else float(restitution)))
+
+    def add_ground(self, height: float = 0.0, friction: float | None = None, name: str = "ground") -> None:
+        """The horizontal plane z = ``height`` of the world (normal +z), for contacts to stand on."""
+        self.add_plane(name, "world", point=(0.0, 0.0, float(height)), normal=(0.0, 0.0, 1.0), friction=friction)
+
     # ----------------------------------------------------------------------------------
     def _dfs_order(self):
         children = [[] for _ in self._bodies]
@@ -378,5 +454,16 @@ class ModelBuilder:
                               b=hb, b_pose=_compose(hRb, hpb, lp["R_b"], lp["p_b"]),
                               virtual=None if lp["virtual"] is None else host[lp["virtual"]][0],
                               real=hb))
+        contacts = []
+        for c in self._contacts:
+            hb, hR, hp = host[c["body"]]
+            contacts.append(dict(name=c["name"], body=hb, position=hR @ c["position"] + hp, radius=c["radius"],
+                                 friction=c["friction"], restitution=c["restitution"]))
+        planes = []
+        for pl in self._planes:
+            hb, hR, hp = host[pl["body"]]
+            R, p = _compose(hR, hp, pl["R"], pl["p"])
+            planes.append(dict(name=pl["name"], body=hb, R=R, p=p, extent=pl["extent"], friction=pl["friction"],
+                               restitution=pl["restitution"]))
         return Model(self.name, kept, parent_model, tree, inertia, frames, joint_frames,
-                     self.gravity.copy(), list(self.mimic), loops)
+                     self.gravity.copy(), list(self.mimic), loops, contacts, planes)

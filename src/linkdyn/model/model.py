@@ -63,6 +63,36 @@ class Loop:
         return (f"Loop({self.name!r}: {J.KIND_NAMES[self.kind]} cut joint, body {self.a} -> real body {self.b})")
 
 
+class ContactPoint:
+    """A contact point or sphere: ``body`` (model index), ``position`` (3,) of its centre in
+    the body frame, ``radius``, ``friction``, ``restitution`` (ModelBuilder.add_contact)."""
+    __slots__ = ("name", "body", "position", "radius", "friction", "restitution")
+
+    def __init__(self, name, body, position, radius, friction, restitution):
+        self.name, self.body, self.radius = name, int(body), float(radius)
+        self.position = _readonly(np.array(position, dtype=float))
+        self.friction, self.restitution = float(friction), float(restitution)
+
+    def __repr__(self):
+        return (f"ContactPoint({self.name!r}, body {self.body}, at {self.position.tolist()}, radius {self.radius:g}, "
+                f"friction {self.friction:g}, restitution {self.restitution:g})")
+
+
+class ContactPlane:
+    """A plane on ``body``: the xy-plane of the frame (R, p) in the body frame, its z axis the
+    outward normal; ``extent`` None (unbounded) or half-sizes (hx, hy) (ModelBuilder.add_plane)."""
+    __slots__ = ("name", "body", "R", "p", "extent", "friction", "restitution")
+
+    def __init__(self, name, body, R, p, extent, friction, restitution):
+        self.name, self.body, self.extent = name, int(body), extent
+        self.R, self.p = _readonly(np.array(R, dtype=float)), _readonly(np.array(p, dtype=float))
+        self.friction, self.restitution = friction, restitution
+
+    def __repr__(self):
+        ext = "unbounded" if self.extent is None else f"extent {self.extent}"
+        return f"ContactPlane({self.name!r}, body {self.body}, normal {(self.R[:, 2]).round(6).tolist()}, {ext})"
+
+
 def _axis_id(joint) -> int:
     """k if a revolute or prismatic joint's axis is +-e_k exactly, else -1 (layout.JAXIS)."""
     if joint.kind not in (J.REVOLUTE, J.PRISMATIC):
@@ -80,7 +110,8 @@ class Model:
     """Immutable description of a kinematic tree.  Build one with :class:`ModelBuilder`,
     :func:`linkdyn.load_urdf` or :mod:`linkdyn.models`."""
 
-    def __init__(self, name, bodies, parent, tree, inertia, frames, joint_frames, gravity, mimic, loops=()):
+    def __init__(self, name, bodies, parent, tree, inertia, frames, joint_frames, gravity, mimic, loops=(),
+                 contacts=(), planes=()):
         nb = len(bodies)
         nqs = [b.joint.nq for b in bodies]
         nvs = [b.joint.nv for b in bodies]
@@ -177,6 +208,9 @@ class Model:
                 self.real[lp.virtual] = lp.real
         self.real = _readonly(self.real)
         self.is_virtual = _readonly(self.real >= 0)
+        # unilateral contact geometry (linkdyn.contact): points/spheres on bodies, planes
+        self.contacts = tuple(ContactPoint(**c) for c in contacts)
+        self.planes = tuple(ContactPlane(**p) for p in planes)
         li = np.zeros((len(self.loops), 4), dtype=np.int64)
         lf = np.zeros((len(self.loops), 24))
         for k, lp in enumerate(self.loops):

@@ -74,13 +74,13 @@ def high_bar(mass: float = 70.0, height: float = 1.75, swing: float = 0.0):
     return on_bar(human_figure_16(mass=mass, height=height), "revolute", swing=swing)
 
 
-def high_bar_simulation(dt: float = 1e-3, release: float = 1.0, swing: float = 0.8, record_every: int = 10):
+def high_bar_simulation(dt: float = 1e-3, release: float = 1.0, swing: float = 0.8, record_every: int = 10, **options):
     """Fig. 14 as a simulation: the figure hangs from the bar by both hands, swung back by
     ``swing`` rad and let go from rest; at ``release`` s the right hand opens (the revolute
     joint to the bar is cut) and the figure swings and twists on its left hand."""
     from ..sim import Simulation
     model, q = high_bar(swing=-swing)
-    sim = Simulation(model, q, dt=dt, record_every=record_every)
+    sim = Simulation(model, q, dt=dt, record_every=record_every, **options)
     sim.at(release, "cut", "r_grip", "bar")
     return sim
 
@@ -172,13 +172,13 @@ def thigh_offset(model, q, side):
     return float((T_seat[:3, :3].T @ (p - T_seat[:3, 3]))[1])
 
 
-def swing_simulation(dt: float = 1e-3, seat_breaks: float = 1.2, record_every: int = 10):
+def swing_simulation(dt: float = 1e-3, seat_breaks: float = 1.2, record_every: int = 10, **options):
     """Fig. 15 as a simulation: the figure swings; at ``seat_breaks`` s the seat comes off the
     left rope (that loop is cut); each thigh slides sideways on the tilting seat and is cut
     loose when it passes the seat's end."""
     from ..sim import Simulation
     model, q, w = swing()
-    sim = Simulation(model, q, dt=dt, record_every=record_every)
+    sim = Simulation(model, q, dt=dt, record_every=record_every, **options)
     sim.at(seat_breaks, "cut", "seat_l_end__l_rope_end")
     for side in ("l", "r"):
         loop = f"{side}_seat__seat"
@@ -255,14 +255,15 @@ def drop(height_above: float = 0.5, figure=None):
     return model, q
 
 
-def drop_simulation(dt: float = 1e-3, height_above: float = 0.5, record_every: int = 10):
+def drop_simulation(dt: float = 1e-3, height_above: float = 0.5, record_every: int = 10, **options):
     """A figure drops from ``height_above`` m and lands: when a sole reaches the ground it is
     welded there (a pseudo-closed chain with the ground, Fig. 11, with the velocity jump of a
     perfectly inelastic landing); a posture controller keeps the joints near the starting
     posture."""
     from ..sim import Simulation
     model, q = drop(height_above)
-    sim = Simulation(model, q, dt=dt, record_every=record_every, controller=posture_controller(model, q))
+    sim = Simulation(model, q, dt=dt, record_every=record_every, controller=posture_controller(model, q),
+                     **options)
     for side in ("l", "r"):
         sim.when(sim.below(f"{side}_sole", "z", 0.0), "connect", f"{side}_sole", "world")
     return sim

@@ -50,35 +50,42 @@ def project(model, q, v, tol=CLOSURE_TOL, max_iter=10):
     return q, v + velocity_projection(model, q, v)
 
 
-def semi_implicit_euler_step(model, q, v, tau, dt):
+def semi_implicit_euler_step(model, q, v, tau, dt, accel=None, project_loops=True):
     """v+ = v + dt a(q, v),  q+ = q (+) v+ dt  (symplectic Euler)."""
-    v1 = v + dt * _accel(model, q, v, tau)
-    return project(model, integrate(model, q, v1, dt), v1)
+    v1 = v + dt * (_accel(model, q, v, tau) if accel is None else accel(q, v))
+    q1 = integrate(model, q, v1, dt)
+    return project(model, q1, v1) if project_loops else (q1, v1)
 
 
-def rk4_step(model, q, v, tau, dt):
+def rk4_step(model, q, v, tau, dt, accel=None, project_loops=True):
     """The classical 4th-order Runge-Kutta method on the configuration manifold, in the
     Runge-Kutta-Munthe-Kaas form: every stage's configuration is q (+) theta_k (the joints'
     exponential maps from q), and the stages' velocities enter the final increment through
     dexp^-1 of their theta (``linkdyn.model.configuration.dexpinv``); without that correction
     RK4 is only second order on rotations (spherical and free joints).  Velocities are a vector
-    space and step as in classical RK4."""
-    a1 = _accel(model, q, v, tau)
+    space and step as in classical RK4.  ``accel(q, v)``: the acceleration (default: the
+    forward dynamics of the model under ``tau``); ``project_loops``: project onto the loops
+    after the step."""
+    if accel is None:
+        def accel(q_, v_):
+            return _accel(model, q_, v_, tau)
+    a1 = accel(q, v)
     k1 = v
     th2 = 0.5 * dt * k1
     v2 = v + 0.5 * dt * a1
-    a2 = _accel(model, integrate(model, q, th2), v2, tau)
+    a2 = accel(integrate(model, q, th2), v2)
     k2 = dexpinv(model, th2, v2)
     th3 = 0.5 * dt * k2
     v3 = v + 0.5 * dt * a2
-    a3 = _accel(model, integrate(model, q, th3), v3, tau)
+    a3 = accel(integrate(model, q, th3), v3)
     k3 = dexpinv(model, th3, v3)
     th4 = dt * k3
     v4 = v + dt * a3
-    a4 = _accel(model, integrate(model, q, th4), v4, tau)
+    a4 = accel(integrate(model, q, th4), v4)
     k4 = dexpinv(model, th4, v4)
     q1 = integrate(model, q, dt / 6.0 * (k1 + 2.0 * k2 + 2.0 * k3 + k4))
-    return project(model, q1, v + dt / 6.0 * (a1 + 2.0 * a2 + 2.0 * a3 + a4))
+    v1 = v + dt / 6.0 * (a1 + 2.0 * a2 + 2.0 * a3 + a4)
+    return project(model, q1, v1) if project_loops else (q1, v1)
 
 
 _STEPS = {"rk4": rk4_step, "euler": semi_implicit_euler_step}

@@ -15,9 +15,12 @@ import numpy as np
 
 @dataclass
 class Event:
-    """A structure change at time ``t``: ``kind`` is "connect" or "cut", ``name`` the loop (or
-    joint) it concerns, ``impulse`` (6,) the spatial impulse [linear; angular] the new joint
-    took (real link on virtual link, virtual link's frame; zeros for a cut), ``dv`` the jump
+    """A structure change or an impact at time ``t``: ``kind`` is "connect", "cut" or "impact",
+    ``name`` the loop (or joint, or for an impact the units that struck) it concerns,
+    ``impulse`` (6,) the spatial impulse [linear; angular] the new joint took (real link on
+    virtual link, virtual link's frame; zeros for a cut), or for an impact (k, 3): every
+    impulse it applied, [normal, tangent 1, tangent 2] per unit of ``units`` (every contact
+    and limit at its boundary, not only the ones that struck), ``dv`` the jump
     of the generalized velocity (new model's), ``kinetic_before`` / ``kinetic_after`` the
     kinetic energy around it (their difference is the impulse's work, never positive)."""
     t: float
@@ -28,6 +31,7 @@ class Event:
     kinetic_before: float
     kinetic_after: float
     note: str = ""
+    units: list = field(default_factory=list)
 
     @property
     def energy_loss(self) -> float:
@@ -37,7 +41,11 @@ class Event:
 @dataclass
 class Segment:
     """Samples under one model: ``t`` (K,), ``q`` (K, nq), ``v`` (K, nv), ``kinetic``,
-    ``potential``, ``loop_error`` (K,), ``loop_forces`` (K, nloops, 6) in ``model.loops`` order."""
+    ``potential``, ``loop_error`` (K,), ``loop_forces`` (K, nloops, 6) in ``model.loops`` order;
+    for the unilateral units ``unit_names`` (contacts "point/plane", limits "joint.lower", ...),
+    ``unit_force`` (K, nunits, 3): [normal, tangent 1, tangent 2] per unit (zero when not in
+    contact; the tangents are the plane's x and y), ``unit_gap`` (K, nunits) and
+    ``unit_point`` (K, nunits, 3) the world contact points (zero for limits)."""
     model: object
     t: list = field(default_factory=list)
     q: list = field(default_factory=list)
@@ -47,6 +55,10 @@ class Segment:
     potential: list = field(default_factory=list)
     loop_error: list = field(default_factory=list)
     loop_forces: list = field(default_factory=list)
+    unit_names: list = field(default_factory=list)
+    unit_force: list = field(default_factory=list)
+    unit_gap: list = field(default_factory=list)
+    unit_point: list = field(default_factory=list)
 
     def arrays(self) -> dict:
         """The samples as arrays; a field that was not recorded comes back as NaN."""
@@ -60,7 +72,10 @@ class Segment:
         return {"t": np.asarray(self.t, dtype=float), "q": field(self.q, (m.nq,)), "v": field(self.v, (m.nv,)),
                 "tau": field(self.tau, (m.nv,)), "kinetic": field(self.kinetic, ()),
                 "potential": field(self.potential, ()), "loop_error": field(self.loop_error, ()),
-                "loop_forces": field(self.loop_forces, (m.nloops, 6))}
+                "loop_forces": field(self.loop_forces, (m.nloops, 6)),
+                "unit_force": field(self.unit_force, (len(self.unit_names), 3)),
+                "unit_gap": field(self.unit_gap, (len(self.unit_names),)),
+                "unit_point": field(self.unit_point, (len(self.unit_names), 3))}
 
 
 class Recording:
@@ -129,11 +144,11 @@ class Recording:
                 data[f"seg{k}_{name}"] = arr
             m = s.model
             meta["segments"].append({"model": m.name, "joint_names": list(m.joint_names), "nq": m.nq, "nv": m.nv,
-                                     "loops": [lp.name for lp in m.loops]})
+                                     "loops": [lp.name for lp in m.loops], "units": list(s.unit_names)})
         for e in self.events:
             meta["events"].append({"t": e.t, "kind": e.kind, "name": e.name, "impulse": np.asarray(e.impulse).tolist(),
                                    "kinetic_before": e.kinetic_before, "kinetic_after": e.kinetic_after,
-                                   "note": e.note})
+                                   "note": e.note, "units": list(e.units)})
         data["meta"] = np.array(json.dumps(meta))
         np.savez_compressed(path, **data)
 

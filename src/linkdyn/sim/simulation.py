@@ -62,7 +62,7 @@ class Simulation:
     """
 
     def __init__(self, model, q=None, v=None, dt: float = 1e-3, integrator: str = "rk4", controller=None,
-                 record_every: int = 1, t: float = 0.0):
+                 record_every: int = 1, t: float = 0.0, limits: bool = True, contacts: bool = True):
         if integrator not in _STEPS:
             raise ValueError(f"integrator: expected one of {list(_STEPS)}, got {integrator!r}")
         if not (dt > 0 and math.isfinite(dt)):
@@ -89,8 +89,31 @@ class Simulation:
         if model.nloops:
             from .integrators import project
             self.q, self.v = project(model, self.q, self.v)
+        self.limits, self.contacts = bool(limits), bool(contacts)
+        self._integrator = integrator
+        self._unilateral()
         self._segment = self.recording.start_segment(model)
+        self._segment.unit_names = self._unit_names()
         self._record()
+
+    # ------------------------------------------------------------------- limits, contacts
+    def _unilateral(self):
+        from .unilateral import Unilateral
+        uni = Unilateral(self.model, self.limits, self.contacts, self._integrator)
+        self._uni = None if uni.empty else uni
+        if self._uni is not None:
+            gaps = uni.catalog.gaps(self.q)
+            if np.any(gaps < -1e-6):
+                names = uni.catalog.units(self.q, None, np.flatnonzero(gaps < -1e-6)).name
+                import warnings
+                warnings.warn(f"the initial state violates {len(names)} limit(s) or contact(s) ({', '.join(names[:6])}"
+                              f"{', ...' if len(names) > 6 else ''}); they are projected back", stacklevel=3)
+            self.q, self.v = uni.correct(self.q, self.v)
+
+    def _unit_names(self):
+        if self._uni is None:
+            return []
+        return list(self._uni.catalog.units(self.q, None).name)
 
     # ------------------------------------------------------------------------------ state
     def _torque(self):
@@ -121,6 +144,19 @@ class Simulation:
         else:
             seg.loop_error.append(0.0)
             seg.loop_forces.append(np.zeros((0, 6)))
+        if self._uni is not None:
+            cat = self._uni.catalog
+            n = len(seg.unit_names)
+            force, point = np.zeros((n, 3)), np.zeros((n, 3))
+            sol = self._uni.solve_at(self.q, self.v, self.tau)
+            allu = cat.units(self.q, None)
+            if len(sol.units):
+                index = {k: i for i, k in enumerate(allu.key)}
+                force[[index[k] for k in sol.units.key]] = sol.force
+            point[:] = allu.point
+            seg.unit_force.append(force)
+            seg.unit_gap.append(cat.gaps(self.q))
+            seg.unit_point.append(point)
 
     def _switch(self, change: structure.Change, kind: str, note: str = ""):
         """Move to the model of a structure change, recording the samples around it."""
@@ -134,7 +170,9 @@ class Simulation:
         ev = Event(self.t, kind, change.name, np.array(imp), jump.dv if jump is not None else np.zeros(self.model.nv),
                    t0, t1, note)
         self.recording.events.append(ev)
+        self._unilateral()
         self._segment = self.recording.start_segment(self.model)
+        self._segment.unit_names = self._unit_names()
         self._record()
         return ev
 
@@ -235,7 +273,11 @@ class Simulation:
     def step(self) -> None:
         """One step of ``dt``, then the events that are due."""
         self.tau = self._torque()
-        q, v = self._step(self.model, self.q, self.v, self.tau, self.dt)
+        if self._uni is not None:
+            q, v, events = self._uni.step(self.q, self.v, self.tau, self.dt, self.t)
+            self.recording.events.extend(events)
+        else:
+            q, v = self._step(self.model, self.q, self.v, self.tau, self.dt)
         if not (np.isfinite(q).all() and np.isfinite(v).all()):
             raise FloatingPointError(
                 f"the state became non-finite in the step from t = {self.t:.6g} s (largest |v| before it: "

@@ -1,0 +1,16 @@
+"""Unilateral constraints: joint limits, contacts with friction, impacts.
+
+* ``rows``: the units of a model (contact points against planes, joint limits, ball-joint
+  swing cones and twist ranges) and their gaps, rows and drifts at a state;
+* ``lcp``: the mixed complementarity problem with an exact Coulomb cone;
+* ``dynamics``: accelerations with contact and limit forces, impacts, position correction,
+  all with the model's loop closures held;
+* ``inertia``: the inverse inertia between bodies of a tree (the Delassus matrix J M^-1 J^T of
+  a set of frames) by the articulated-body recursion.
+
+``linkdyn.Simulation`` uses them by default (``limits=True, contacts=True``).
+"""
+from . import dynamics, lcp, rows
+from .inertia import inverse_inertia, inverse_inertia_block
+from .dynamics import Solution, acceleration, impulse, position_correction
+from .rows import UnitCatalog, Units

@@ -1,0 +1,191 @@
+"""Dynamics with unilateral constraints: contact and limit forces, impacts, corrections.
+
+With the unilateral units of a state (``linkdyn.contact.rows``: contacts and limits) and the
+bilateral loop closures of the model, the motion obeys
+
+    M q'' + b = tau + J_b^T lambda_b + N^T lambda_n + T^T lambda_t        (Lagrange multipliers)
+    J_b q'' + J_b' v = 0                                                  (loops, bilateral)
+    0 <= lambda_n  _|_  phi'' = N q'' + N' v >= 0                         (for units at phi = 0, phi' = 0)
+    |lambda_t| <= mu lambda_n, sticking T q'' + T' v = 0 inside the cone  (Coulomb)
+
+(Lagrange multipliers: the constrained equations of motion of Spong and Vidyasagar's form,
+seed 002 eq. 6.10; the unilateral part: Loetstedt 1982, Baraff 1994, Pfeiffer and Glocker
+1996).  The bilateral rows are eliminated first: ``Z = M^-1 - M^-1 J_b^T (J_b M^-1 J_b^T)^+
+J_b M^-1`` maps a generalized force to the acceleration it adds to the closed chain, and the
+loop-closed acceleration a_L under tau alone is the compiled multiplier-form solver of
+``linkdyn.loops`` (ABA for a tree).  The unilateral rows then form the small mixed
+complementarity problem of ``linkdyn.contact.lcp`` on A = G Z F, where G measures (the rows)
+and F applies (the rows' transposes; a sliding contact's friction is -mu lambda_n along its
+slip, so its normal column carries it).
+
+An impact (a unit reaching phi = 0 with phi' < 0) is the same problem on the velocity level:
+impulses P with v+ = v- + Z F P, phi'+ >= -e phi'- (Newton's restitution e) complementary to
+P_n >= 0, friction impulses inside the cone, loops kept closed; with every unit bilateral
+and e = 0 it is the impulse of structure changes (Nakamura and Yamane 2000, eqs. 20-33).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import scipy.linalg
+
+from ..dynamics.aba import aba
+from ..dynamics.crba import crba
+from . import lcp
+from .rows import CONTACT
+
+#: a contact slides (its friction force is -mu lambda_n along the slip) above this speed
+V_SLIDE = 1e-5
+
+
+class Response:
+    """The closed chain's response to generalized forces at q: ``apply(F)`` = Z F, the
+    acceleration (or velocity change) that the forces F (nv, k) add with the loops held."""
+
+    def __init__(self, model, q):
+        self.model, self.q = model, q
+        self._cho = None
+        if model.nloops:
+            from ..loops.dynamics import constrained_dynamics
+            self._cd = constrained_dynamics
+            self._zero = np.zeros(model.nv)
+            self._a0 = constrained_dynamics(model, q, self._zero, self._zero)   # gravity alone
+        else:
+            self._cho = scipy.linalg.cho_factor(crba(model, q), lower=True, check_finite=False)
+
+    def apply(self, F):
+        F = np.asarray(F, dtype=float)
+        if F.ndim == 1:
+            return self.apply(F[:, None])[:, 0]
+        if F.shape[1] == 0:
+            return np.zeros((self.model.nv, 0))
+        if self._cho is not None:
+            return scipy.linalg.cho_solve(self._cho, F, check_finite=False)
+        out = np.empty_like(F)
+        for k in range(F.shape[1]):            # the closed-chain solver is linear in tau
+            out[:, k] = self._cd(self.model, self.q, self._zero, np.ascontiguousarray(F[:, k])) - self._a0
+        return out
+
+
+@dataclass
+class Solution:
+    """What the unilateral problem gave: ``qdd`` (or ``dv`` for an impulse), the units it
+    covered and per unit ``force`` (k, 3): [normal, tangent 1, tangent 2] (forces, or
+    impulses), ``sliding`` (k,) bool, and the complementarity ``residual``."""
+    value: np.ndarray
+    units: object
+    force: np.ndarray
+    sliding: np.ndarray
+    residual: float
+
+
+def _problem(units, v, sliding_ok):
+    """The variables of the MCP: kinds, mu, normal index, and the G (rows) / F (columns) maps."""
+    kinds, mus, normals, G, F = [], [], [], [], []
+    owner = []                        # (unit, slot) of each variable: slot 0 normal, 1/2 tangents
+    sliding = np.zeros(len(units), dtype=bool)
+    for u in range(len(units)):
+        n_row = units.N[u]
+        col = n_row.copy()
+        iu = len(kinds)
+        mu = units.mu[u] if units.kind[u] == CONTACT else 0.0
+        slip = units.T[u] @ v if mu > 0 else None
+        if mu > 0 and sliding_ok and np.hypot(*slip) > V_SLIDE:
+            sliding[u] = True
+            col = col - mu * (units.T[u].T @ (slip / np.hypot(*slip)))
+        kinds.append(lcp.NORMAL)
+        mus.append(0.0)
+        normals.append(iu)
+        G.append(n_row)
+        F.append(col)
+        owner.append((u, 0))
+        if mu > 0 and not sliding[u]:
+            for s in (0, 1):
+                kinds.append(lcp.FRICTION if s == 0 else lcp.FRICTION2)
+                mus.append(mu)
+                normals.append(iu)
+                G.append(units.T[u, s])
+                F.append(units.T[u, s])
+                owner.append((u, s + 1))
+    nv = units.N.shape[1]
+    G = np.array(G).reshape(-1, nv)
+    F = np.array(F).reshape(-1, nv).T
+    return np.array(kinds, dtype=np.int64), np.array(mus), np.array(normals, dtype=np.int64), G, F, owner, sliding
+
+
+def _unpack(units, lam, owner, sliding, v):
+    force = np.zeros((len(units), 3))
+    for x, (u, s) in zip(lam, owner):
+        force[u, s] = x
+    for u in np.flatnonzero(sliding):
+        slip = units.T[u] @ v
+        force[u, 1:] = -units.mu[u] * force[u, 0] * slip / np.hypot(*slip)
+    return force
+
+
+def _warm(owner, units, warm):
+    if not warm:
+        return None
+    lam = np.zeros(len(owner))
+    for k, (u, s) in enumerate(owner):
+        lam[k] = warm.get(units.key[u], (0.0, 0.0, 0.0))[s]
+    return lam
+
+
+def acceleration(model, q, v, tau, units, response=None, a_free=None, warm=None) -> Solution:
+    """q'' under ``tau`` with the loops closed and the ``units`` (the ones in contact: phi = 0,
+    phi' = 0) pushing, never pulling, and their friction inside the cone."""
+    if a_free is None:
+        if model.nloops:
+            from ..loops.dynamics import constrained_dynamics
+            a_free = constrained_dynamics(model, q, v, tau)
+        else:
+            a_free = aba(model, q, v, tau)
+    if len(units) == 0:
+        return Solution(a_free, units, np.zeros((0, 3)), np.zeros(0, dtype=bool), 0.0)
+    response = response or Response(model, q)
+    kinds, mus, normals, G, F, owner, sliding = _problem(units, v, True)
+    ZF = response.apply(F)
+    A = G @ ZF
+    drift = np.array([units.drift_n[u] if s == 0 else units.drift_t[u, s - 1] for u, s in owner])
+    r = G @ a_free + drift
+    lam, res = lcp.solve(A, r, kinds, mus, normals, _warm(owner, units, warm))
+    return Solution(a_free + ZF @ lam, units, _unpack(units, lam, owner, sliding, v), sliding, res)
+
+
+def impulse(model, q, v, units, restitution=True, response=None) -> Solution:
+    """The velocity change dv of an impact on ``units`` at (q, v): impulses that push, with
+    phi'+ >= -e phi'- (e of each unit where it approaches, ``restitution``) and friction
+    impulses inside the cone; the loops stay closed."""
+    if len(units) == 0:
+        return Solution(np.zeros(model.nv), units, np.zeros((0, 3)), np.zeros(0, dtype=bool), 0.0)
+    response = response or Response(model, q)
+    kinds, mus, normals, G, F, owner, sliding = _problem(units, v, False)
+    ZF = response.apply(F)
+    A = G @ ZF
+    w0 = G @ v
+    r = w0.copy()
+    if restitution:
+        for k, (u, s) in enumerate(owner):
+            if s == 0 and w0[k] < 0:
+                r[k] = (1.0 + units.e[u]) * w0[k]
+    lam, res = lcp.solve(A, r, kinds, mus, normals)
+    return Solution(ZF @ lam, units, _unpack(units, lam, owner, sliding, v), sliding, res)
+
+
+def position_correction(model, q, units, response=None):
+    """dq (a velocity-space step, apply with ``linkdyn.integrate``) that brings every unit with
+    phi < 0 back to phi = 0 to first order, in the kinetic-energy metric and with the loops
+    held to first order; the others are left alone."""
+    bad = np.flatnonzero(units.gap < 0)
+    if len(bad) == 0:
+        return np.zeros(model.nv)
+    response = response or Response(model, q)
+    N = units.N[bad]
+    ZN = response.apply(N.T)
+    A = N @ ZN
+    # least-norm impulse-like multipliers; push only (a unilateral projection: an LCP on A)
+    kinds = np.full(len(bad), lcp.NORMAL, dtype=np.int64)
+    lam, _ = lcp.solve(A, units.gap[bad], kinds, np.zeros(len(bad)), np.arange(len(bad)))
+    return ZN @ lam

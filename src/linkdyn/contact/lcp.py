@@ -1,0 +1,198 @@
+"""The mixed complementarity problem of contacts and limits, with an exact friction cone.
+
+Unknowns lambda (m,) of kinds
+
+* FREE: a bilateral row, w_i = 0;
+* NORMAL: lambda_i >= 0, w_i >= 0, lambda_i w_i = 0 (a contact's normal force or impulse, a
+  limit's torque or force);
+* FRICTION (a pair of rows i, i+1 following their normal row ``normal[i]``): the Coulomb
+  disk |(lambda_i, lambda_i+1)| <= mu_i lambda_n; inside it w_i = w_i+1 = 0 (sticking), on
+  its rim w opposes lambda (sliding, maximum dissipation),
+
+with w = A lambda + r (A the inverse inertia of the rows, ``linkdyn.contact.inverse_inertia``;
+w an acceleration, or a velocity after an impulse).  This is the LCP of Baraff (1994) and
+Stewart and Trinkle (1996) with the cone kept exact instead of a pyramid.
+
+Solved in two stages:
+
+1. projected Gauss-Seidel (compiled): each normal row solved for itself and clamped at 0, each
+   friction pair solved as a 2x2 block and projected onto its disk (the cone of the present
+   normal force); scale-free, since every update divides by the row's own diagonal;
+2. a polish: the active set that stage 1 found (normals in contact, friction pairs inside or
+   on the rim of their cone) is solved exactly as a linear system (least squares, so that
+   redundant contacts, such as the four corners of a foot, share their load by the
+   minimum-norm split) and kept when it satisfies every condition, which gives
+   complementarity to round-off where Gauss-Seidel alone would stop at its tolerance.
+
+A dense, small problem (tens of rows) is the common case here, which is why a Gauss-Seidel
+of our own over a QP library: it warm-starts, it keeps the cone exact, and it needs no
+symmetric A (sliding friction makes A non-symmetric).  ``residual`` measures what a solution
+misses.
+"""
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+FREE, NORMAL, FRICTION, FRICTION2 = 0, 1, 2, 3
+
+
+@njit(cache=True)
+def pgs(A, r, kind, mu, normal, lam, max_iter, tol):
+    """Projected Gauss-Seidel in place on ``lam``; returns the sweeps taken."""
+    m = r.shape[0]
+    scale = 1e-300
+    for i in range(m):
+        scale = max(scale, abs(r[i]) / max(A[i, i], 1e-300))
+    it = 0
+    for it in range(max_iter):
+        change = 0.0
+        for i in range(m):
+            k = kind[i]
+            if k == FRICTION2:
+                continue
+            if k == FREE or k == NORMAL:
+                w = r[i]
+                for j in range(m):
+                    w += A[i, j] * lam[j]
+                d = A[i, i]
+                if d <= 0.0:
+                    continue
+                new = lam[i] - w / d
+                if k == NORMAL and new < 0.0:
+                    new = 0.0
+                change = max(change, abs(new - lam[i]))
+                lam[i] = new
+            else:
+                w1 = r[i]
+                w2 = r[i + 1]
+                for j in range(m):
+                    w1 += A[i, j] * lam[j]
+                    w2 += A[i + 1, j] * lam[j]
+                a11, a12, a21, a22 = A[i, i], A[i, i + 1], A[i + 1, i], A[i + 1, i + 1]
+                det = a11 * a22 - a12 * a21
+                if abs(det) > 1e-14 * max(a11 * a22, 1e-300):
+                    d1 = (a22 * w1 - a12 * w2) / det
+                    d2 = (a11 * w2 - a21 * w1) / det
+                else:
+                    d1 = w1 / a11 if a11 > 0.0 else 0.0
+                    d2 = w2 / a22 if a22 > 0.0 else 0.0
+                l1 = lam[i] - d1
+                l2 = lam[i + 1] - d2
+                cap = mu[i] * lam[normal[i]]
+                if cap < 0.0:
+                    cap = 0.0
+                nrm = np.sqrt(l1 * l1 + l2 * l2)
+                if nrm > cap:
+                    if nrm > 0.0:
+                        l1 *= cap / nrm
+                        l2 *= cap / nrm
+                change = max(change, abs(l1 - lam[i]), abs(l2 - lam[i + 1]))
+                lam[i] = l1
+                lam[i + 1] = l2
+        if change <= tol * scale:
+            return it + 1
+    return it + 1
+
+
+def residual(A, r, kind, mu, normal, lam):
+    """The largest violation of the conditions, relative to the size of the problem: normal
+    forces below 0, w below 0, lambda w != 0, a friction force outside its cone, a sticking
+    pair's w != 0, a sliding pair whose w does not oppose its force."""
+    w = A @ lam + r
+    scale_w = max(1e-300, np.abs(r).max() if len(r) else 1.0, np.abs(w).max() if len(w) else 0.0)
+    scale_l = max(1e-300, np.abs(lam).max() if len(lam) else 1.0)
+    res = 0.0
+    for i in range(len(r)):
+        k = kind[i]
+        if k == FREE:
+            res = max(res, abs(w[i]) / scale_w)
+        elif k == NORMAL:
+            res = max(res, -lam[i] / scale_l, -w[i] / scale_w, abs(lam[i] * w[i]) / (scale_l * scale_w))
+        elif k == FRICTION:
+            lt = lam[i:i + 2]
+            cap = mu[i] * lam[normal[i]]
+            nrm = np.hypot(*lt)
+            res = max(res, (nrm - cap) / scale_l)
+            wt = w[i:i + 2]
+            if nrm < cap * (1 - 1e-9) - 1e-12 * scale_l:
+                res = max(res, np.hypot(*wt) / scale_w)                 # sticking: no slip
+            elif nrm > 0:
+                d = lt / nrm                                           # sliding: w = -s d, s >= 0
+                res = max(res, abs(wt[0] * d[1] - wt[1] * d[0]) / scale_w, (wt @ d) / scale_w)
+    return res
+
+
+def _polish(A, r, kind, mu, normal, lam, tol):
+    """The exact solution on the active set of ``lam`` (None if it breaks a condition)."""
+    m = len(r)
+    scale_l = max(np.abs(lam).max() if m else 0.0, 1e-300)
+    unknown, cols = [], []          # equation rows and their unknown columns
+    # column map: each unknown is a lambda index; on-rim friction follows its normal
+    rim = {}
+    for i in range(m):
+        k = kind[i]
+        if k == FREE:
+            unknown.append(i)
+        elif k == NORMAL:
+            if lam[i] > 1e-12 * scale_l:
+                unknown.append(i)
+        elif k == FRICTION:
+            n = normal[i]
+            if not lam[n] > 1e-12 * scale_l:
+                continue
+            lt = lam[i:i + 2]
+            nrm = np.hypot(*lt)
+            if nrm < mu[i] * lam[n] * (1 - 1e-7):
+                unknown += [i, i + 1]
+            elif nrm > 0:
+                rim[i] = lt / nrm
+    if not unknown:
+        return np.zeros(m) if _check(A, r, kind, mu, normal, np.zeros(m), tol) else None
+    idx = np.array(unknown)
+    pos = {j: c for c, j in enumerate(unknown)}
+    B = A[np.ix_(idx, idx)].copy()
+    for i, d in rim.items():             # lambda_t = mu lambda_n d folds into the normal's column
+        n = normal[i]
+        if n in pos:
+            B[:, pos[n]] += mu[i] * (A[idx, i] * d[0] + A[idx, i + 1] * d[1])
+    x = np.linalg.lstsq(B, -r[idx], rcond=1e-12)[0]
+    out = np.zeros(m)
+    out[idx] = x
+    for i, d in rim.items():
+        out[i:i + 2] = mu[i] * out[normal[i]] * d
+    return out if _check(A, r, kind, mu, normal, out, tol) else None
+
+
+def _check(A, r, kind, mu, normal, lam, tol):
+    return residual(A, r, kind, mu, normal, lam) <= tol
+
+
+def solve(A, r, kind, mu, normal, lam0=None, max_iter=500, tol=1e-9):
+    """lambda of the mixed complementarity problem (module docstring) and its residual.
+    ``lam0`` warm-starts Gauss-Seidel (e.g. the previous step's forces)."""
+    A = np.ascontiguousarray(A, dtype=float)
+    r = np.ascontiguousarray(r, dtype=float)
+    m = len(r)
+    kind = np.ascontiguousarray(kind, dtype=np.int64)
+    mu = np.ascontiguousarray(mu, dtype=float)
+    normal = np.ascontiguousarray(normal, dtype=np.int64)
+    if m == 0:
+        return np.zeros(0), 0.0
+    lam = np.zeros(m) if lam0 is None else np.array(lam0, dtype=float)
+    pgs(A, r, kind, mu, normal, lam, max_iter, 1e-12)
+    best = lam
+    res = residual(A, r, kind, mu, normal, lam)
+    if res > 1e-12:
+        for _ in range(3):
+            pol = _polish(A, r, kind, mu, normal, lam, max(tol, 1e-10))
+            if pol is None:
+                break
+            pres = residual(A, r, kind, mu, normal, pol)
+            if pres < res:
+                best, res = pol, pres
+            if res <= 1e-12:
+                break
+            lam = pol.copy()
+            pgs(A, r, kind, mu, normal, lam, 50, 1e-14)
+    return best, res

@@ -1,0 +1,384 @@
+"""The unilateral constraints of a model at one state: contacts and joint limits as rows.
+
+Every unilateral constraint is a *unit* with a gap phi (>= 0 allowed, < 0 penetration or a
+limit overshoot), a normal row n with phi' = n v, and, for a contact, two tangent rows T
+whose product T v is the sliding velocity at the contact point, with a friction coefficient
+mu and a restitution e.  At the acceleration level the rows come with their drift
+(phi'' = n q'' + n' v, the J' v of the rows).  A solver (``linkdyn.contact.lcp``) finds the
+normal forces lambda_n >= 0 (complementary to phi'' >= 0) and the friction forces inside the
+Coulomb cone |lambda_t| <= mu lambda_n; the joint torques they make are N^T lambda_n +
+T^T lambda_t.
+
+Units:
+
+* **contact**: a point or sphere (ModelBuilder.add_contact) against a plane on another body
+  (ModelBuilder.add_plane; the ground is a plane on the world).  phi is the signed distance of
+  the sphere's surface to the plane; n and T measure the velocity of the sphere's lowest point
+  relative to the plane's body at that point, along the plane's normal and two tangents.
+* **limit**: a coordinate of a revolute, prismatic, cylindrical, universal, planar (angle) or
+  ZYX-spherical joint with a finite ``lower``/``upper`` (phi = q - lower or upper - q), and
+  the swing cone and twist range of a ball joint (``Spherical(swing=..., twist=...)``; the
+  swing-twist decomposition of Baerlocher and Boulic 2001, ``linkdyn.contact.swing_twist``).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from numba import njit
+
+from ..kinematics import forward_kinematics, joint_jacobians
+from ..model import joints as J
+
+CONTACT, LIMIT = 0, 1
+#: joint kinds whose coordinates are their velocities' integrals (q_k' = v_k): a coordinate
+#: limit is then a row e_k
+_COORD_KINDS = {J.REVOLUTE: (0,), J.PRISMATIC: (0,), J.CYLINDRICAL: (0, 1), J.UNIVERSAL: (0, 1),
+                J.SPHERICAL_ZYX: (0, 1, 2), J.PLANAR: (2,)}
+
+
+@dataclass
+class Units:
+    """Unilateral units at one state (k of them).  ``name`` (k,) labels such as
+    ``"l_sole_contact0/ground"`` or ``"r_knee_joint.upper"``, ``kind`` (k,) CONTACT or LIMIT,
+    ``gap`` (k,), ``N`` (k, nv) normal rows, ``T`` (k, 2, nv) tangent rows (zero for limits),
+    ``mu``, ``e`` (k,) friction and restitution, ``drift_n`` (k,) and ``drift_t`` (k, 2) the
+    rows' J' v (when asked for), and for contacts the world ``point`` (k, 3) and the frame
+    ``frame`` (k, 3, 3) whose columns are the two tangents and the normal."""
+    name: list
+    kind: np.ndarray
+    gap: np.ndarray
+    N: np.ndarray
+    T: np.ndarray
+    mu: np.ndarray
+    e: np.ndarray
+    drift_n: np.ndarray
+    drift_t: np.ndarray
+    point: np.ndarray
+    frame: np.ndarray
+    key: list
+
+    def __len__(self):
+        return len(self.name)
+
+    def subset(self, idx):
+        idx = np.asarray(idx, dtype=np.int64)
+        return Units([self.name[i] for i in idx], self.kind[idx], self.gap[idx], self.N[idx], self.T[idx],
+                     self.mu[idx], self.e[idx], self.drift_n[idx], self.drift_t[idx], self.point[idx],
+                     self.frame[idx], [self.key[i] for i in idx])
+
+
+@njit(cache=True, inline="always")
+def _cross(a, b, out):
+    x = a[1] * b[2] - a[2] * b[1]
+    y = a[2] * b[0] - a[0] * b[2]
+    z = a[0] * b[1] - a[1] * b[0]
+    out[0], out[1], out[2] = x, y, z
+
+
+@njit(cache=True)
+def _point_motion(R, p, V, A, b, y, vel, acc, w, al):
+    """World velocity, classical acceleration of the point y (world) moving with body b, and
+    the body's world angular velocity and acceleration (body-frame spatial V, A)."""
+    if b == 0:
+        for k in range(3):
+            vel[k] = acc[k] = w[k] = al[k] = 0.0
+        return
+    t1 = np.empty(3)
+    t2 = np.empty(3)
+    r = np.empty(3)
+    for k in range(3):
+        r[k] = y[k] - p[b, k]
+    # classical acceleration of the origin, body frame: a_lin + w x v
+    _cross(V[b, 3:], V[b, :3], t1)
+    for k in range(3):
+        t1[k] += A[b, k]
+    for k in range(3):
+        w[k] = R[b, k, 0] * V[b, 3] + R[b, k, 1] * V[b, 4] + R[b, k, 2] * V[b, 5]
+        al[k] = R[b, k, 0] * A[b, 3] + R[b, k, 1] * A[b, 4] + R[b, k, 2] * A[b, 5]
+        vel[k] = R[b, k, 0] * V[b, 0] + R[b, k, 1] * V[b, 1] + R[b, k, 2] * V[b, 2]
+        acc[k] = R[b, k, 0] * t1[0] + R[b, k, 1] * t1[1] + R[b, k, 2] * t1[2]
+    _cross(w, r, t1)
+    for k in range(3):
+        vel[k] += t1[k]
+    _cross(w, t1, t2)
+    _cross(al, r, t1)
+    for k in range(3):
+        acc[k] += t1[k] + t2[k]
+
+
+@njit(cache=True)
+def _project_point_rows(J0, mask, b, y, dirs, out, sign):
+    """out[k] += sign * dirs[k]^T J_y for the world point y on body b (J_y = J0_v - [y]x J0_w)."""
+    if b == 0:
+        return
+    nv = J0.shape[1]
+    nd = dirs.shape[0]
+    for c in range(nv):
+        if mask[b, c] == 0.0:
+            continue
+        wx, wy, wz = J0[3, c], J0[4, c], J0[5, c]
+        vx = J0[0, c] - (y[1] * wz - y[2] * wy)
+        vy = J0[1, c] - (y[2] * wx - y[0] * wz)
+        vz = J0[2, c] - (y[0] * wy - y[1] * wx)
+        for k in range(nd):
+            out[k, c] += sign * (dirs[k, 0] * vx + dirs[k, 1] * vy + dirs[k, 2] * vz)
+
+
+@njit(cache=True)
+def contact_rows(R, p, V, A, J0, mask, cbody, cpos, crad, pbody, pR, pp, pext, pair_c, pair_p, sel,
+                 with_drift, gap, N, T, dn, dt, point, frame):
+    """Gap, normal row, tangent rows and (with_drift) drifts of the contact pairs ``sel``."""
+    x = np.empty(3)
+    xc = np.empty(3)
+    op = np.empty(3)
+    d = np.empty(3)
+    Rp = np.empty((3, 3))
+    dirs = np.empty((1, 3))
+    tdirs = np.empty((2, 3))
+    vc = np.empty(3)
+    ac = np.empty(3)
+    vq = np.empty(3)
+    aq = np.empty(3)
+    wc = np.empty(3)
+    alc = np.empty(3)
+    wp = np.empty(3)
+    alp = np.empty(3)
+    t1 = np.empty(3)
+    t2 = np.empty(3)
+    for r in range(sel.shape[0]):
+        u = sel[r]
+        ci, pi = pair_c[u], pair_p[u]
+        bc, bp = cbody[ci], pbody[pi]
+        for k in range(3):
+            x[k] = p[bc, k] + R[bc, k, 0] * cpos[ci, 0] + R[bc, k, 1] * cpos[ci, 1] + R[bc, k, 2] * cpos[ci, 2]
+            op[k] = p[bp, k] + R[bp, k, 0] * pp[pi, 0] + R[bp, k, 1] * pp[pi, 1] + R[bp, k, 2] * pp[pi, 2]
+            for j in range(3):
+                Rp[k, j] = R[bp, k, 0] * pR[pi, 0, j] + R[bp, k, 1] * pR[pi, 1, j] + R[bp, k, 2] * pR[pi, 2, j]
+        g = 0.0
+        for k in range(3):
+            d[k] = x[k] - op[k]
+            g += Rp[k, 2] * d[k]
+        g -= crad[ci]
+        if pext[pi, 0] > 0.0:
+            lx = Rp[0, 0] * d[0] + Rp[1, 0] * d[1] + Rp[2, 0] * d[2]
+            ly = Rp[0, 1] * d[0] + Rp[1, 1] * d[1] + Rp[2, 1] * d[2]
+            if abs(lx) > pext[pi, 0] or abs(ly) > pext[pi, 1]:
+                g = np.inf
+        gap[r] = g
+        for k in range(3):
+            xc[k] = x[k] - crad[ci] * Rp[k, 2]
+            point[r, k] = xc[k]
+            dirs[0, k] = Rp[k, 2]
+            tdirs[0, k] = Rp[k, 0]
+            tdirs[1, k] = Rp[k, 1]
+            for j in range(3):
+                frame[r, k, j] = Rp[k, j]
+        for c in range(N.shape[1]):
+            N[r, c] = 0.0
+            T[r, 0, c] = 0.0
+            T[r, 1, c] = 0.0
+        Nr = N[r:r + 1]
+        _project_point_rows(J0, mask, bc, x, dirs, Nr, 1.0)
+        _project_point_rows(J0, mask, bp, x, dirs, Nr, -1.0)
+        _project_point_rows(J0, mask, bc, xc, tdirs, T[r], 1.0)
+        _project_point_rows(J0, mask, bp, xc, tdirs, T[r], -1.0)
+        if with_drift:
+            # phi = n . (x - o_p):  phi'' at q'' = 0 = n'' . d + 2 n' . d' + n . (a_x - a_o)
+            _point_motion(R, p, V, A, bc, x, vc, ac, wc, alc)
+            _point_motion(R, p, V, A, bp, op, vq, aq, wp, alp)
+            _cross(wp, dirs[0], t1)                       # n'
+            _cross(alp, dirs[0], t2)
+            s = 0.0
+            for k in range(3):
+                s += dirs[0, k] * (ac[k] - aq[k]) + 2.0 * t1[k] * (vc[k] - vq[k])
+            _cross(wp, t1, vc)                            # w x (w x n)
+            for k in range(3):
+                s += (t2[k] + vc[k]) * d[k]
+            dn[r] = s
+            # tangential: relative classical acceleration of the material points at xc
+            _point_motion(R, p, V, A, bc, xc, vc, ac, wc, alc)
+            _point_motion(R, p, V, A, bp, xc, vq, aq, wp, alp)
+            for j in range(2):
+                s = 0.0
+                for k in range(3):
+                    s += tdirs[j, k] * (ac[k] - aq[k])
+                dt[r, j] = s
+
+
+class UnitCatalog:
+    """Every unilateral unit a model can have (fixed per model): contact pairs (contact point,
+    plane on another body) and limits.  ``limits`` / ``contacts``: include them."""
+
+    def __init__(self, model, limits: bool = True, contacts: bool = True):
+        self.model = model
+        self.pairs = []            # (contact index, plane index)
+        if contacts:
+            for ci, c in enumerate(model.contacts):
+                for pi, pl in enumerate(model.planes):
+                    if pl.body != c.body:
+                        self.pairs.append((ci, pi))
+        self.coord_limits = []     # (name, q index, v index, sign, bound)
+        self.balls = []            # (body index, joint)
+        if limits:
+            for i in range(1, model.nbody):
+                if model.is_virtual[i]:
+                    continue
+                kind = int(model.jnt_type[i])
+                qa, va = int(model.jnt_qadr[i]), int(model.jnt_vadr[i])
+                jn = model._joint_names[i]
+                for k in _COORD_KINDS.get(kind, ()):
+                    lo, hi = float(model.lower[qa + k]), float(model.upper[qa + k])
+                    suffix = "" if model.jnt_nq[i] == 1 else f"[{k}]"
+                    if np.isfinite(lo):
+                        self.coord_limits.append((f"{jn}{suffix}.lower", qa + k, va + k, 1.0, lo))
+                    if np.isfinite(hi):
+                        self.coord_limits.append((f"{jn}{suffix}.upper", qa + k, va + k, -1.0, hi))
+                joint = model.joints[i]
+                if kind in (J.SPHERICAL, J.SPHERICAL_ZYX) and (getattr(joint, "swing", None) is not None
+                                                               or getattr(joint, "twist", None) is not None):
+                    self.balls.append((i, joint))
+        self._lim_q = np.array([c[1] for c in self.coord_limits], dtype=np.int64)
+        self._lim_v = np.array([c[2] for c in self.coord_limits], dtype=np.int64)
+        self._lim_s = np.array([c[3] for c in self.coord_limits])
+        self._lim_b = np.array([c[4] for c in self.coord_limits])
+        nv = model.nv
+        # support masks: dof d moves body b iff the body of d is an ancestor of b (or b)
+        db = np.asarray(model.dof_body)
+        end = np.asarray(model.subtree_end)
+        b = np.arange(model.nbody)
+        self._mask = ((db[None, :] <= b[:, None]) & (b[:, None] < end[db][None, :])).astype(float) if nv else \
+            np.zeros((model.nbody, 0))
+
+        # contact geometry as flat arrays for the compiled row builder
+        cs, ps = model.contacts, model.planes
+        self._cbody = np.array([c.body for c in cs], dtype=np.int64)
+        self._cpos = np.array([c.position for c in cs], dtype=float).reshape(-1, 3)
+        self._crad = np.array([c.radius for c in cs], dtype=float)
+        self._pbody = np.array([pl.body for pl in ps], dtype=np.int64)
+        self._pR = np.array([pl.R for pl in ps], dtype=float).reshape(-1, 3, 3)
+        self._pp = np.array([pl.p for pl in ps], dtype=float).reshape(-1, 3)
+        self._pext = np.array([pl.extent if pl.extent is not None else (0.0, 0.0) for pl in ps],
+                              dtype=float).reshape(-1, 2)
+        self._pair_c = np.array([c for c, _ in self.pairs], dtype=np.int64)
+        self._pair_p = np.array([p_ for _, p_ in self.pairs], dtype=np.int64)
+        pm, cm = [], []
+        for ci, pi in self.pairs:
+            c, pl = cs[ci], ps[pi]
+            cm.append(c.friction if pl.friction is None else float(np.sqrt(c.friction * pl.friction)))
+            pm.append(c.restitution if pl.restitution is None else max(c.restitution, pl.restitution))
+        self._pair_mu, self._pair_e = np.array(cm, dtype=float), np.array(pm, dtype=float)
+        self._pair_names = [f"{cs[ci].name}/{ps[pi].name}" for ci, pi in self.pairs]
+        self._ball_nk = [len(self._ball_keys(j)) for _, j in self.balls]
+        self.size = len(self.pairs) + len(self.coord_limits) + sum(self._ball_nk)
+
+    @property
+    def empty(self) -> bool:
+        return self.size == 0
+
+    def gaps(self, q, kin=None):
+        """The gaps of every unit (in catalog order: contact pairs, coordinate limits, ball
+        limits), cheap: no Jacobians.  Contacts outside a bounded plane's extent get +inf."""
+        m = self.model
+        out = np.empty(self.size)
+        ncp, ncl = len(self.pairs), len(self.coord_limits)
+        if ncp:
+            kin = kin if kin is not None else forward_kinematics(m, q)
+            cb, pb = self._cbody[self._pair_c], self._pbody[self._pair_p]
+            x = np.einsum("kij,kj->ki", kin.R[cb], self._cpos[self._pair_c]) + kin.p[cb]
+            Rp = np.einsum("kij,kjl->kil", kin.R[pb], self._pR[self._pair_p])
+            op = np.einsum("kij,kj->ki", kin.R[pb], self._pp[self._pair_p]) + kin.p[pb]
+            d = x - op
+            g = np.einsum("ki,ki->k", Rp[:, :, 2], d) - self._crad[self._pair_c]
+            ext = self._pext[self._pair_p]
+            bounded = ext[:, 0] > 0
+            if bounded.any():
+                lx = np.einsum("ki,ki->k", Rp[:, :, 0], d)
+                ly = np.einsum("ki,ki->k", Rp[:, :, 1], d)
+                g[bounded & ((np.abs(lx) > ext[:, 0]) | (np.abs(ly) > ext[:, 1]))] = np.inf
+            out[:ncp] = g
+        if ncl:
+            out[ncp:ncp + ncl] = self._lim_s * (q[self._lim_q] - self._lim_b)
+        k = ncp + ncl
+        if self.balls:
+            from .swing_twist import ball_limit_rows
+            for (i, joint), nk in zip(self.balls, self._ball_nk):
+                qa = int(m.jnt_qadr[i])
+                out[k:k + nk] = ball_limit_rows(joint, q[qa:qa + m.jnt_nq[i]])[0]
+                k += nk
+        return out
+
+    def units(self, q, v=None, select=None, with_drift=False):
+        """The :class:`Units` at (q, v): all of them, or those whose catalog index is in
+        ``select`` (e.g. the ones with a small gap).  ``with_drift`` computes J' v (needs v)."""
+        m = self.model
+        nv = m.nv
+        ncp, ncl = len(self.pairs), len(self.coord_limits)
+        sel = np.arange(self.size) if select is None else np.asarray(select, dtype=np.int64)
+        k = len(sel)
+        kind = np.full(k, LIMIT, dtype=np.int64)
+        gap, mu, e = np.zeros(k), np.zeros(k), np.zeros(k)
+        N, T = np.zeros((k, nv)), np.zeros((k, 2, nv))
+        dn, dt = np.zeros(k), np.zeros((k, 2))
+        point, frame = np.zeros((k, 3)), np.tile(np.eye(3), (k, 1, 1))
+        names, keys = [None] * k, [None] * k
+        csel = np.flatnonzero(sel < ncp)
+        if len(csel):
+            if with_drift:
+                kin = forward_kinematics(m, q, v, np.zeros(nv))
+                V, A = kin.v, kin.a
+            else:
+                kin = forward_kinematics(m, q)
+                V = A = np.zeros((m.nbody, 6))
+            J0 = joint_jacobians(m, q)
+            cu = sel[csel]
+            cg, cN, cT = np.empty(len(cu)), np.empty((len(cu), nv)), np.empty((len(cu), 2, nv))
+            cdn, cdt, cpt, cfr = np.zeros(len(cu)), np.zeros((len(cu), 2)), np.empty((len(cu), 3)), \
+                np.empty((len(cu), 3, 3))
+            contact_rows(kin.R, kin.p, V, A, J0, self._mask, self._cbody, self._cpos, self._crad, self._pbody,
+                         self._pR, self._pp, self._pext, self._pair_c, self._pair_p, cu, bool(with_drift),
+                         cg, cN, cT, cdn, cdt, cpt, cfr)
+            gap[csel], N[csel], T[csel], dn[csel], dt[csel], point[csel], frame[csel] = cg, cN, cT, cdn, cdt, cpt, cfr
+            kind[csel] = CONTACT
+            mu[csel], e[csel] = self._pair_mu[cu], self._pair_e[cu]
+            for r, u in zip(csel, cu):
+                names[r] = self._pair_names[u]
+                ci, pi = self.pairs[u]
+                keys[r] = ("c", ci, pi)
+        ball_cache = {}
+        for r in np.flatnonzero(sel >= ncp):
+            u = sel[r]
+            if u < ncp + ncl:
+                nm, qi, vi, s_, bound = self.coord_limits[u - ncp]
+                gap[r] = s_ * (q[qi] - bound)
+                N[r, vi] = s_
+                names[r] = nm
+                keys[r] = ("l", u - ncp)
+                continue
+            j = u - ncp - ncl
+            for (i, joint), nk in zip(self.balls, self._ball_nk):
+                if j < nk:
+                    break
+                j -= nk
+            from .swing_twist import ball_limit_drift, ball_limit_rows
+            qa, va, nvj = int(m.jnt_qadr[i]), int(m.jnt_vadr[i]), int(m.jnt_nv[i])
+            qj = q[qa:qa + m.jnt_nq[i]]
+            if i not in ball_cache:
+                ball_cache[i] = ball_limit_rows(joint, qj)
+            gs, rows = ball_cache[i][:2]
+            gap[r] = gs[j]
+            N[r, va:va + nvj] = rows[j]
+            names[r] = f"{m._joint_names[i]}.{self._ball_keys(joint)[j]}"
+            keys[r] = ("b", i, j)
+            if with_drift:
+                dn[r] = ball_limit_drift(joint, qj, v[va:va + nvj])[j]
+        return Units(names, kind, gap, N, T, mu, e, dn, dt, point, frame, keys)
+
+    @staticmethod
+    def _ball_keys(joint):
+        keys = []
+        if getattr(joint, "swing", None) is not None:
+            keys.append("swing")
+        if getattr(joint, "twist", None) is not None:
+            keys += ["twist.lower", "twist.upper"]
+        return keys

@@ -1,0 +1,215 @@
+"""One simulation step with joint limits and contacts (event-driven, events located in time).
+
+A step of dt from (q, v):
+
+1. the units at their boundary (phi <= ``GAP_TOL``) that approach (phi' < -``V_TOL``) get an
+   impact: the impulse problem of ``linkdyn.contact.impulse`` on every unit at the boundary
+   (restitution where the approach is faster than ``V_BOUNCE``, so bouncing ends);
+2. the units at the boundary that do not separate are *active*: between events the motion is
+   RK4 on the configuration manifold with the acceleration of
+   ``linkdyn.contact.acceleration`` (contact and limit forces from the acceleration-level
+   complementarity problem; a force that would pull is zero and the unit separates);
+3. if an inactive unit's gap crosses zero inside the step, or an active contact's slip
+   reverses (sliding comes to rest), the first such time is located (Illinois regula falsi on
+   the step length, each trial an RK4 step from the start), the step is taken up to it and
+   the rest of the step goes on from there (back to 1.);
+4. after every piece: the loops are closed, penetrations and limit overshoots are projected
+   out (``linkdyn.contact.position_correction``) and the active units' approach velocities
+   are removed by an inelastic impulse, so nothing drifts.
+
+References: the event-driven scheme of Pfeiffer and Glocker (1996), "Multibody Dynamics with
+Unilateral Contacts"; the located restarts of Hairer, Norsett and Wanner's dense-output
+event location, done here by re-stepping.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..contact import dynamics as cd
+from ..contact.rows import CONTACT, UnitCatalog
+from ..model.configuration import integrate
+from .integrators import project, rk4_step, semi_implicit_euler_step
+from .recording import Event
+
+#: a unit is at its boundary (in contact, at its limit) when its gap is below this (m or rad)
+GAP_TOL = 1e-7
+#: ... and it approaches (an impact) when its gap rate is below -V_TOL
+V_TOL = 1e-6
+#: restitution applies only to impacts faster than this (m/s or rad/s); slower ones are inelastic
+V_BOUNCE = 1e-2
+#: event location: stop when the located gap is within this (m or rad) or the bracket is this small (s)
+LOC_TOL, LOC_DT = 1e-10, 1e-12
+
+
+class Unilateral:
+    """The limits and contacts of one model in a simulation (rebuilt on a structure change)."""
+
+    def __init__(self, model, limits=True, contacts=True, integrator="rk4"):
+        self.model = model
+        self.catalog = UnitCatalog(model, limits=limits, contacts=contacts)
+        self._step = rk4_step if integrator == "rk4" else semi_implicit_euler_step
+        self.warm = {}
+        self.last = None               # the last acceleration-level Solution (for recording)
+        self.stats = {"impacts": 0, "located": 0, "pieces": 0}
+
+    @property
+    def empty(self):
+        return self.catalog.empty
+
+    # ------------------------------------------------------------------------------------
+    def _accel_fn(self, tau, active):
+        model, cat = self.model, self.catalog
+
+        def accel(q, v):
+            units = cat.units(q, v, active, with_drift=True)
+            sol = cd.acceleration(model, q, v, tau, units, warm=self.warm)
+            self.last = sol
+            return sol.value
+        return accel
+
+    def solve_at(self, q, v, tau):
+        """The acceleration-level solution at (q, v) with the units at their boundary active
+        (for recording forces)."""
+        active = self._active(q, v)
+        units = self.catalog.units(q, v, active, with_drift=True)
+        return cd.acceleration(self.model, q, v, tau, units, warm=self.warm)
+
+    def _near(self, q):
+        gaps = self.catalog.gaps(q)
+        return np.flatnonzero(gaps <= GAP_TOL), gaps
+
+    def _active(self, q, v):
+        near, _ = self._near(q)
+        if len(near) == 0:
+            return near
+        units = self.catalog.units(q, v, near)
+        return near[units.N @ v <= V_TOL]
+
+    # ------------------------------------------------------------------------------------
+    def impact(self, q, v, t):
+        """An impact on the units at their boundary that approach; returns (v, event or None)."""
+        near, _ = self._near(q)
+        if len(near) == 0:
+            return v, None
+        units = self.catalog.units(q, v, near)
+        vn = units.N @ v
+        if not np.any(vn < -V_TOL):
+            return v, None
+        units.e = np.where(vn < -V_BOUNCE, units.e, 0.0)
+        sol = cd.impulse(self.model, q, v, units, restitution=True)
+        from ..dynamics.energy import kinetic_energy
+        k0 = float(kinetic_energy(self.model, q, v))
+        v1 = v + sol.value
+        k1 = float(kinetic_energy(self.model, q, v1))
+        hit = [units.name[u] for u in np.flatnonzero(vn < -V_TOL)]
+        if not np.any(sol.force):               # the others' impulses already stopped it
+            return v1, None
+        self.stats["impacts"] += 1
+        ev = Event(t, "impact", ", ".join(hit), sol.force.copy(), sol.value.copy(), k0, k1,
+                   note=f"{len(units)} units at their boundary: " + ", ".join(units.name),
+                   units=list(units.name))
+        return v1, ev
+
+    def correct(self, q, v, active=None):
+        """Close the loops, project penetrations out, remove the approach velocity of the units
+        in ``active`` (catalog indices; default: every unit at its boundary)."""
+        model, cat = self.model, self.catalog
+        for _ in range(3):
+            gaps = cat.gaps(q)
+            bad = np.flatnonzero(gaps < 0.0)
+            if len(bad) == 0:
+                break
+            units = cat.units(q, None, bad)
+            q = integrate(model, q, cd.position_correction(model, q, units))
+            if model.nloops:
+                q, v = project(model, q, v)
+        near, gaps = self._near(q)
+        if active is not None:
+            near = np.intersect1d(near, active)
+        if len(near):
+            units = cat.units(q, v, near)
+            if np.any(units.N @ v < 0.0):
+                units.e = np.zeros(len(units))
+                v = v + cd.impulse(model, q, v, units, restitution=False).value
+        return q, v
+
+    # ------------------------------------------------------------------------------------
+    def _event_values(self, q, v, watch_gap, watch_slip):
+        """Event functions (positive at the start of the piece) at (q, v)."""
+        vals = []
+        if len(watch_gap):
+            vals.extend(self.catalog.gaps(q)[watch_gap])
+        if watch_slip:
+            idx = np.array([u for u, _ in watch_slip])
+            units = self.catalog.units(q, v, idx)
+            for k, (_, d) in enumerate(watch_slip):
+                vals.append(float(d @ (units.T[k] @ v)))
+        return np.array(vals)
+
+    def step(self, q, v, tau, dt, t):
+        """One step of dt from time t; returns (q, v, events)."""
+        model, cat = self.model, self.catalog
+        events = []
+        remaining = dt
+        for _ in range(64):
+            if remaining <= LOC_DT:
+                break
+            v, ev = self.impact(q, v, t + (dt - remaining))
+            if ev is not None:
+                events.append(ev)
+            active = self._active(q, v)
+            near, gaps0 = self._near(q)
+            watch_gap = np.setdiff1d(np.flatnonzero(np.isfinite(gaps0)), near)
+            watch_slip = []
+            if len(active):
+                units = cat.units(q, v, active)
+                for k, u in enumerate(active):
+                    if units.kind[k] == CONTACT and units.mu[k] > 0:
+                        slip = units.T[k] @ v
+                        if np.hypot(*slip) > cd.V_SLIDE:
+                            watch_slip.append((u, slip / np.hypot(*slip)))
+            accel = self._accel_fn(tau, active) if len(active) else None
+
+            def trial(h):
+                return self._step(model, q, v, tau, h, accel=accel, project_loops=False)
+            q1, v1 = trial(remaining)
+            self.stats["pieces"] += 1
+            f1 = self._event_values(q1, v1, watch_gap, watch_slip)
+            h = remaining
+            if len(f1) and f1.min() < -LOC_TOL:
+                h, q1, v1 = self._locate(trial, remaining, q, v, watch_gap, watch_slip)
+                self.stats["located"] += 1
+            if model.nloops:
+                q1, v1 = project(model, q1, v1)
+            q, v = self.correct(q1, v1, active)
+            remaining -= h
+        return q, v, events
+
+    def _locate(self, trial, H, q0, v0, watch_gap, watch_slip):
+        """The first time in (0, H] at which an event function reaches zero (Illinois)."""
+        f0 = self._event_values(q0, v0, watch_gap, watch_slip)
+        a, fa = 0.0, float(f0.min()) if len(f0) else 1.0
+        fa = max(fa, 0.0) if fa < 0 else fa
+        b = H
+        qb, vb = trial(b)
+        fb = fb_val = float(self._event_values(qb, vb, watch_gap, watch_slip).min())
+        side = 0
+        for _ in range(60):
+            if b - a <= LOC_DT or -LOC_TOL <= fb_val <= 0.0:
+                break
+            c = b - fb * (b - a) / (fb - fa) if fb != fa else 0.5 * (a + b)
+            if not (a < c < b):
+                c = 0.5 * (a + b)
+            qc, vc = trial(c)
+            fc = float(self._event_values(qc, vc, watch_gap, watch_slip).min())
+            if fc < 0.0:
+                b, fb, fb_val, qb, vb = c, fc, fc, qc, vc
+                if side == -1:
+                    fa *= 0.5
+                side = -1
+            else:
+                a, fa = c, fc
+                if side == 1:
+                    fb *= 0.5
+                side = 1
+        return b, qb, vb
