@@ -37,6 +37,55 @@ from numba import njit
 FREE, NORMAL, FRICTION, FRICTION2 = 0, 1, 2, 3
 
 
+@njit(cache=True, inline="always")
+def _disk_step(a11, a12, a21, a22, w1, w2, x1, x2, cap):
+    """The friction pair's own problem with the others fixed: min 1/2 y^T A y + b^T y over
+    the disk |y| <= cap, b = w - A x (w the present residual at x).  Its solution has
+    A y + b = -g y with g >= 0 (the slip opposes the force: maximum dissipation): the
+    unconstrained minimum when inside, else the trust-region root of |y(g)| = cap."""
+    a12 = 0.5 * (a12 + a21)
+    b1 = w1 - (a11 * x1 + a12 * x2)
+    b2 = w2 - (a12 * x1 + a22 * x2)
+    if cap <= 0.0:
+        return 0.0, 0.0
+    det = a11 * a22 - a12 * a12
+    if det > 1e-14 * max(a11 * a22, 1e-300):
+        y1 = -(a22 * b1 - a12 * b2) / det
+        y2 = -(a11 * b2 - a12 * b1) / det
+        if y1 * y1 + y2 * y2 <= cap * cap:
+            return y1, y2
+    # Newton on 1/|y(g)| - 1/cap = 0, y(g) = -(A + g I)^-1 b, from g >= 0 where A + g I > 0
+    tr = a11 + a22
+    lam_min = 0.5 * (tr - np.sqrt(max((a11 - a22) ** 2 + 4.0 * a12 * a12, 0.0)))
+    g = max(0.0, -lam_min) + 1e-12 * max(abs(tr), 1e-300)
+    bn = np.sqrt(b1 * b1 + b2 * b2)
+    if bn == 0.0:
+        return 0.0, 0.0
+    g = max(g, bn / cap - max(a11, a22))
+    y1 = y2 = 0.0
+    for _ in range(50):
+        p11, p22 = a11 + g, a22 + g
+        dd = p11 * p22 - a12 * a12
+        y1 = -(p22 * b1 - a12 * b2) / dd
+        y2 = -(p11 * b2 - a12 * b1) / dd
+        ny = np.sqrt(y1 * y1 + y2 * y2)
+        # z = (A + gI)^-1 y ; d|y|/dg = -y.z/|y|
+        z1 = (p22 * y1 - a12 * y2) / dd
+        z2 = (p11 * y2 - a12 * y1) / dd
+        yz = y1 * z1 + y2 * z2
+        phi = 1.0 / ny - 1.0 / cap
+        if abs(phi) * cap < 1e-14:
+            break
+        dphi = yz / ny ** 3
+        step = phi / dphi
+        g_new = g - step
+        if g_new <= 0.0:
+            g_new = 0.5 * g
+        g = g_new
+    s = cap / max(np.sqrt(y1 * y1 + y2 * y2), 1e-300)
+    return y1 * s, y2 * s
+
+
 @njit(cache=True)
 def pgs(A, r, kind, mu, normal, lam, max_iter, tol):
     """Projected Gauss-Seidel in place on ``lam``; returns the sweeps taken."""
@@ -69,24 +118,10 @@ def pgs(A, r, kind, mu, normal, lam, max_iter, tol):
                 for j in range(m):
                     w1 += A[i, j] * lam[j]
                     w2 += A[i + 1, j] * lam[j]
-                a11, a12, a21, a22 = A[i, i], A[i, i + 1], A[i + 1, i], A[i + 1, i + 1]
-                det = a11 * a22 - a12 * a21
-                if abs(det) > 1e-14 * max(a11 * a22, 1e-300):
-                    d1 = (a22 * w1 - a12 * w2) / det
-                    d2 = (a11 * w2 - a21 * w1) / det
-                else:
-                    d1 = w1 / a11 if a11 > 0.0 else 0.0
-                    d2 = w2 / a22 if a22 > 0.0 else 0.0
-                l1 = lam[i] - d1
-                l2 = lam[i + 1] - d2
                 cap = mu[i] * lam[normal[i]]
                 if cap < 0.0:
                     cap = 0.0
-                nrm = np.sqrt(l1 * l1 + l2 * l2)
-                if nrm > cap:
-                    if nrm > 0.0:
-                        l1 *= cap / nrm
-                        l2 *= cap / nrm
+                l1, l2 = _disk_step(A[i, i], A[i, i + 1], A[i + 1, i], A[i + 1, i + 1], w1, w2, lam[i], lam[i + 1], cap)
                 change = max(change, abs(l1 - lam[i]), abs(l2 - lam[i + 1]))
                 lam[i] = l1
                 lam[i + 1] = l2
@@ -183,16 +218,16 @@ def solve(A, r, kind, mu, normal, lam0=None, max_iter=500, tol=1e-9):
     pgs(A, r, kind, mu, normal, lam, max_iter, 1e-12)
     best = lam
     res = residual(A, r, kind, mu, normal, lam)
-    if res > 1e-12:
-        for _ in range(3):
-            pol = _polish(A, r, kind, mu, normal, lam, max(tol, 1e-10))
-            if pol is None:
-                break
-            pres = residual(A, r, kind, mu, normal, pol)
-            if pres < res:
-                best, res = pol, pres
-            if res <= 1e-12:
-                break
-            lam = pol.copy()
-            pgs(A, r, kind, mu, normal, lam, 50, 1e-14)
+    # the polish always runs: besides exactness it gives redundant contacts the least-norm split
+    for _ in range(3):
+        pol = _polish(A, r, kind, mu, normal, lam, max(tol, 1e-10, 10 * res))
+        if pol is None:
+            break
+        pres = residual(A, r, kind, mu, normal, pol)
+        if pres <= max(res, 1e-12):
+            best, res = pol, pres
+        if res <= 1e-12:
+            break
+        lam = pol.copy()
+        pgs(A, r, kind, mu, normal, lam, 50, 1e-14)
     return best, res

@@ -343,6 +343,19 @@ class ModelBuilder:
         R, p = as_pose(placement, f"add_frame({name!r}).placement")
         self._frames.append((name, b, R, p))
 
+    def set_limits(self, joint: str, lower=None, upper=None) -> None:
+        """Set the position limits of the joint named ``joint`` (per coordinate, size nq; None
+        keeps the present value, -inf/inf remove a bound)."""
+        spec = next((b for b in self._bodies[1:] if b.joint_name == joint), None)
+        if spec is None:
+            raise KeyError(f"set_limits: no joint {joint!r}; joints: {sorted(self._joint_names)}")
+        nq = spec.joint.nq
+        lo = spec.lower if lower is None else np.broadcast_to(np.asarray(lower, dtype=float), (nq,)).copy()
+        hi = spec.upper if upper is None else np.broadcast_to(np.asarray(upper, dtype=float), (nq,)).copy()
+        if np.isnan(lo).any() or np.isnan(hi).any() or (lo > hi).any():
+            raise ValueError(f"set_limits({joint!r}): expected lower <= upper without NaN, got {lo} and {hi}")
+        spec.lower, spec.upper = lo, hi
+
     def _contact_name_free(self, name):
         return name not in {c["name"] for c in self._contacts} | {p["name"] for p in self._planes}
 

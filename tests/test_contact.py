@@ -1,0 +1,320 @@
+"""Unilateral constraints (issue 10): the rows against finite differences, the complementarity
+solver against enumeration, and simulations whose physics has a closed form: a block on an
+incline, a bouncing ball, a pendulum on its stop.  Every simulation here asserts at every
+recorded sample that normal forces push (>= -1e-9), friction stays inside its cone and
+nothing penetrates."""
+import itertools
+
+import numpy as np
+import pytest
+
+import linkdyn as ld
+from linkdyn import spatial as sp
+from linkdyn.contact import lcp
+from linkdyn.contact.rows import CONTACT, UnitCatalog
+
+G = 9.81
+
+
+def assert_physical(rec, pen_tol=1e-9):
+    """At every recorded sample: normal forces >= -1e-9, friction inside the cone, gaps >= -tol."""
+    for seg in rec.segments:
+        if not seg.unit_names:
+            continue
+        a = seg.arrays()
+        f = a["unit_force"]
+        assert f[:, :, 0].min() >= -1e-9, "a normal force pulls"
+        cat = UnitCatalog(seg.model)
+        mu = np.zeros(len(seg.unit_names))
+        mu[:len(cat.pairs)] = cat._pair_mu
+        ft = np.hypot(f[:, :, 1], f[:, :, 2])
+        assert np.all(ft <= mu * f[:, :, 0] * (1 + 1e-9) + 1e-9), "friction outside its cone"
+        assert a["unit_gap"].min() >= -pen_tol, f"penetration {a['unit_gap'].min():.3g}"
+
+
+# ----------------------------------------------------------------------------------------
+# models
+def block(theta, mu, half=0.1, mass=2.0):
+    """A box on 4 corner contacts resting on a plane tilted by theta about y."""
+    b = ld.ModelBuilder("block")
+    b.add_body("box", "world", ld.FreeFlyer(), inertia=ld.Inertia(mass, [0, 0, 0], np.diag([0.01, 0.012, 0.014])))
+    for sx, sy in itertools.product((-1, 1), (-1, 1)):
+        b.add_contact("box", [half * sx, half * sy, -0.05], friction=mu)
+    R = sp.roty(theta)
+    b.add_plane("incline", "world", normal=R[:, 2])
+    m = b.build()
+    q = ld.neutral(m)
+    q[:3] = R @ np.array([0.0, 0.0, 0.05])
+    q[3:7] = sp.matrix_to_quat(R)
+    return m, q, R
+
+
+def ball(e, mu=0.5, radius=0.1):
+    b = ld.ModelBuilder("ball")
+    b.add_body("ball", "world", ld.FreeFlyer(), inertia=ld.Inertia(1.0, [0, 0, 0], np.eye(3) * 0.004))
+    b.add_contact("ball", [0, 0, 0], radius=radius, friction=mu, restitution=e)
+    b.add_ground()
+    return b.build()
+
+
+def pendulum(mass=1.5, length=0.8, lower=0.5):
+    b = ld.ModelBuilder("pendulum")
+    b.add_body("rod", "world", ld.Revolute("y"), inertia=ld.Inertia(mass, [0, 0, -length], np.eye(3) * 1e-4),
+               lower=lower)
+    return b.build()
+
+
+# ----------------------------------------------------------------------------------------
+# rows
+def test_contact_rows_are_the_gap_rates_and_drifts():
+    """N v = d(phi)/dt, T v = the contact point's sliding velocity, and N q'' + drift =
+    d2(phi)/dt2, by central differences along a motion, for a sphere on a plane carried by
+    another moving body (the plane's own rotation enters)."""
+    b = ld.ModelBuilder("pair")
+    b.add_body("table", "world", ld.Revolute("x"), placement=[0, 0, 0.2],
+               inertia=ld.Inertia(1.0, [0, 0.1, 0], np.eye(3) * 0.01))
+    b.add_plane("top", "table", point=[0, 0, 0.05], normal=[0.1, 0.0, 1.0])
+    b.add_body("arm", "world", ld.Spherical(), placement=[0.3, 0, 1.0],
+               inertia=ld.Inertia(1.0, [0, 0, -0.3], np.eye(3) * 0.01))
+    b.add_contact("arm", [0.05, 0.0, -0.6], radius=0.04)
+    m = b.build()
+    rng = np.random.default_rng(3)
+    q, v, a = ld.random_configuration(m, rng), rng.standard_normal(m.nv), rng.standard_normal(m.nv)
+    cat = UnitCatalog(m)
+    u = cat.units(q, v, with_drift=True)
+    assert u.kind[0] == CONTACT and len(u) == 1
+    h = 1e-5
+
+    def state(t):   # q(t), v(t) with constant acceleration a
+        return ld.integrate(m, q, v * t + 0.5 * a * t * t), v + a * t
+    g = [cat.gaps(state(t)[0])[0] for t in (-h, 0.0, h)]
+    assert u.N[0] @ v == pytest.approx((g[2] - g[0]) / (2 * h), rel=1e-6, abs=1e-8)
+    assert u.N[0] @ a + u.drift_n[0] == pytest.approx((g[2] - 2 * g[1] + g[0]) / h ** 2, rel=1e-4, abs=1e-4)
+    # the rate of N v along the motion is the second derivative too (tangents: T v matches
+    # the relative velocity of the material points at the contact point)
+    un = [cat.units(*state(t)) for t in (-h, h)]
+    dn = (un[1].N[0] @ state(h)[1] - un[0].N[0] @ state(-h)[1]) / (2 * h)
+    assert u.N[0] @ a + u.drift_n[0] == pytest.approx(dn, rel=1e-5, abs=1e-6)
+    kin = ld.forward_kinematics(m, q, v)
+    arm = m.body_id("arm")
+    table = m.body_id("table")
+    x = u.point[0]
+
+    def point_velocity(bi):
+        R, p, vb = kin.R[bi], kin.p[bi], kin.v[bi]
+        return R @ vb[:3] + np.cross(R @ vb[3:], x - p)
+    rel = point_velocity(arm) - point_velocity(table)
+    assert u.T[0] @ v == pytest.approx(u.frame[0][:, :2].T @ rel, rel=1e-10, abs=1e-12)
+
+
+def test_limit_rows():
+    m = pendulum(lower=-0.3)
+    b = ld.ModelBuilder.from_model(m)
+    b.add_body("slider", "rod", ld.Prismatic("z"), lower=-0.1, upper=0.2, inertia=ld.Inertia(0.5))
+    m = b.build()
+    cat = UnitCatalog(m)
+    u = cat.units(np.array([0.1, 0.15]), np.array([1.0, -2.0]))
+    assert u.name == ["rod_joint.lower", "slider_joint.lower", "slider_joint.upper"]
+    assert u.gap == pytest.approx([0.4, 0.25, 0.05])
+    assert u.N @ np.array([1.0, -2.0]) == pytest.approx([1.0, -2.0, 2.0])
+
+
+def test_catalog_respects_switches_and_bounded_planes():
+    b = ld.ModelBuilder("seat")
+    b.add_body("seat", "world", ld.FreeFlyer(), inertia=ld.Inertia(1.0, [0, 0, 0], np.eye(3) * 0.01))
+    b.add_plane("seat_top", "seat", point=[0, 0, 0.02], extent=(0.2, 0.1))
+    b.add_body("thigh", "world", ld.Prismatic("x"), placement=[0, 0, 0.5], lower=-1.0, upper=1.0,
+               inertia=ld.Inertia(1.0))
+    b.add_contact("thigh", [0, 0, 0])
+    b.add_ground()
+    m = b.build()
+    assert len(UnitCatalog(m).pairs) == 2            # thigh on the seat top and on the ground; not the seat on itself
+    assert UnitCatalog(m, limits=False).coord_limits == []
+    assert UnitCatalog(m, contacts=False).pairs == []
+    q = ld.neutral(m)
+    q[7] = 0.15                                       # the thigh's point beyond the seat's 0.2 x 0.1 top? no: x
+    gaps = UnitCatalog(m).gaps(q)
+    assert np.isfinite(gaps[0])
+    q[7] = 0.3
+    assert UnitCatalog(m).gaps(q)[0] == np.inf       # past the seat's end: no contact with its top
+    with pytest.raises(ValueError, match="restitution"):
+        ld.ModelBuilder("x").add_contact("world", restitution=2.0)
+    with pytest.raises(ValueError, match="extent"):
+        ld.ModelBuilder("x").add_plane("p", extent=(1.0, -1.0))
+
+
+# ----------------------------------------------------------------------------------------
+# the complementarity solver
+def _enumerate_lcp(A, r):
+    """All solutions of the LCP 0 <= x _|_ A x + r >= 0 by trying every active set."""
+    n = len(r)
+    out = []
+    for k in range(n + 1):
+        for act in itertools.combinations(range(n), k):
+            x = np.zeros(n)
+            if act:
+                idx = list(act)
+                try:
+                    x[idx] = np.linalg.solve(A[np.ix_(idx, idx)], -r[idx])
+                except np.linalg.LinAlgError:
+                    continue
+            w = A @ x + r
+            if x.min() >= -1e-10 and w.min() >= -1e-10:
+                out.append(x)
+    return out
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_lcp_matches_enumeration(seed):
+    rng = np.random.default_rng(seed)
+    n = 6
+    B = rng.standard_normal((n, n + 2))
+    A = B @ B.T + 1e-3 * np.eye(n)
+    r = rng.standard_normal(n)
+    x, res = lcp.solve(A, r, np.full(n, lcp.NORMAL), np.zeros(n), np.arange(n))
+    sols = _enumerate_lcp(A, r)
+    assert len(sols) == 1                     # A positive definite: a unique solution
+    assert x == pytest.approx(sols[0], abs=1e-10)
+    assert res < 1e-10
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_lcp_with_friction_cones(seed):
+    """Random contact problems (A = J M^-1 J^T of random rows): the solution satisfies every
+    condition to 1e-9, friction inside its disk, a sticking pair has no slip, a sliding one
+    slips against its force."""
+    rng = np.random.default_rng(seed)
+    nc, nv = 4, 10
+    J = rng.standard_normal((3 * nc, nv))
+    Mi = np.linalg.inv((lambda X: X @ X.T + np.eye(nv))(rng.standard_normal((nv, nv))))
+    A = J @ Mi @ J.T
+    r = rng.standard_normal(3 * nc)
+    kind = np.tile([lcp.NORMAL, lcp.FRICTION, lcp.FRICTION2], nc)
+    mu = np.repeat(rng.uniform(0.2, 1.0, nc), 3)
+    normal = np.repeat(np.arange(0, 3 * nc, 3), 3)
+    x, res = lcp.solve(A, r, kind, mu, normal)
+    assert res < 1e-9
+    assert lcp.residual(A, r, kind, mu, normal, x) == res
+    for c in range(nc):
+        assert x[3 * c] >= 0
+        assert np.hypot(*x[3 * c + 1:3 * c + 3]) <= mu[3 * c] * x[3 * c] * (1 + 1e-9) + 1e-12
+
+
+def test_lcp_shares_redundant_contacts():
+    """Four coplanar corners carry a box: A is singular (12 rows, 6 dofs); the solution
+    is exact and the load is shared symmetrically."""
+    m, q, R = block(0.0, 0.8)
+    cat = UnitCatalog(m)
+    sol = ld.contact.acceleration(m, q, np.zeros(m.nv), np.zeros(m.nv), cat.units(q, np.zeros(m.nv), with_drift=True))
+    assert sol.residual < 1e-9
+    assert sol.force[:, 0] == pytest.approx(np.full(4, 2.0 * G / 4), rel=1e-9)
+    assert np.abs(sol.value).max() < 1e-9
+
+
+# ----------------------------------------------------------------------------------------
+# simulations with a closed form
+@pytest.mark.parametrize("theta,mu", [(0.3, 0.5), (0.3, 0.2), (0.45, 0.3)])
+def test_block_on_incline(theta, mu):
+    """Sticks for tan(theta) < mu; otherwise slides with a = g (sin theta - mu cos theta)."""
+    m, q, R = block(theta, mu)
+    sim = ld.Simulation(m, q, dt=1e-3)
+    rec = sim.run(until=0.4, progress=False)
+    assert_physical(rec)
+    a = rec.segments[0].arrays()
+    vw = np.einsum("ij,kj->ki", R, a["v"][:, :3])       # the body keeps the plane's orientation
+    down = -R[:, 0]                                     # down the slope (tilt about y lowers +x? see below)
+    if vw[-1] @ R[:, 0] > 0:
+        down = R[:, 0]
+    s = vw @ down
+    acc = np.diff(s) / np.diff(a["t"])
+    expected = G * (np.sin(theta) - mu * np.cos(theta)) if np.tan(theta) > mu else 0.0
+    assert acc == pytest.approx(np.full(len(acc), expected), abs=1e-6)
+    assert np.abs(vw @ R[:, 2]).max() < 1e-9            # no bouncing off the plane
+    assert not rec.events
+
+
+@pytest.mark.parametrize("e", [0.5, 0.8])
+def test_ball_rebounds_to_e_squared_of_its_height(e):
+    m = ball(e)
+    q = ld.neutral(m)
+    h = 0.9
+    q[2] = h + 0.1
+    t_fall = np.sqrt(2 * h / G)
+    sim = ld.Simulation(m, q, dt=1e-3)
+    rec = sim.run(until=2.2 * t_fall, progress=False)
+    assert_physical(rec)
+    first = rec.events[0]
+    assert first.kind == "impact" and first.t == pytest.approx(t_fall, abs=1e-9)
+    # the flight after the impact has a closed form: the apex is e^2 h above the ground
+    v_up = e * np.sqrt(2 * G * h)
+    a = rec.segments[0].arrays()
+    k = np.searchsorted(a["t"], first.t) + 1
+    vz = np.array([ld.spatial.quat_rotate(qq[3:7], vv[:3]) for qq, vv in zip(a["q"][k:k + 5], a["v"][k:k + 5])])[:, 2]
+    assert vz[0] == pytest.approx(v_up - G * (a["t"][k] - first.t), rel=1e-9)
+    assert (a["q"][:, 2] - 0.1).max() == pytest.approx(h, rel=1e-12)
+    after = a["t"] > first.t
+    assert (a["q"][after, 2] - 0.1).max() == pytest.approx(e * e * h, rel=2e-5)   # sampled every 1 ms
+
+
+def test_inelastic_ball_comes_to_rest_without_penetration():
+    m = ball(0.0)
+    q = ld.neutral(m)
+    q[2] = 0.6
+    v = np.zeros(6)
+    v[0] = 1.0                                            # sliding as it lands: friction stops it
+    sim = ld.Simulation(m, q, v, dt=1e-3)
+    rec = sim.run(until=1.0, progress=False)
+    assert_physical(rec)
+    a = rec.segments[0].arrays()
+    assert (a["q"][:, 2] - 0.1).min() > -1e-6
+    assert [e.kind for e in rec.events] == ["impact"]
+    assert np.abs(a["v"][-1, 2]) < 1e-9 if False else abs(ld.spatial.quat_rotate(a["q"][-1, 3:7], a["v"][-1, :3])[2]) < 1e-9
+    # rolling without slipping at the end: the contact point does not move
+    u = UnitCatalog(m).units(sim.q, sim.v)
+    assert np.abs(u.T[0] @ sim.v).max() < 1e-6
+
+
+def test_pendulum_stops_on_its_limit_and_stays():
+    mass, length, lower = 1.5, 0.8, 0.5
+    m = pendulum(mass, length, lower)
+    sim = ld.Simulation(m, np.array([1.2]), dt=1e-3)
+    rec = sim.run(until=1.5, progress=False)
+    assert_physical(rec)
+    a = rec.segments[0].arrays()
+    assert a["q"].min() >= lower - 1e-12
+    assert [e.kind for e in rec.events] == ["impact"]
+    # the free fall from 1.2 to 0.5 has its energy; the impact takes all the kinetic energy
+    ev = rec.events[0]
+    assert ev.kinetic_after == pytest.approx(0.0, abs=1e-20)
+    assert ev.kinetic_before == pytest.approx(mass * G * length * (np.cos(lower) - np.cos(1.2)), rel=1e-8)
+    rest = a["t"] > ev.t + 1e-9
+    assert np.all(a["q"][rest, 0] == pytest.approx(lower, abs=1e-12))
+    assert a["unit_force"][rest, 0, 0] == pytest.approx(np.full(rest.sum(), mass * G * length * np.sin(lower)),
+                                                        rel=1e-9)
+    # limits off: it swings through
+    rec2 = ld.Simulation(m, np.array([1.2]), dt=1e-3, limits=False).run(until=0.6, progress=False)
+    assert rec2.segments[0].arrays()["q"].min() < 0.0
+
+
+def test_a_limit_inside_a_closed_chain():
+    """A four-bar whose crank has a stop: the loop stays closed, the stop holds, and when no
+    limit is active the step is the closed chain's own (the same as with limits off)."""
+    fb = ld.models.four_bar()
+    q0 = ld.loops.close_loops(fb, ld.neutral(fb) + 0.3, hold=["crank"])
+    hi = float(q0[fb.q_index("crank")]) + 0.3            # gravity turns the crank up from rest
+    b = ld.ModelBuilder.from_model(fb)
+    b.set_limits("crank", upper=hi)
+    m = b.build()
+    v0 = np.zeros(m.nv)
+    s_on = ld.Simulation(m, q0, v0, dt=1e-3)
+    s_off = ld.Simulation(m, q0, v0, dt=1e-3, limits=False)
+    s_on.step(), s_off.step()
+    assert s_on.q == pytest.approx(s_off.q, abs=1e-14)
+    rec = s_on.run(until=1.5, progress=False)
+    assert_physical(rec)
+    a = rec.segments[0].arrays()
+    crank = a["q"][:, m.q_index("crank")]
+    assert crank.max() <= hi + 1e-9 and crank[-1] > hi - 1e-6      # it reaches the stop and rests there
+    assert rec.loop_error.max() < 1e-8
+    with pytest.raises(KeyError, match="no joint"):
+        b.set_limits("crankk", lower=0.0)
