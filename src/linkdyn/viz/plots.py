@@ -91,6 +91,92 @@ def _event_lines(ax, events):
         ax.axvline(e.t, color="0.5", lw=0.8, ls=":", zorder=0)
 
 
+def _impulse_size(e):
+    """|p| of a structure change's linear impulse, or an impact's total normal impulse."""
+    if e.impulse is None:
+        return np.nan
+    p = np.asarray(e.impulse, dtype=float)
+    if e.kind == "impact" and p.ndim == 2:
+        return float(p[:, 0].sum())
+    return float(np.linalg.norm(p.reshape(-1)[:3]))
+
+
+def _series(segs, t, fn):
+    """Concatenate fn(segment) (K,) over segments; NaN where a segment has nothing."""
+    return np.concatenate([fn(s) if len(s.unit_names) else np.full(len(s.t), np.nan) for s in segs])
+
+
+def _unit_panels(axs, segs, t):
+    """Contact forces per body, limit forces, centres of pressure."""
+    names = list(dict.fromkeys(n for s in segs for n in s.unit_names))
+    contacts = [n for n in names if "/" in n]
+    limits = [n for n in names if "/" not in n]
+    # group contacts by their point's body-ish prefix: "l_sole_contact0/ground" -> "l_sole"
+    def group(n):
+        pt = n.split("/")[0]
+        return pt.rsplit("_", 1)[0] if "_" in pt else pt
+    groups = list(dict.fromkeys(group(n) for n in contacts))
+
+    def pick(s, sel, col):
+        idx = [k for k, n in enumerate(s.unit_names) if sel(n)]
+        return s.unit_force[:, idx, col] if idx else np.zeros((len(s.t), 0))
+    ax = axs[0]
+    drawn = 0
+    for c, g in enumerate(groups):
+        fn = _series(segs, t, lambda s, g=g: pick(s, lambda n: "/" in n and group(n) == g, 0).sum(axis=1))
+        ft = _series(segs, t, lambda s, g=g: np.hypot(pick(s, lambda n: "/" in n and group(n) == g, 1).sum(axis=1),
+                                                      pick(s, lambda n: "/" in n and group(n) == g, 2).sum(axis=1)))
+        if np.nanmax(np.abs(fn), initial=0.0) > 0:
+            ax.plot(t, fn, lw=1.2, color=f"C{c % 10}", label=f"{g} normal")
+            ax.plot(t, ft, lw=0.9, ls="--", color=f"C{c % 10}", label=f"{g} friction")
+            drawn += 1
+    ax.set_ylabel("contact force [N]\n(normal; friction --)")
+    if drawn:
+        ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=7, frameon=False, ncol=1 + (drawn > 6))
+    else:
+        ax.text(0.5, 0.5, "no contact" if contacts else "no contact points", transform=ax.transAxes, ha="center",
+                va="center", color="0.4")
+    ax = axs[1]
+    active = []
+    for n in limits:
+        y = _series(segs, t, lambda s, n=n: s.unit_force[:, s.unit_names.index(n), 0] if n in s.unit_names
+                    else np.full(len(s.t), np.nan))
+        if np.nanmax(np.abs(y), initial=0.0) > 0:
+            active.append((np.nanmax(np.abs(y)), n, y))
+    for c, (_, n, y) in enumerate(sorted(active, reverse=True)[:10]):
+        ax.plot(t, y, lw=1.0, color=f"C{c % 10}", label=n)
+    ax.set_ylabel("limit torque [N m]\nor force [N]")
+    if active:
+        ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=7, frameon=False)
+    else:
+        ax.text(0.5, 0.5, "no limit reached" if limits else "no joint limits", transform=ax.transAxes,
+                ha="center", va="center", color="0.4")
+    ax = axs[2]
+    drawn = 0
+    for c, g in enumerate(groups):
+        def cop(s, g=g, k=0):
+            idx = [j for j, n in enumerate(s.unit_names) if "/" in n and group(n) == g]
+            if len(idx) < 2:
+                return np.full(len(s.t), np.nan)
+            fn = s.unit_force[:, idx, 0]
+            tot = fn.sum(axis=1)
+            with np.errstate(invalid="ignore", divide="ignore"):
+                x = (fn * s.unit_point[:, idx, k]).sum(axis=1) / tot
+            return np.where(tot > 1e-9, x, np.nan)
+        cx = _series(segs, t, lambda s, g=g: cop(s, g, 0))
+        cy = _series(segs, t, lambda s, g=g: cop(s, g, 1))
+        if np.isfinite(cx).any():
+            ax.plot(t, cx, lw=1.1, color=f"C{c % 10}", label=f"{g} x")
+            ax.plot(t, cy, lw=1.1, ls="--", color=f"C{c % 10}", label=f"{g} y")
+            drawn += 1
+    ax.set_ylabel("centre of pressure\n[m, world x; y --]")
+    if drawn:
+        ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=7, frameon=False)
+    else:
+        ax.text(0.5, 0.5, "no body on two or more contacts", transform=ax.transAxes, ha="center", va="center",
+                color="0.4")
+
+
 def plot_run(run, path, joints=None, *, model=None, title: str | None = None, dpi: int = 100,
              size=(10.0, 12.0)) -> Path:
     """Write a multi-panel PNG of a recorded run to ``path`` (or any format matplotlib writes,
@@ -104,7 +190,12 @@ def plot_run(run, path, joints=None, *, model=None, title: str | None = None, dp
     2. kinetic, potential and total energy;
     3. the largest loop error (log axis);
     4. each loop's constraint force magnitude |f| (``loop_forces[..., :3]``), by loop name;
-    5. the events' linear impulses |p| (``impulse[:3]``) as stems, labelled.
+    5. the events' linear impulses |p| (``impulse[:3]``; an impact's total normal impulse) as
+       stems, labelled;
+    6. with contacts and limits (``linkdyn.contact``): the normal and friction force on each
+       group of contact points (e.g. one foot's corners), signed;
+    7. the force or torque of each limit that was reached;
+    8. the centre of pressure of each group of two or more contact points (world x and y).
 
     ``run``: a :class:`~linkdyn.sim.recording.Recording`, or a :class:`~linkdyn.sim.Trajectory`
     with ``model=`` (its loop forces are then computed from the recorded states).
@@ -116,8 +207,10 @@ def plot_run(run, path, joints=None, *, model=None, title: str | None = None, dp
     names = _default_joints(segs) if joints is None else ([joints] if isinstance(joints, str) else list(joints))
     curves = _joint_curves(segs, names)
 
-    fig = _figure(size, dpi)
-    axs = fig.subplots(5, 1, sharex=True, gridspec_kw={"height_ratios": [3, 2, 1.5, 2, 1.5]})
+    units = any(len(s.unit_names) for s in segs)
+    fig = _figure((size[0], size[1] * (1.45 if units else 1.0)), dpi)
+    ratios = [3, 2, 1.5, 2, 1.5] + ([2, 1.5, 2] if units else [])
+    axs = fig.subplots(len(ratios), 1, sharex=True, gridspec_kw={"height_ratios": ratios})
     fig.subplots_adjust(left=0.1, right=0.74, top=0.95, bottom=0.05, hspace=0.12)
     if title is None:
         title = " / ".join(dict.fromkeys(s.model.name for s in segs))
@@ -192,8 +285,7 @@ def plot_run(run, path, joints=None, *, model=None, title: str | None = None, dp
     ax = axs[4]
     if events:
         te = np.array([e.t for e in events])
-        pe = np.array([np.linalg.norm(np.asarray(e.impulse, dtype=float)[:3]) if e.impulse is not None else np.nan
-                       for e in events])
+        pe = np.array([_impulse_size(e) for e in events])
         ax.stem(te, pe, basefmt="k-")
         for x, y, e in zip(te, pe, events):
             ax.annotate(event_label(e), (x, y), xytext=(3, 3), textcoords="offset points", fontsize=6, rotation=20)
@@ -202,7 +294,9 @@ def plot_run(run, path, joints=None, *, model=None, title: str | None = None, dp
     else:
         ax.text(0.5, 0.5, "no events", transform=ax.transAxes, ha="center", va="center", color="0.4")
     ax.set_ylabel("event impulse\n|p| [N s]")
-    ax.set_xlabel("time [s]")
+    if units:
+        _unit_panels(axs[5:], segs, t)
+    axs[-1].set_xlabel("time [s]")
     ax.set_xlim(t[0], t[-1] if t[-1] > t[0] else t[0] + 1.0)
 
     for ax in axs:

@@ -21,6 +21,10 @@ class SegmentData:
     potential: np.ndarray    # (K,)
     loop_error: np.ndarray   # (K,)
     loop_forces: np.ndarray  # (K, nloops, 6)
+    unit_names: tuple = ()   # contacts "point/plane" and limits "joint.lower", ... (linkdyn.contact)
+    unit_force: np.ndarray = None   # (K, nunits, 3): normal, tangent 1, tangent 2
+    unit_gap: np.ndarray = None     # (K, nunits)
+    unit_point: np.ndarray = None   # (K, nunits, 3) world contact points
 
 
 def _field(values, n, shape, what):
@@ -37,10 +41,15 @@ def segment_data(seg) -> SegmentData:
     m = seg.model
     t = np.asarray(seg.t, dtype=float).reshape(-1)
     n = len(t)
+    names = tuple(getattr(seg, "unit_names", ()) or ())
+    k = len(names)
     return SegmentData(m, t, _field(seg.q, n, (m.nq,), "q"), _field(seg.v, n, (m.nv,), "v"),
                        _field(seg.kinetic, n, (), "kinetic"), _field(seg.potential, n, (), "potential"),
                        _field(seg.loop_error, n, (), "loop_error"),
-                       _field(seg.loop_forces, n, (m.nloops, 6), "loop_forces"))
+                       _field(seg.loop_forces, n, (m.nloops, 6), "loop_forces"), names,
+                       _field(getattr(seg, "unit_force", None), n, (k, 3), "unit_force"),
+                       _field(getattr(seg, "unit_gap", None), n, (k,), "unit_gap"),
+                       _field(getattr(seg, "unit_point", None), n, (k, 3), "unit_point"))
 
 
 def as_recording(run, model=None, loop_forces: bool = True) -> Recording:
@@ -91,6 +100,9 @@ def run_data(run, model=None, loop_forces: bool = False):
 
 def event_label(e) -> str:
     """What an event did, in a few words: "r_grip__bar released", "l_grip__bar connected"."""
+    if e.kind == "impact":
+        names = e.name.split(", ")
+        return "impact: " + ", ".join(names[:3]) + (f" (+{len(names) - 3})" if len(names) > 3 else "")
     verb = {"cut": "released", "connect": "connected"}.get(e.kind, e.kind)
     s = f"{e.name} {verb}"
     return f"{s} ({e.note})" if getattr(e, "note", "") else s
