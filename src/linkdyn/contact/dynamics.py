@@ -41,31 +41,42 @@ V_SLIDE = 1e-5
 
 class Response:
     """The closed chain's response to generalized forces at q: ``apply(F)`` = Z F, the
-    acceleration (or velocity change) that the forces F (nv, k) add with the loops held."""
+    acceleration (or velocity change) that the forces F (nv, k) add with the loops held.
+
+    A tree: Z = M^-1 (Cholesky of the CRBA matrix).  A closed chain: the KKT matrix
+    [M J^T; J 0] on a maximal set of independent loop rows J (the virtual links' cut joints
+    have no inertia, so M alone is singular there, but M is positive definite on the motions
+    the loops allow), LU-factored once per state."""
 
     def __init__(self, model, q):
         self.model, self.q = model, q
-        self._cho = None
+        M = crba(model, q)
+        self._nv = model.nv
         if model.nloops:
-            from ..loops.dynamics import constrained_dynamics
-            self._cd = constrained_dynamics
-            self._zero = np.zeros(model.nv)
-            self._a0 = constrained_dynamics(model, q, self._zero, self._zero)   # gravity alone
+            from ..loops.kinematics import independent_rows, loop_jacobian
+            Jb = loop_jacobian(model, q)
+            Jr = Jb[independent_rows(Jb)]
+            k = Jr.shape[0]
+            K = np.zeros((self._nv + k, self._nv + k))
+            K[:self._nv, :self._nv] = M
+            K[:self._nv, self._nv:] = Jr.T
+            K[self._nv:, :self._nv] = Jr
+            self._lu = scipy.linalg.lu_factor(K, check_finite=False)
+            self._cho = None
         else:
-            self._cho = scipy.linalg.cho_factor(crba(model, q), lower=True, check_finite=False)
+            self._cho = scipy.linalg.cho_factor(M, lower=True, check_finite=False)
 
     def apply(self, F):
         F = np.asarray(F, dtype=float)
         if F.ndim == 1:
             return self.apply(F[:, None])[:, 0]
         if F.shape[1] == 0:
-            return np.zeros((self.model.nv, 0))
+            return np.zeros((self._nv, 0))
         if self._cho is not None:
             return scipy.linalg.cho_solve(self._cho, F, check_finite=False)
-        out = np.empty_like(F)
-        for k in range(F.shape[1]):            # the closed-chain solver is linear in tau
-            out[:, k] = self._cd(self.model, self.q, self._zero, np.ascontiguousarray(F[:, k])) - self._a0
-        return out
+        rhs = np.zeros((self._lu[0].shape[0], F.shape[1]))
+        rhs[:self._nv] = F
+        return scipy.linalg.lu_solve(self._lu, rhs, check_finite=False)[:self._nv]
 
 
 @dataclass

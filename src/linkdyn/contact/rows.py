@@ -301,10 +301,10 @@ class UnitCatalog:
             out[ncp:ncp + ncl] = self._lim_s * (q[self._lim_q] - self._lim_b)
         k = ncp + ncl
         if self.balls:
-            from .swing_twist import ball_limit_rows
+            from .swing_twist import ball_limit_gaps
             for (i, joint), nk in zip(self.balls, self._ball_nk):
                 qa = int(m.jnt_qadr[i])
-                out[k:k + nk] = ball_limit_rows(joint, q[qa:qa + m.jnt_nq[i]])[0]
+                out[k:k + nk] = ball_limit_gaps(joint, q[qa:qa + m.jnt_nq[i]])
                 k += nk
         return out
 

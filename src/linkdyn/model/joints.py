@@ -21,6 +21,10 @@ kind                       nq    nv   q / v
 ``Planar()``                3     3   [x, y, theta] in the joint's xy-plane / [vx, vy, wz] (child frame)
 ``FreeFlyer()``             7     6   [x, y, z, qx, qy, qz, qw] / [v; w] in the child frame
 ========================  ====  ====  =====================================================
+
+The two ball joints may carry a swing cone and a twist range (``Spherical(swing=..., twist=...,
+axis=..., plug_axis=...)``, the swing-twist decomposition of Baerlocher and Boulic 2001); the
+constraint rows they give are in :mod:`linkdyn.contact.swing_twist`.
 """
 from __future__ import annotations
 
@@ -135,18 +139,190 @@ class Universal(Joint):
         self._set(UNIVERSAL, a1, a2)
 
 
-class Spherical(Joint):
-    """Ball joint with a unit-quaternion configuration [x, y, z, w] (no singularity)."""
+def _angle(x, what):
+    """A finite float from a real number (not a bool)."""
+    if isinstance(x, (bool, np.bool_)) or not isinstance(x, (int, float, np.integer, np.floating)):
+        raise ValueError(f"{what}: expected a number (radians), got {x!r}")
+    x = float(x)
+    if not np.isfinite(x):
+        raise ValueError(f"{what}: expected a finite number (radians), got {x!r}")
+    return x
 
-    def __init__(self):
-        self._set(SPHERICAL)
+
+def _swing_limit(swing):
+    """None, a half-angle in (0, pi) or a pair of half-angles (a, b) in (0, pi)."""
+    if swing is None:
+        return None
+    msg = ("swing: expected None, a cone half-angle in (0, pi) rad or a pair (a, b) of half-angles in "
+           f"(0, pi) rad for an elliptical cone, got {swing!r}")
+    if isinstance(swing, np.ndarray) and swing.ndim == 0:
+        swing = swing.item()
+    if isinstance(swing, (tuple, list, np.ndarray)):
+        vals = np.asarray(swing, dtype=object).reshape(-1)
+        if len(vals) != 2 or np.ndim(swing) != 1:
+            raise ValueError(msg)
+        out = tuple(_angle(v, "swing") for v in vals)
+    elif isinstance(swing, (int, float, np.integer, np.floating)) and not isinstance(swing, (bool, np.bool_)):
+        out = (_angle(swing, "swing"),)
+    else:
+        raise ValueError(msg)
+    for v in out:
+        if not 0.0 < v < np.pi:
+            raise ValueError(f"swing: every half-angle must be in (0, pi) rad (a cone of half-angle pi "
+                             f"or more limits nothing and puts the twist's singularity inside), got {swing!r}")
+    return out[0] if len(out) == 1 else out
 
 
-class SphericalZYX(Joint):
-    """Ball joint in ZYX angles [z, y, x], R = Rz(z) Ry(y) Rx(x) (seed 000 sec. 2.5.3)."""
+def _twist_limit(twist):
+    """None or (lo, hi) with -pi < lo < hi < pi."""
+    if twist is None:
+        return None
+    msg = f"twist: expected None or a pair (lo, hi) of angles with -pi < lo < hi < pi rad, got {twist!r}"
+    if not isinstance(twist, (tuple, list, np.ndarray)) or np.ndim(twist) != 1 or len(twist) != 2:
+        raise ValueError(msg)
+    lo, hi = (_angle(v, "twist") for v in twist)
+    if not -np.pi < lo < hi < np.pi:
+        raise ValueError(msg)
+    return lo, hi
 
-    def __init__(self):
-        self._set(SPHERICAL_ZYX)
+
+def _cone_frame(axis) -> np.ndarray:
+    """The cone frame C (columns: the a direction, the b direction, the cone axis) of ``axis``."""
+    if not isinstance(axis, str) and np.ndim(axis) == 2:
+        C = np.asarray(axis, dtype=float)
+        if C.shape != (3, 3) or not np.isfinite(C).all():
+            raise ValueError(f"axis: expected a named axis, a 3-vector or a 3x3 rotation matrix, got shape {C.shape}")
+        if np.abs(C.T @ C - np.eye(3)).max() > 1e-6 or np.linalg.det(C) < 0:
+            raise ValueError("axis: a 3x3 axis must be a rotation matrix (columns: the direction of the "
+                             "half-angle a, that of b, the cone axis)")
+        U, _, Vt = np.linalg.svd(C)          # the nearest exact rotation
+        return U @ Vt
+    c = as_axis(axis, "axis")
+    ref = np.array([1.0, 0.0, 0.0])
+    x = ref - (ref @ c) * c
+    if np.linalg.norm(x) < 1e-6:             # a cone axis along +-x: the reference is the socket's y
+        ref = np.array([0.0, 1.0, 0.0])
+        x = ref - (ref @ c) * c
+    x /= np.linalg.norm(x)
+    return np.column_stack([x, np.cross(c, x), c])
+
+
+def _plug_frame(C, plug_axis) -> np.ndarray:
+    """C M with M the smallest rotation taking z to the plug axis in the cone frame (twist 0 at q = 0)."""
+    if plug_axis is None:
+        return C.copy()
+    u = C.T @ as_axis(plug_axis, "plug_axis")
+    if u[2] < -1.0 + 1e-9:
+        raise ValueError("plug_axis: must not point against the cone axis (the joint would start at "
+                         "swing = pi, where the twist is undefined)")
+    k = np.array([-u[1], u[0], 0.0])       # z x u
+    K = np.array([[0.0, -k[2], k[1]], [k[2], 0.0, -k[0]], [-k[1], k[0], 0.0]])
+    M = np.eye(3) + K + K @ K / (1.0 + u[2])
+    return C @ M
+
+
+def _fmt_angles(x):
+    if isinstance(x, tuple):
+        return "(" + ", ".join(f"{v:.6g}" for v in x) + ")"
+    return f"{x:.6g}"
+
+
+class _Ball(Joint):
+    """Common part of the two ball joints: the optional swing cone and twist range.
+
+    See :class:`Spherical` for the meaning of ``swing``, ``twist``, ``axis`` and ``plug_axis``.
+    """
+    __slots__ = ("swing", "twist", "cone_axis", "plug_axis", "cone_frame", "plug_frame")
+
+    def _set_ball(self, kind, swing, twist, axis, plug_axis):
+        self._set(kind)
+        C = _cone_frame(axis)
+        Cp = _plug_frame(C, plug_axis)
+        object.__setattr__(self, "swing", _swing_limit(swing))
+        object.__setattr__(self, "twist", _twist_limit(twist))
+        for name, val in (("cone_frame", C), ("plug_frame", Cp), ("cone_axis", C[:, 2].copy()),
+                          ("plug_axis", Cp[:, 2].copy())):
+            val.flags.writeable = False
+            object.__setattr__(self, name, val)
+
+    @property
+    def limited(self) -> bool:
+        """True when the joint has a swing cone or a twist range."""
+        return self.swing is not None or self.twist is not None
+
+    @property
+    def swing_ab(self):
+        """The cone's half-angles ``(a, b)`` (equal for a circular cone), or None."""
+        if self.swing is None:
+            return None
+        return self.swing if isinstance(self.swing, tuple) else (self.swing, self.swing)
+
+    def __repr__(self):
+        args = []
+        if self.swing is not None:
+            args.append(f"swing={_fmt_angles(self.swing)}")
+        if self.twist is not None:
+            args.append(f"twist={_fmt_angles(self.twist)}")
+        if not np.allclose(self.cone_frame, np.eye(3), atol=1e-12):
+            args.append(f"axis={(np.round(self.cone_axis, 6) + 0.0).tolist()}")
+            if isinstance(self.swing, tuple) and not np.allclose(self.cone_frame, _cone_frame(self.cone_axis)):
+                args.append(f"a_direction={(np.round(self.cone_frame[:, 0], 6) + 0.0).tolist()}")
+        if not np.allclose(self.plug_axis, self.cone_axis, atol=1e-12):
+            args.append(f"plug_axis={(np.round(self.plug_axis, 6) + 0.0).tolist()}")
+        return f"{type(self).__name__}({', '.join(args)})"
+
+
+class Spherical(_Ball):
+    """Ball joint with a unit-quaternion configuration [x, y, z, w] (no singularity), optionally
+    limited by a swing cone and a twist range.
+
+    ``Spherical()`` is unlimited.  The limits use the swing-twist decomposition of the joint
+    rotation R (child frame in the joint frame): R = R_swing R_twist, R_twist a rotation about
+    the cone axis and R_swing a rotation about an axis perpendicular to it (Baerlocher and Boulic
+    2001, "Parametrization and range of motion of the ball-and-socket joint"; Dobrowolski 2015,
+    "Swing-twist decomposition in Clifford algebra"), as in the source notes on Featherstone's
+    algorithm, eqs. 27-29 (eq. 29 corrected: see :mod:`linkdyn.contact.swing_twist`).  The swing
+    angle is the angle between the socket's cone axis and the plug's axis (eq. 27), the twist
+    the rotation about the plug's axis left once they are aligned by the smallest rotation.
+
+    * ``swing``: None (no cone); a half-angle in (0, pi) (circular cone: swing angle <= swing);
+      or a pair ``(a, b)`` of half-angles in (0, pi) for an elliptical cone: the plug's axis may
+      tilt at most ``a`` towards +-x of the cone frame and at most ``b`` towards +-y, and in a
+      direction at the angle phi from x at most ``a b / sqrt(b^2 cos^2 phi + a^2 sin^2 phi)``
+      (an ellipse in the polar coordinates (tilt angle, tilt direction) of the plug's axis).
+    * ``twist``: None or ``(lo, hi)``, -pi < lo < hi < pi: the range of the twist angle, the
+      right-handed rotation about the plug's axis, zero at q = 0.
+    * ``axis``: the cone axis in the joint (socket) frame: ``"x"``, ``"-z"``, ... or a 3-vector
+      (default ``"z"``, the notes' convention), or a 3x3 rotation whose columns are the cone
+      frame's x (the direction of ``a``), y (that of ``b``) and z (the cone axis).  For a vector,
+      the cone frame's x is the socket's x made perpendicular to the axis (its y for an axis
+      along +-x).  Internally a fixed rotation C taking z to the axis (``cone_frame``).
+    * ``plug_axis``: the plug's axis in the child frame (= its direction in the joint frame at
+      q = 0); default: the cone axis, so that swing and twist are those of C^T R C and q = 0 is
+      the cone's centre.  A different plug axis puts q = 0 off the cone's centre (a cone tilted
+      towards flexion for a limb hanging along ``plug_axis``): swing and twist are then those of
+      C^T R C_p with C_p = C S0, S0 the smallest rotation from the cone axis to the plug axis, so
+      that q = 0 is a pure swing (twist 0) of the angle between the two axes.
+
+    Attributes (read-only): ``swing``, ``twist`` (as validated), ``cone_axis``, ``plug_axis``,
+    ``cone_frame`` (C), ``plug_frame`` (C_p), ``swing_ab`` ((a, b) or None), ``limited``.
+    ``linkdyn.contact.swing_twist`` turns them into gaps, constraint rows and their drift.
+    """
+    __slots__ = ()
+
+    def __init__(self, swing=None, twist=None, axis="z", plug_axis=None):
+        self._set_ball(SPHERICAL, swing, twist, axis, plug_axis)
+
+
+class SphericalZYX(_Ball):
+    """Ball joint in ZYX angles [z, y, x], R = Rz(z) Ry(y) Rx(x) (seed 000 sec. 2.5.3), with the
+    same optional swing cone and twist range as :class:`Spherical` (``swing``, ``twist``,
+    ``axis``, ``plug_axis``: see there).  The angles' own ``lower``/``upper`` (ModelBuilder) are
+    separate coordinate limits."""
+    __slots__ = ()
+
+    def __init__(self, swing=None, twist=None, axis="z", plug_axis=None):
+        self._set_ball(SPHERICAL_ZYX, swing, twist, axis, plug_axis)
 
 
 class Planar(Joint):

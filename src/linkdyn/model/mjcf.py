@@ -29,7 +29,7 @@ Mapping (the supported subset)
 ------------------------------
 * ``<compiler angle eulerseq autolimits inertiafromgeom inertiagrouprange boundmass
   boundinertia balanceinertia settotalmass>``; ``angle`` defaults to ``"degree"`` as in MuJoCo
-  (it applies to ``euler``, the angle of ``axisangle``, hinge ``range``/``ref``).  Asset and
+  (it applies to ``euler``, the angle of ``axisangle``, hinge ``range``/``ref``, ball ``range``).  Asset and
   rendering options are ignored; ``coordinate="global"`` (removed from MuJoCo) is refused.
 * ``<option gravity>`` and ``<flag gravity="disable">`` give the gravity unless ``gravity=`` is
   passed.
@@ -52,8 +52,12 @@ Mapping (the supported subset)
   ``<inertial>`` inside ``<frame>`` elements are moved by the frame.
   Unnamed joints are called ``"<body>_joint"``, ``"<body>_joint_1"``, ...
 * Joint attributes: ``range`` with ``limited`` / ``autolimits`` -> ``lower``/``upper`` (hinge,
-  slide; a ball joint's cone limit cannot be expressed on a quaternion and is dropped with a
-  warning); ``armature`` -> ``armature``; ``damping`` -> ``damping`` (viscous, as MuJoCo's passive
+  slide); a ball joint's ``range="0 X"`` (X in the compiler's angle unit) -> ``Spherical(swing=X,
+  twist=(-X, X))``: MuJoCo bounds the total rotation angle, ``cos(swing/2) cos(twist/2) >=
+  cos(X/2)``, linkdyn the swing and the twist separately, which agrees for a pure swing and a
+  pure twist and is looser for a combination of both (X = 60 deg admits 60 deg of swing with
+  60 deg of twist, a rotation of 82.8 deg); X >= 180 deg limits nothing (in MuJoCo either);
+  ``armature`` -> ``armature``; ``damping`` -> ``damping`` (viscous, as MuJoCo's passive
   force); ``frictionloss`` -> linkdyn's Coulomb ``friction`` (``tau += friction * sign(v)``; MuJoCo
   treats it as a soft constraint that can also hold the joint at rest: the two agree while the
   joint slides); ``joint_friction=False`` leaves damping and friction out; ``ref`` (see above);
@@ -622,6 +626,7 @@ class _Joint:
     damping: float
     frictionloss: float
     effort: float
+    ball_max: float | None = None     # a ball joint's range "0 X": X in radians
 
 
 @dataclass
@@ -994,7 +999,7 @@ class _Parser:
             axis = axis / n
         ang = comp.angle if jtype == "hinge" else (lambda x: x)
         ref = ang(a.number("ref", 0.0)) if jtype in ("hinge", "slide") else 0.0
-        lo, hi = -np.inf, np.inf
+        lo, hi, ball_max = -np.inf, np.inf, None
         if el.tag == "joint" and jtype != "free":
             limited = a.choice("limited", ("true", "false", "auto"), "auto")
             if limited == "auto":
@@ -1006,8 +1011,7 @@ class _Parser:
                 if jtype == "ball":
                     if r[0] != 0.0 or r[1] <= 0.0:
                         raise a.err(f"a ball joint's range must be '0 max-angle', got '{a.raw('range')}'")
-                    ctx.warn(el, jwhere, "the cone limit of a ball joint cannot be expressed on its quaternion; "
-                                         "the range is ignored")
+                    ball_max = comp.angle(r[1])           # degrees or radians, as a hinge's range
                 else:
                     if r[0] >= r[1]:
                         raise a.err(f"{a.desc('range', a.raw('range'))}: the lower limit must be below the upper")
@@ -1027,7 +1031,7 @@ class _Parser:
             if fr[0] > fr[1]:
                 raise a.err(f"{a.desc('actuatorfrcrange', a.raw('actuatorfrcrange'))}: lower above upper")
             effort = float(np.max(np.abs(fr)))
-        j = _Joint(name, jtype, pos, axis, ref, lo, hi, arm, damp, fl, effort)
+        j = _Joint(name, jtype, pos, axis, ref, lo, hi, arm, damp, fl, effort, ball_max)
         self.joint_info[name] = j
         return j
 
@@ -1063,6 +1067,23 @@ class _Parser:
             for b in self.bodies:
                 b.mass *= s
                 b.I = b.I * s
+
+
+def _ball_joint(max_angle):
+    """The Spherical joint of a MuJoCo ball joint with ``range="0 max_angle"`` (radians; None:
+    not limited).
+
+    MuJoCo limits the total rotation angle of the joint's quaternion (relative to qpos0, "regardless
+    of the axis of rotation"): angle = 2 acos(|w|) <= X, with w = cos(swing/2) cos(twist/2) in the
+    swing-twist decomposition.  That is a limit on swing and twist combined, not on the swing alone.
+    linkdyn's ball limits bound the swing (a cone) and the twist separately; the mapping chosen is
+    swing <= X and -X <= twist <= X, the smallest such box that contains MuJoCo's set: exactly
+    MuJoCo's limit for a pure swing (a cone of half-angle X about z, what a user of ``range`` on a
+    ball joint usually means) and for a pure twist, and looser when the joint swings and twists at
+    once.  X >= pi leaves the joint unlimited (MuJoCo's angle never exceeds pi either)."""
+    if max_angle is None or max_angle >= math.pi:
+        return J.Spherical()
+    return J.Spherical(swing=max_angle, twist=(-max_angle, max_angle))
 
 
 # --------------------------------------------------------------------------------------------
@@ -1132,7 +1153,7 @@ def _build(text, source, base_dir, gravity, joint_friction, return_info, default
                 joint, off = J.Prismatic(j.axis), (_I3, -j.axis * j.ref)
                 q0_mj.append(j.ref)
             else:
-                joint, off = J.Spherical(), (_I3, _Z3)
+                joint, off = _ball_joint(j.ball_max), (_I3, _Z3)
                 q0_mj.extend([1.0, 0.0, 0.0, 0.0])
             placement = _pose(*_pose(*T, _I3, j.pos), *off)
             at_origin = not np.any(j.pos)

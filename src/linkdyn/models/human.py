@@ -88,10 +88,66 @@ standing, ``q[:3] = (0, 0, pelvis_height)`` (``dimensions(height, sex)["pelvis_h
 ``floating=False`` the pelvis is welded at that standing height (it becomes part of the world
 body) and ``neutral`` stands.
 
-Revolute joints flex in one direction only, ``q >= 0`` (American Academy of Orthopaedic Surgeons,
-*Joint Motion: Method of Measuring and Recording*, 1965): elbow 0-150 deg about the body's -y
-axis (the forearm swings forward), knee 0-135 deg about +y (the shank swings backward).  The
-spherical joints (quaternions) are unbounded.
+Joint limits
+------------
+Normal ranges of motion of the American Academy of Orthopaedic Surgeons, *Joint Motion: Method
+of Measuring and Recording* (AAOS, 1965), as tabulated e.g. by Norkin and White, *Measurement of
+Joint Motion: A Guide to Goniometry*, appendix A (compare Soucie et al. 2011, "Range of motion
+measurements: reference values and a database for comparison studies", Haemophilia 17:500-507,
+whose means are close).  Revolute joints flex in one direction only, ``q >= 0``: elbow 0-150 deg
+about the body's -y axis (the forearm swings forward), knee 0-135 deg about +y (the shank swings
+backward); ``lower``/``upper`` of the model.
+
+The spherical joints (quaternions; their ``lower``/``upper`` stay infinite) carry a swing cone
+and a twist range (``Spherical(swing, twist, axis, plug_axis)``, the swing-twist decomposition
+of Baerlocher and Boulic 2001, constraint rows in :mod:`linkdyn.contact.swing_twist`), built by
+:func:`ball_joint` from :data:`BALL_LIMITS_DEG`.  The *plug axis* is the segment's own axis in the
+standing pose; the *cone axis* is tilted from it to the middle of the anatomical range, so that
+the standing posture lies inside, off the cone's centre; the half-angles are half the total
+arcs (an elliptical cone when the sagittal and frontal arcs differ); the twist is the rotation
+about the segment's axis, zero standing.  Left side, degrees (the right side is the mirror
+image, its twist range negated)::
+
+    joint             plug axis        cone axis tilted     half-angles a / b    twist (lo, hi)
+    waist             +z (trunk)       27.5 fwd (flexion)   52.5 sag / 35 front  -45, 45
+    neck              +z (head)        -                    45 (circular)        -60, 60
+    sternoclavicular  clavicle (lat.,  15 up, 5 back        20 horiz / 25 vert   -40, 10 (posterior -)
+                      19.4 down)
+    shoulder          -z (arm)         62.5 fwd             122.5 sag / 105 lat  -90, 70 (external -)
+    wrist             -z (hand)        5 palmar, 5 ulnar    75 sag / 25 front    -10, 150 (pronation +)
+    hip               -z (thigh)       45 fwd, 7.5 lat      75 sag / 37.5 front  -45, 45
+    ankle             +z (foot)        15 plantar, 10 inv.  35 sag / 25 front    -20, 10 (adduction -)
+
+    joint             source: total arcs (degrees)
+    waist             AAOS thoracolumbar: flexion 80, extension 25, lateral bending 35 each side,
+                      rotation 45 each side
+    neck              AAOS cervical: flexion 45, extension 45, lateral bending 45, rotation 60 each side
+    sternoclavicular  approximate (Kapandji, The Physiology of the Joints, vol. 1): elevation 40,
+                      depression 10, protraction 15, retraction 25, posterior rotation 40, anterior 10
+    shoulder          AAOS: flexion 180 (+5, see below), extension 60, abduction 180, internal
+                      rotation 70, external rotation 90
+    wrist             AAOS: flexion 80, extension 70, radial deviation 20, ulnar deviation 30;
+                      forearm pronation + supination 160 (80 + 80)
+    hip               AAOS: flexion 120, extension 30, abduction 45, adduction 30, internal and
+                      external rotation 45
+    ankle             AAOS: dorsiflexion 20, plantarflexion 50, inversion 35, eversion 15; forefoot
+                      adduction 20, abduction 10
+
+Notes.  The wrist's twist stands in for the forearm's pronation and supination (the elbow is a
+hinge): 160 deg in all, the palms-forward anatomical position taken 10 deg short of full
+supination.  The shoulder's cone lets the arm reach 185 deg of flexion (5 beyond AAOS) so that
+the arms-overhead posture of the high bar (each shoulder turned half a turn about y) is 5 deg
+inside rather than on the boundary; the shoulder and sternoclavicular ranges overlap (the
+clinical shoulder range includes the shoulder girdle's share).  A cone couples the planes:
+the ranges along the anatomical planes from the standing posture come out as (tests measure
+them) waist flex 80 / ext 25 / lat. 30 / rot 45; neck 45 / 45 / 45 / 60; sternoclavicular
+elevation 39.5 / depression 9.5 / protraction 11.5 / retraction 22 / rotation 40 and 10;
+shoulder flex 180 / ext 60 / int. 70 / ext. rot 90, and abduction 98 by a pure rotation in the
+frontal plane, which turns the humerus internally against the twist bound (Codman's paradox),
+while with the humerus turned as the arm rises every arm direction of the frontal plane up to
+overhead is inside the cone; wrist 80 / 70 / 20 / 30, pronation 150 / supination 10; hip flex
+119 / ext 27 / abd 39.5 / add 18 / rotation 45 each; ankle plantar 48 / dorsi 17 / inversion 33 /
+eversion 12.5 / adduction 20 / abduction 10.
 """
 from __future__ import annotations
 
@@ -105,7 +161,7 @@ from ..model import builder as _b
 from ..model import joints as J
 
 __all__ = ["human_figure", "human_figure_16", "segment_table", "dimensions", "de_leva", "combine",
-           "DE_LEVA_1996", "REFERENCE_SUBJECT"]
+           "ball_joint", "DE_LEVA_1996", "REFERENCE_SUBJECT", "BALL_LIMITS_DEG"]
 
 #: de Leva (1996) Table 4: segment -> (origin, other endpoint, length mm, mass %, CM % from the
 #: origin, r_sagittal %, r_transverse %, r_longitudinal %), each value as (female, male).
@@ -145,6 +201,53 @@ STERNOCLAVICULAR_HALF_WIDTH = 0.015  # x height: sternoclavicular joint from the
 HEEL_BEHIND_ANKLE = 0.20         # x foot length: heel behind the ankle (the toe tip is 0.80 in front)
 ELBOW_RANGE = (0.0, radians(150.0))
 KNEE_RANGE = (0.0, radians(135.0))
+
+#: Anatomical limits of the ball joints of the left side, degrees (the right side is their mirror
+#: image): joint -> (plug axis, tilts of the cone axis from the plug axis, swing half-angles
+#: (a, b) or one half-angle, twist (lo, hi)); see the module docstring for the sources.  The
+#: plug axis is the segment's axis in the standing pose (x forward, y left, z up); the cone
+#: axis is the plug axis turned by each (towards, degrees) in turn; a is the half-angle towards
+#: +-x of the cone frame (the socket's x made perpendicular to the cone axis), b the other.
+BALL_LIMITS_DEG = {
+    "waist": ((0.0, 0.0, 1.0), (("x", 27.5),), (52.5, 35.0), (-45.0, 45.0)),
+    "neck": ((0.0, 0.0, 1.0), (), 45.0, (-60.0, 60.0)),
+    "sternoclavicular": ((0.0, SHOULDER_HALF_WIDTH - STERNOCLAVICULAR_HALF_WIDTH, -SHOULDER_DROP),
+                         (("z", 15.0), ("-x", 5.0)), (20.0, 25.0), (-40.0, 10.0)),
+    "shoulder": ((0.0, 0.0, -1.0), (("x", 62.5),), (122.5, 105.0), (-90.0, 70.0)),
+    "wrist": ((0.0, 0.0, -1.0), (("x", 5.0), ("-y", 5.0)), (75.0, 25.0), (-10.0, 150.0)),
+    "hip": ((0.0, 0.0, -1.0), (("x", 45.0), ("y", 7.5)), (75.0, 37.5), (-45.0, 45.0)),
+    "ankle": ((0.0, 0.0, 1.0), (("x", 15.0), ("y", 10.0)), (35.0, 25.0), (-20.0, 10.0)),
+}
+
+
+def _tilt(u, toward, deg):
+    """Unit vector u turned by ``deg`` degrees towards the direction ``toward``."""
+    t = J.as_axis(toward)
+    t = t - (t @ u) * u
+    t /= np.linalg.norm(t)
+    a = radians(deg)
+    return np.cos(a) * u + np.sin(a) * t
+
+
+def ball_joint(name: str, side: str = "l") -> J.Spherical:
+    """The limited :class:`~linkdyn.Spherical` joint ``name`` (a key of :data:`BALL_LIMITS_DEG`)
+    of the ``side`` ("l" or "r": the mirror image in the sagittal plane, the twist range
+    negated and swapped)."""
+    if side not in ("l", "r"):
+        raise ValueError(f"side: expected 'l' or 'r', got {side!r}")
+    if name not in BALL_LIMITS_DEG:
+        raise ValueError(f"name: expected one of {sorted(BALL_LIMITS_DEG)}, got {name!r}")
+    plug, tilts, swing, (lo, hi) = BALL_LIMITS_DEG[name]
+    plug = J.as_axis(plug)
+    cone = plug
+    for toward, deg in tilts:
+        cone = _tilt(cone, toward, deg)
+    swing = tuple(radians(x) for x in swing) if isinstance(swing, tuple) else radians(swing)
+    twist = (radians(lo), radians(hi))
+    if side == "r":
+        P = np.array([1.0, -1.0, 1.0])
+        plug, cone, twist = plug * P, cone * P, (-twist[1], -twist[0])
+    return J.Spherical(swing=swing, twist=twist, axis=cone, plug_axis=plug)
 
 
 def _sex_index(sex) -> int:
@@ -353,6 +456,7 @@ def human_figure(mass: float = 70.0, height: float = 1.75, sex: str = "male", fl
     ``{l,r}_wrist`` -> ``{l,r}_hand``; ``{l,r}_hip`` -> ``{l,r}_thigh``; ``{l,r}_knee`` (revolute) ->
     ``{l,r}_shank``; ``{l,r}_ankle`` -> ``{l,r}_foot``.  All other joints are quaternion
     :class:`~linkdyn.Spherical` ones: ``nv = 40`` (+6 floating), ``nq = 12 * 4 + 4 = 52`` (+7).
+    Every joint has anatomical limits (module docstring, "Joint limits").
 
     Frames: ``{l,r}_grip`` (the hand's end, de Leva's MET3 on the hand's long axis: where a closed
     fist holds a bar), ``{l,r}_sole`` (under the ankle, on the sole), ``{l,r}_heel``,
@@ -367,28 +471,30 @@ def human_figure(mass: float = 70.0, height: float = 1.75, sex: str = "male", fl
     P, place, d = _parts(mass, height, sex)
     b = _b.ModelBuilder(name)
     _base(b, "pelvis", P["pelvis"], floating, d)
-    b.add_body("torso", "pelvis", J.Spherical(), placement=place["waist"], inertia=_inertia(P["torso"]),
+    b.add_body("torso", "pelvis", ball_joint("waist"), placement=place["waist"], inertia=_inertia(P["torso"]),
                joint_name="waist")
-    b.add_body("head", "torso", J.Spherical(), placement=place["neck"], inertia=_inertia(P["head"]), joint_name="neck")
+    b.add_body("head", "torso", ball_joint("neck"), placement=place["neck"], inertia=_inertia(P["head"]),
+               joint_name="neck")
     b.add_frame("head_top", "head", placement=[0.0, 0.0, d["L_neck"] + d["L_head"]])
     for side, sy in (("l", 1.0), ("r", -1.0)):
-        b.add_body(f"{side}_clavicle", "torso", J.Spherical(), placement=place["sternoclavicular"](sy),
-                   inertia=_inertia(P[f"{side}_clavicle"]), joint_name=f"{side}_sternoclavicular")
-        b.add_body(f"{side}_upper_arm", f"{side}_clavicle", J.Spherical(), placement=place["shoulder"](sy),
-                   inertia=_inertia(P["upper_arm"]), joint_name=f"{side}_shoulder")
+        b.add_body(f"{side}_clavicle", "torso", ball_joint("sternoclavicular", side),
+                   placement=place["sternoclavicular"](sy), inertia=_inertia(P[f"{side}_clavicle"]),
+                   joint_name=f"{side}_sternoclavicular")
+        b.add_body(f"{side}_upper_arm", f"{side}_clavicle", ball_joint("shoulder", side),
+                   placement=place["shoulder"](sy), inertia=_inertia(P["upper_arm"]), joint_name=f"{side}_shoulder")
         b.add_body(f"{side}_forearm", f"{side}_upper_arm", J.Revolute("-y"), placement=place["elbow"],
                    inertia=_inertia(P["forearm"]), joint_name=f"{side}_elbow",
                    lower=[ELBOW_RANGE[0]], upper=[ELBOW_RANGE[1]])
-        b.add_body(f"{side}_hand", f"{side}_forearm", J.Spherical(), placement=place["wrist"],
+        b.add_body(f"{side}_hand", f"{side}_forearm", ball_joint("wrist", side), placement=place["wrist"],
                    inertia=_inertia(P["hand"]), joint_name=f"{side}_wrist")
         b.add_frame(f"{side}_grip", f"{side}_hand", placement=[0.0, 0.0, -d["L_hand"]])
     for side, sy in (("l", 1.0), ("r", -1.0)):
-        b.add_body(f"{side}_thigh", "pelvis", J.Spherical(), placement=place["hip"](sy),
+        b.add_body(f"{side}_thigh", "pelvis", ball_joint("hip", side), placement=place["hip"](sy),
                    inertia=_inertia(P["thigh"]), joint_name=f"{side}_hip")
         b.add_body(f"{side}_shank", f"{side}_thigh", J.Revolute("y"), placement=place["knee"],
                    inertia=_inertia(P["shank"]), joint_name=f"{side}_knee",
                    lower=[KNEE_RANGE[0]], upper=[KNEE_RANGE[1]])
-        b.add_body(f"{side}_foot", f"{side}_shank", J.Spherical(), placement=place["ankle"],
+        b.add_body(f"{side}_foot", f"{side}_shank", ball_joint("ankle", side), placement=place["ankle"],
                    inertia=_inertia(P["foot"]), joint_name=f"{side}_ankle")
         _foot_frames(b, f"{side}_foot", side, d, [0.0, 0.0, 0.0])
     return b.build()
@@ -420,7 +526,8 @@ def human_figure_16(mass: float = 70.0, height: float = 1.75, sex: str = "male",
     ``{l,r}_shoulder`` (spherical) -> ``{l,r}_upper_arm``; ``{l,r}_elbow`` (revolute, 0-150 deg)
     -> ``{l,r}_forearm_hand`` (forearm and hand as one segment); ``{l,r}_hip`` (spherical) ->
     ``{l,r}_thigh``; ``{l,r}_knee`` (revolute, 0-135 deg) -> ``{l,r}_shank_foot``.
-    ``nv = 16`` (+6 floating), ``nq = 4 * 4 + 4 = 20`` (+7).
+    ``nv = 16`` (+6 floating), ``nq = 4 * 4 + 4 = 20`` (+7).  Shoulders and hips carry the same
+    anatomical swing cones and twist ranges as in :func:`human_figure` (module docstring).
 
     The merged segments' mass properties come from their parts by the parallel-axis theorem
     (:func:`combine`), so at ``q = neutral`` this figure has exactly the mass distribution of
@@ -432,14 +539,14 @@ def human_figure_16(mass: float = 70.0, height: float = 1.75, sex: str = "male",
     _base(b, "trunk", Q["trunk"], floating, d)
     b.add_frame("head_top", "trunk", placement=[0.0, 0.0, d["vertex"] - d["hip"]])
     for side, sy in (("l", 1.0), ("r", -1.0)):
-        b.add_body(f"{side}_upper_arm", "trunk", J.Spherical(), placement=shoulder(sy),
+        b.add_body(f"{side}_upper_arm", "trunk", ball_joint("shoulder", side), placement=shoulder(sy),
                    inertia=_inertia(Q["upper_arm"]), joint_name=f"{side}_shoulder")
         b.add_body(f"{side}_forearm_hand", f"{side}_upper_arm", J.Revolute("-y"), placement=place["elbow"],
                    inertia=_inertia(Q["forearm_hand"]), joint_name=f"{side}_elbow",
                    lower=[ELBOW_RANGE[0]], upper=[ELBOW_RANGE[1]])
         b.add_frame(f"{side}_grip", f"{side}_forearm_hand", placement=[0.0, 0.0, -d["L_forearm"] - d["L_hand"]])
     for side, sy in (("l", 1.0), ("r", -1.0)):
-        b.add_body(f"{side}_thigh", "trunk", J.Spherical(), placement=place["hip"](sy),
+        b.add_body(f"{side}_thigh", "trunk", ball_joint("hip", side), placement=place["hip"](sy),
                    inertia=_inertia(Q["thigh"]), joint_name=f"{side}_hip")
         b.add_body(f"{side}_shank_foot", f"{side}_thigh", J.Revolute("y"), placement=place["knee"],
                    inertia=_inertia(Q["shank_foot"]), joint_name=f"{side}_knee",
