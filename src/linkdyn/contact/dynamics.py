@@ -91,8 +91,11 @@ class Solution:
     residual: float
 
 
-def _problem(units, v, sliding_ok):
-    """The variables of the MCP: kinds, mu, normal index, and the G (rows) / F (columns) maps."""
+def _problem(units, v, sliding_ok, slide=None):
+    """The variables of the MCP: kinds, mu, normal index, and the G (rows) / F (columns) maps.
+    ``slide``: None (a contact slides when its slip exceeds V_SLIDE) or, per unit, None (decide
+    so), False (sticks: friction a variable) or a unit 2-vector (slides, along the present slip,
+    or along this direction when the slip is too small to have one)."""
     kinds, mus, normals, G, F = [], [], [], [], []
     owner = []                        # (unit, slot) of each variable: slot 0 normal, 1/2 tangents
     sliding = np.zeros(len(units), dtype=bool)
@@ -102,9 +105,13 @@ def _problem(units, v, sliding_ok):
         iu = len(kinds)
         mu = units.mu[u] if units.kind[u] == CONTACT else 0.0
         slip = units.T[u] @ v if mu > 0 else None
-        if mu > 0 and sliding_ok and np.hypot(*slip) > V_SLIDE:
+        mode = None if slide is None else slide[u]
+        if mu > 0 and sliding_ok and (mode is None and np.hypot(*slip) > V_SLIDE
+                                      or mode is not None and mode is not False):
             sliding[u] = True
-            col = col - mu * (units.T[u].T @ (slip / np.hypot(*slip)))
+            ns = np.hypot(*slip)
+            d = slip / ns if ns > 1e-12 or mode is None else np.asarray(mode)
+            col = col - mu * (units.T[u].T @ d)
         kinds.append(lcp.NORMAL)
         mus.append(0.0)
         normals.append(iu)
@@ -125,13 +132,15 @@ def _problem(units, v, sliding_ok):
     return np.array(kinds, dtype=np.int64), np.array(mus), np.array(normals, dtype=np.int64), G, F, owner, sliding
 
 
-def _unpack(units, lam, owner, sliding, v):
+def _unpack(units, lam, owner, sliding, v, slide=None):
     force = np.zeros((len(units), 3))
     for x, (u, s) in zip(lam, owner):
         force[u, s] = x
     for u in np.flatnonzero(sliding):
         slip = units.T[u] @ v
-        force[u, 1:] = -units.mu[u] * force[u, 0] * slip / np.hypot(*slip)
+        ns = np.hypot(*slip)
+        d = slip / ns if ns > 1e-12 or slide is None or slide[u] is None else np.asarray(slide[u])
+        force[u, 1:] = -units.mu[u] * force[u, 0] * d
     return force
 
 
@@ -144,9 +153,11 @@ def _warm(owner, units, warm):
     return lam
 
 
-def acceleration(model, q, v, tau, units, response=None, a_free=None, warm=None) -> Solution:
+def acceleration(model, q, v, tau, units, response=None, a_free=None, warm=None, slide=None) -> Solution:
     """q'' under ``tau`` with the loops closed and the ``units`` (the ones in contact: phi = 0,
-    phi' = 0) pushing, never pulling, and their friction inside the cone."""
+    phi' = 0) pushing, never pulling, and their friction inside the cone.  ``slide``: each
+    contact's mode, kept through an integration step (see ``_problem``); by default a contact
+    slides when its slip is faster than V_SLIDE."""
     if a_free is None:
         if model.nloops:
             from ..loops.dynamics import constrained_dynamics
@@ -156,13 +167,13 @@ def acceleration(model, q, v, tau, units, response=None, a_free=None, warm=None)
     if len(units) == 0:
         return Solution(a_free, units, np.zeros((0, 3)), np.zeros(0, dtype=bool), 0.0)
     response = response or Response(model, q)
-    kinds, mus, normals, G, F, owner, sliding = _problem(units, v, True)
+    kinds, mus, normals, G, F, owner, sliding = _problem(units, v, True, slide)
     ZF = response.apply(F)
     A = G @ ZF
     drift = np.array([units.drift_n[u] if s == 0 else units.drift_t[u, s - 1] for u, s in owner])
     r = G @ a_free + drift
     lam, res = lcp.solve(A, r, kinds, mus, normals, _warm(owner, units, warm))
-    return Solution(a_free + ZF @ lam, units, _unpack(units, lam, owner, sliding, v), sliding, res)
+    return Solution(a_free + ZF @ lam, units, _unpack(units, lam, owner, sliding, v, slide), sliding, res)
 
 
 def impulse(model, q, v, units, restitution=True, response=None) -> Solution:
@@ -187,16 +198,14 @@ def impulse(model, q, v, units, restitution=True, response=None) -> Solution:
 
 def position_correction(model, q, units, response=None):
     """dq (a velocity-space step, apply with ``linkdyn.integrate``) that brings every unit with
-    phi < 0 back to phi = 0 to first order, in the kinetic-energy metric and with the loops
-    held to first order; the others are left alone."""
-    bad = np.flatnonzero(units.gap < 0)
-    if len(bad) == 0:
+    phi < 0 back to phi >= 0 to first order, in the kinetic-energy metric and with the loops
+    held to first order, pushing only: the LCP  0 <= lambda _|_ phi + N Z N^T lambda >= 0,
+    dq = Z N^T lambda, so units at phi >= 0 move only as far as the others need."""
+    if not np.any(units.gap < 0):
         return np.zeros(model.nv)
     response = response or Response(model, q)
-    N = units.N[bad]
-    ZN = response.apply(N.T)
-    A = N @ ZN
-    # least-norm impulse-like multipliers; push only (a unilateral projection: an LCP on A)
-    kinds = np.full(len(bad), lcp.NORMAL, dtype=np.int64)
-    lam, _ = lcp.solve(A, units.gap[bad], kinds, np.zeros(len(bad)), np.arange(len(bad)))
+    ZN = response.apply(units.N.T)
+    A = units.N @ ZN
+    k = len(units)
+    lam, _ = lcp.solve(A, units.gap, np.full(k, lcp.NORMAL, dtype=np.int64), np.zeros(k), np.arange(k))
     return ZN @ lam

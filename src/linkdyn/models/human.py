@@ -418,12 +418,41 @@ def _inertia(part: _Part):
     return _b.Inertia(part.mass, part.com, part.inertia)
 
 
-def _foot_frames(b, body, side, d, origin):
-    """Sole (under the ankle), heel and toe frames on the sole; ``origin``: the ankle in ``body``."""
+#: half the foot's breadth: Drillis and Contini (1966) give the foot breadth as 0.055 of stature
+FOOT_HALF_WIDTH = 0.0275
+#: friction of the contact points (a rubber sole on a dry floor)
+CONTACT_FRICTION = 0.8
+
+
+def _foot_frames(b, body, side, d, origin, contacts=True):
+    """Sole (under the ankle), heel and toe frames on the sole; ``origin``: the ankle in ``body``.
+    With ``contacts``, the sole's four corners are contact points ``{side}_sole_{heel,toe}_{in,out}``
+    (heel and toe, the foot's breadth apart)."""
     o = np.asarray(origin, dtype=float)
     b.add_frame(f"{side}_sole", body, placement=o + [0.0, 0.0, -d["ankle"]])
     b.add_frame(f"{side}_heel", body, placement=o + [d["heel"], 0.0, -d["ankle"]])
     b.add_frame(f"{side}_toe", body, placement=o + [d["toe"], 0.0, -d["ankle"]])
+    if contacts:
+        w = FOOT_HALF_WIDTH * d["vertex"]
+        sy = 1.0 if side == "l" else -1.0
+        for end in ("heel", "toe"):
+            for edge, y in (("in", -sy * w), ("out", sy * w)):
+                b.add_contact(body, o + [d[end], y, -d["ankle"]], friction=CONTACT_FRICTION,
+                              name=f"{side}_sole_{end}_{edge}")
+
+
+def _body_contacts(b, d, head, head_centre, pelvis, hands, knees):
+    """Contact spheres where a fallen or kneeling figure touches the ground: the head, the
+    pelvis (buttocks), the hands (at the grip) and the front of the knees.  ``hands``/``knees``:
+    (side, body, position) triples."""
+    H = d["vertex"]
+    b.add_contact(head, head_centre, radius=0.055 * H, friction=CONTACT_FRICTION, name="head_contact")
+    b.add_contact(pelvis, [-0.05 * H, 0.0, -0.02 * H], radius=0.06 * H, friction=CONTACT_FRICTION,
+                  name="pelvis_contact")
+    for side, body, pos in hands:
+        b.add_contact(body, pos, radius=0.02 * H, friction=CONTACT_FRICTION, name=f"{side}_hand_contact")
+    for side, body, pos in knees:
+        b.add_contact(body, pos, radius=0.03 * H, friction=CONTACT_FRICTION, name=f"{side}_knee_contact")
 
 
 def _base(b, name, part, floating, d):
@@ -447,7 +476,7 @@ def standing_configuration(model) -> np.ndarray:
 
 
 def human_figure(mass: float = 70.0, height: float = 1.75, sex: str = "male", floating: bool = True,
-                 name: str = "human"):
+                 name: str = "human", contacts: bool = True):
     """The 40-DoF human figure of seed 004 Fig. 13: 17 links, 12 spherical + 4 revolute joints.
 
     Bodies (joint -> body): ``root_joint`` (free, or welded with ``floating=False``) -> ``pelvis``;
@@ -461,6 +490,10 @@ def human_figure(mass: float = 70.0, height: float = 1.75, sex: str = "male", fl
     Frames: ``{l,r}_grip`` (the hand's end, de Leva's MET3 on the hand's long axis: where a closed
     fist holds a bar), ``{l,r}_sole`` (under the ankle, on the sole), ``{l,r}_heel``,
     ``{l,r}_toe``, ``head_top`` (the vertex).
+
+    Contact points (``contacts=True``; they touch the planes a scene adds, e.g. a ground): the
+    four corners of each sole (the foot's breadth after Drillis and Contini 1966), spheres at
+    the hands, the front of the knees, the pelvis and the head (``model.contacts``).
 
     ``mass`` (kg) and ``height`` (m) scale de Leva's (1996) male or female table; see the module
     docstring for the table, the trunk split, the clavicles and the proportions.  At
@@ -496,7 +529,11 @@ def human_figure(mass: float = 70.0, height: float = 1.75, sex: str = "male", fl
                    lower=[KNEE_RANGE[0]], upper=[KNEE_RANGE[1]])
         b.add_body(f"{side}_foot", f"{side}_shank", ball_joint("ankle", side), placement=place["ankle"],
                    inertia=_inertia(P["foot"]), joint_name=f"{side}_ankle")
-        _foot_frames(b, f"{side}_foot", side, d, [0.0, 0.0, 0.0])
+        _foot_frames(b, f"{side}_foot", side, d, [0.0, 0.0, 0.0], contacts)
+    if contacts:
+        _body_contacts(b, d, "head", [0.0, 0.0, d["L_neck"] + 0.5 * d["L_head"]], "pelvis",
+                       [(s_, f"{s_}_hand", [0.0, 0.0, -d["L_hand"]]) for s_ in "lr"],
+                       [(s_, f"{s_}_shank", [0.03 * d["vertex"], 0.0, 0.0]) for s_ in "lr"])
     return b.build()
 
 
@@ -518,7 +555,7 @@ def _parts_16(mass, height, sex):
 
 
 def human_figure_16(mass: float = 70.0, height: float = 1.75, sex: str = "male", floating: bool = True,
-                    name: str = "human16"):
+                    name: str = "human16", contacts: bool = True):
     """The 16-DoF human figure of seed 004 sec. 5.1 (high bar) and 5.2 (swing): 4 DoF per limb.
 
     ``root_joint`` (free, or welded) -> ``trunk`` (one rigid segment: de Leva's head, upper, middle
@@ -551,7 +588,11 @@ def human_figure_16(mass: float = 70.0, height: float = 1.75, sex: str = "male",
         b.add_body(f"{side}_shank_foot", f"{side}_thigh", J.Revolute("y"), placement=place["knee"],
                    inertia=_inertia(Q["shank_foot"]), joint_name=f"{side}_knee",
                    lower=[KNEE_RANGE[0]], upper=[KNEE_RANGE[1]])
-        _foot_frames(b, f"{side}_shank_foot", side, d, place["ankle"])
+        _foot_frames(b, f"{side}_shank_foot", side, d, place["ankle"], contacts)
+    if contacts:
+        _body_contacts(b, d, "trunk", [0.0, 0.0, d["vertex"] - d["hip"] - 0.5 * d["L_head"]], "trunk",
+                       [(s_, f"{s_}_forearm_hand", [0.0, 0.0, -d["L_forearm"] - d["L_hand"]]) for s_ in "lr"],
+                       [(s_, f"{s_}_shank_foot", [0.03 * d["vertex"], 0.0, 0.0]) for s_ in "lr"])
     return b.build()
 
 

@@ -240,10 +240,15 @@ def posture_controller(model, q_ref, frequency: float = 12.0, damping_ratio: flo
     return control
 
 
-def drop(height_above: float = 0.5, figure=None):
+def drop(height_above: float = 0.5, figure=None, ground: bool = True):
     """(model, q): a figure (default the 40-DoF one) standing ``height_above`` metres above the
-    ground, knees slightly bent, at rest."""
+    ground, knees slightly bent, at rest.  ``ground``: the model has the ground plane z = 0 that
+    the figure's contact points land on."""
     model = human_figure() if figure is None else figure
+    if ground:
+        b = _b.ModelBuilder.from_model(model)
+        b.add_ground()
+        model = b.build()
     q = standing_configuration(model)
     q[2] += height_above
     for side in ("l", "r"):
@@ -255,15 +260,28 @@ def drop(height_above: float = 0.5, figure=None):
     return model, q
 
 
-def drop_simulation(dt: float = 1e-3, height_above: float = 0.5, record_every: int = 10, **options):
-    """A figure drops from ``height_above`` m and lands: when a sole reaches the ground it is
-    welded there (a pseudo-closed chain with the ground, Fig. 11, with the velocity jump of a
-    perfectly inelastic landing); a posture controller keeps the joints near the starting
-    posture."""
+def drop_simulation(dt: float = 1e-3, height_above: float = 0.5, record_every: int = 10, landing: str = "contact",
+                    **options):
+    """A figure drops from ``height_above`` m and lands; a posture controller keeps the joints near
+    the starting posture.  ``landing``:
+
+    * ``"contact"`` (default): the soles' corner points meet the ground plane as unilateral
+      contacts with Coulomb friction (``linkdyn.contact``): an inelastic impact, then contact
+      forces that push and never pull, so a foot can roll, lift and slide;
+    * ``"weld"``: a sole reaching the ground is welded there (a pseudo-closed chain with the
+      ground, Nakamura and Yamane 2000, Fig. 11, with the velocity jump of a perfectly inelastic
+      landing), as in the paper; the ground then holds the foot whatever the force.
+
+    ``options`` go to :class:`~linkdyn.Simulation`."""
     from ..sim import Simulation
-    model, q = drop(height_above)
+    if landing not in ("contact", "weld"):
+        raise ValueError(f"landing: expected 'contact' or 'weld', got {landing!r}")
+    model, q = drop(height_above, ground=landing == "contact")
+    if landing == "weld":
+        options.setdefault("contacts", False)
     sim = Simulation(model, q, dt=dt, record_every=record_every, controller=posture_controller(model, q),
                      **options)
-    for side in ("l", "r"):
-        sim.when(sim.below(f"{side}_sole", "z", 0.0), "connect", f"{side}_sole", "world")
+    if landing == "weld":
+        for side in ("l", "r"):
+            sim.when(sim.below(f"{side}_sole", "z", 0.0), "connect", f"{side}_sole", "world")
     return sim

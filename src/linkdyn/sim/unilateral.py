@@ -27,7 +27,7 @@ import numpy as np
 
 from ..contact import dynamics as cd
 from ..contact.rows import CONTACT, UnitCatalog
-from ..model.configuration import integrate
+from ..model.configuration import difference, integrate
 from .integrators import project, rk4_step, semi_implicit_euler_step
 from .recording import Event
 
@@ -37,6 +37,10 @@ GAP_TOL = 1e-7
 V_TOL = 1e-6
 #: restitution applies only to impacts faster than this (m/s or rad/s); slower ones are inelastic
 V_BOUNCE = 1e-2
+#: step doubling with a sliding contact: the largest position difference (m or rad) accepted
+ADAPT_TOL = 1e-7
+#: penetrations and limit overshoots are projected out to this (m or rad)
+POS_TOL = 1e-12
 #: event location: stop when the located gap is within this (m or rad) or the bracket is this small (s)
 LOC_TOL, LOC_DT = 1e-10, 1e-12
 
@@ -57,12 +61,14 @@ class Unilateral:
         return self.catalog.empty
 
     # ------------------------------------------------------------------------------------
-    def _accel_fn(self, tau, active):
+    def _accel_fn(self, tau, active, slide):
+        """The acceleration through a piece: the active units and each contact's stick/slide
+        mode fixed at the piece's start (a mode that changes inside the piece is an event)."""
         model, cat = self.model, self.catalog
 
         def accel(q, v):
             units = cat.units(q, v, active, with_drift=True)
-            sol = cd.acceleration(model, q, v, tau, units, warm=self.warm)
+            sol = cd.acceleration(model, q, v, tau, units, warm=self.warm, slide=slide)
             self.last = sol
             return sol.value
         return accel
@@ -114,12 +120,11 @@ class Unilateral:
         """Close the loops, project penetrations out, remove the approach velocity of the units
         in ``active`` (catalog indices; default: every unit at its boundary)."""
         model, cat = self.model, self.catalog
-        for _ in range(3):
+        for _ in range(5):
             gaps = cat.gaps(q)
-            bad = np.flatnonzero(gaps < 0.0)
-            if len(bad) == 0:
+            if gaps.min(initial=np.inf) >= -POS_TOL:
                 break
-            units = cat.units(q, None, bad)
+            units = cat.units(q, None, np.flatnonzero(gaps <= GAP_TOL))
             q = integrate(model, q, cd.position_correction(model, q, units))
             if model.nloops:
                 q, v = project(model, q, v)
@@ -161,6 +166,7 @@ class Unilateral:
             near, gaps0 = self._near(q)
             watch_gap = np.setdiff1d(np.flatnonzero(np.isfinite(gaps0)), near)
             watch_slip = []
+            slide = [False] * len(active)
             if len(active):
                 units = cat.units(q, v, active)
                 for k, u in enumerate(active):
@@ -168,10 +174,14 @@ class Unilateral:
                         slip = units.T[k] @ v
                         if np.hypot(*slip) > cd.V_SLIDE:
                             watch_slip.append((u, slip / np.hypot(*slip)))
-            accel = self._accel_fn(tau, active) if len(active) else None
+                            slide[k] = slip / np.hypot(*slip)
+            accel = self._accel_fn(tau, active, slide) if len(active) else None
+            sliding = any(x is not False for x in slide)
 
-            def trial(h):
-                return self._step(model, q, v, tau, h, accel=accel, project_loops=False)
+            def trial(h, q=q, v=v):
+                if not sliding:
+                    return self._step(model, q, v, tau, h, accel=accel, project_loops=False)
+                return self._adaptive(q, v, tau, h, accel, 0)
             q1, v1 = trial(remaining)
             self.stats["pieces"] += 1
             f1 = self._event_values(q1, v1, watch_gap, watch_slip)
@@ -184,6 +194,20 @@ class Unilateral:
             q, v = self.correct(q1, v1, active)
             remaining -= h
         return q, v, events
+
+    def _adaptive(self, q, v, tau, h, accel, depth):
+        """A piece with a sliding contact, by step doubling: the friction force turns with the
+        slip, quickly when the slip is slow, which makes the motion stiff for a fixed step; a step
+        whose two halves disagree with it by more than ``ADAPT_TOL`` is halved (up to 2^-8)."""
+        full = self._step(self.model, q, v, tau, h, accel=accel, project_loops=False)
+        qa, va = self._step(self.model, q, v, tau, 0.5 * h, accel=accel, project_loops=False)
+        half = self._step(self.model, qa, va, tau, 0.5 * h, accel=accel, project_loops=False)
+        err = np.abs(full[1] - half[1]).max() * h + np.abs(difference(self.model, full[0], half[0])).max()
+        self.stats["pieces"] += 2
+        if err <= ADAPT_TOL * (1.0 + np.abs(v).max() * h) or depth >= 8:
+            return half
+        qa, va = self._adaptive(q, v, tau, 0.5 * h, accel, depth + 1)
+        return self._adaptive(qa, va, tau, 0.5 * h, accel, depth + 1)
 
     def _locate(self, trial, H, q0, v0, watch_gap, watch_slip):
         """The first time in (0, H] at which an event function reaches zero (Illinois)."""

@@ -111,10 +111,15 @@ def _unit_panels(axs, segs, t):
     names = list(dict.fromkeys(n for s in segs for n in s.unit_names))
     contacts = [n for n in names if "/" in n]
     limits = [n for n in names if "/" not in n]
-    # group contacts by their point's body-ish prefix: "l_sole_contact0/ground" -> "l_sole"
+    # group contacts by the body that carries the point ("l_sole_toe_in/ground" -> "l_foot")
+    body_of = {}
+    for s_ in segs:
+        for c in s_.model.contacts:
+            body_of.setdefault(c.name, s_.model.body_names[c.body])
+
     def group(n):
         pt = n.split("/")[0]
-        return pt.rsplit("_", 1)[0] if "_" in pt else pt
+        return body_of.get(pt, pt)
     groups = list(dict.fromkeys(group(n) for n in contacts))
 
     def pick(s, sel, col):
