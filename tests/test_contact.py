@@ -318,3 +318,80 @@ def test_a_limit_inside_a_closed_chain():
     assert rec.loop_error.max() < 1e-8
     with pytest.raises(KeyError, match="no joint"):
         b.set_limits("crankk", lower=0.0)
+
+
+# ----------------------------------------------------------------------------------------
+# human figures on the ground
+def _figure_on_ground():
+    from linkdyn.models.human import human_figure_16, standing_configuration
+    b = ld.ModelBuilder.from_model(human_figure_16())
+    b.add_ground()
+    m = b.build()
+    return m, standing_configuration(m)
+
+
+def _sole_polygon(m, q, side):
+    """World x-y corners of a sole's contact points at q (the support polygon of that foot)."""
+    u = UnitCatalog(m).units(q)
+    return np.array([p[:2] for n, p in zip(u.name, u.point) if n.startswith(f"{side}_sole")])
+
+
+def test_standing_figure_keeps_its_centres_of_pressure_inside_the_soles():
+    """A figure stands under posture control and is pushed (the pelvis starts moving forward at
+    0.3 m/s): whenever a foot carries load its centre of pressure is inside its sole, the
+    centre of pressure moves (the push is taken by the feet), and the figure keeps standing."""
+    from linkdyn.models import scenarios as sc
+    m, q = _figure_on_ground()
+    v = np.zeros(m.nv)
+    v[0] = 0.3
+    sim = ld.Simulation(m, q, v, dt=1e-3, controller=sc.posture_controller(m, q), record_every=2)
+    rec = sim.run(until=0.4, progress=False)
+    assert_physical(rec)
+    a, names = rec.segments[0].arrays(), rec.segments[0].unit_names
+    for side in "lr":
+        idx = [k for k, n in enumerate(names) if n.startswith(f"{side}_sole")]
+        fn, pts = a["unit_force"][:, idx, 0], a["unit_point"][:, idx, :2]
+        load = fn.sum(axis=1)
+        on = load > 1.0
+        assert on.mean() > 0.9 and load[-1] > 250.0
+        cop = np.einsum("kc,kcd->kd", fn[on], pts[on]) / load[on, None]
+        lo, hi = pts[on].min(axis=1), pts[on].max(axis=1)               # the sole's rectangle (loaded: flat)
+        assert np.all(cop >= lo - 1e-9) and np.all(cop <= hi + 1e-9)
+        assert np.ptp(cop[:, 0]) > 1e-3                                  # the push moved it
+    assert sim.q[2] > 0.85
+
+
+@pytest.mark.slow
+def test_dropped_figure_lands_and_its_feet_lift_and_slide():
+    """A figure drops 15 cm while drifting forward at 0.6 m/s and lands under posture control on
+    a slippery floor (friction 0.1 on the floor's side: 0.28 for the pair):
+    the feet take the landing (inelastic impacts on the sole corners), a foot rocks (some corners
+    unloaded while the foot carries load) and slides (a loaded corner moves along the ground),
+    and the energy never grows."""
+    from linkdyn.models import scenarios as sc
+    from linkdyn.models.human import human_figure_16
+    m, q = sc.drop(0.15, figure=human_figure_16(), ground=False)
+    b = ld.ModelBuilder.from_model(m)
+    b.add_ground(friction=0.1)
+    m = b.build()
+    v = np.zeros(m.nv)
+    v[0] = 0.6
+    sim = ld.Simulation(m, q, v, dt=1e-3, controller=sc.posture_controller(m, q), record_every=1)
+    rec = sim.run(until=0.5, progress=False)
+    assert_physical(rec)
+    landing = [e for e in rec.events if e.kind == "impact" and "sole" in e.name]
+    assert landing and landing[0].t == pytest.approx(np.sqrt(2 * 0.15 / G), abs=0.02)
+    a, names = rec.segments[0].arrays(), rec.segments[0].unit_names
+    idx = [k for k, n in enumerate(names) if "_sole_" in n]
+    fn = a["unit_force"][:, idx, 0]
+    assert np.any((fn == 0).any(axis=1) & (fn.sum(axis=1) > 50))
+    cat = UnitCatalog(m)
+    slid = 0.0
+    for k in np.flatnonzero(fn.sum(axis=1) > 50):
+        u = cat.units(a["q"][k], None, np.array(idx))
+        slip = np.hypot(*np.einsum("cij,j->ic", u.T, a["v"][k]))
+        slid = max(slid, float(slip[fn[k] > 1.0].max(initial=0.0)))
+    assert slid > 1e-3
+    E = rec.energy
+    assert np.diff(E).max() < 1e-3 and E[-1] < E[0]
+    assert sim.q[2] > 0.8

@@ -109,8 +109,7 @@ def _problem(units, v, sliding_ok, slide=None):
         if mu > 0 and sliding_ok and (mode is None and np.hypot(*slip) > V_SLIDE
                                       or mode is not None and mode is not False):
             sliding[u] = True
-            ns = np.hypot(*slip)
-            d = slip / ns if ns > 1e-12 or mode is None else np.asarray(mode)
+            d = slip / np.hypot(*slip) if mode is None else np.asarray(mode)
             col = col - mu * (units.T[u].T @ d)
         kinds.append(lcp.NORMAL)
         mus.append(0.0)
@@ -137,9 +136,11 @@ def _unpack(units, lam, owner, sliding, v, slide=None):
     for x, (u, s) in zip(lam, owner):
         force[u, s] = x
     for u in np.flatnonzero(sliding):
-        slip = units.T[u] @ v
-        ns = np.hypot(*slip)
-        d = slip / ns if ns > 1e-12 or slide is None or slide[u] is None else np.asarray(slide[u])
+        if slide is None or slide[u] is None:
+            slip = units.T[u] @ v
+            d = slip / np.hypot(*slip)
+        else:
+            d = np.asarray(slide[u])
         force[u, 1:] = -units.mu[u] * force[u, 0] * d
     return force
 

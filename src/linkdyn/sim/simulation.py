@@ -99,6 +99,11 @@ class Simulation:
     # ------------------------------------------------------------------- limits, contacts
     def _unilateral(self):
         from .unilateral import Unilateral
+        if not hasattr(self, "_stats_done"):
+            self._stats_done = {}
+        if getattr(self, "_uni", None) is not None:
+            for k, x in self._uni.stats.items():
+                self._stats_done[k] = self._stats_done.get(k, 0) + x
         uni = Unilateral(self.model, self.limits, self.contacts, self._integrator)
         self._uni = None if uni.empty else uni
         if self._uni is not None:
@@ -109,6 +114,18 @@ class Simulation:
                 warnings.warn(f"the initial state violates {len(names)} limit(s) or contact(s) ({', '.join(names[:6])}"
                               f"{', ...' if len(names) > 6 else ''}); they are projected back", stacklevel=3)
             self.q, self.v = uni.correct(self.q, self.v)
+
+    @property
+    def contact_stats(self) -> dict:
+        """Counts of the unilateral layer over the run: ``impacts`` (every impulse solved),
+        ``small_impacts`` (those slower than ``linkdyn.sim.unilateral.V_REPORT``, resolved but not
+        listed as events) and the kinetic energy they took, ``located`` (events located inside
+        a step), ``pieces`` (integration pieces)."""
+        out = dict(self._stats_done)
+        if self._uni is not None:
+            for k, x in self._uni.stats.items():
+                out[k] = out.get(k, 0) + x
+        return out
 
     def _unit_names(self):
         if self._uni is None:
