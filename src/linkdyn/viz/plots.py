@@ -10,7 +10,7 @@ import numpy as np
 
 from ..model import joints as J
 from .animate import _figure, require_matplotlib
-from .runs import event_label, run_data
+from .runs import event_label, impulse_size, run_data
 
 #: how many joints plot_run shows when none are named
 MAX_DEFAULT_JOINTS = 10
@@ -89,16 +89,6 @@ def _joint_curves(segs, joints):
 def _event_lines(ax, events):
     for e in events:
         ax.axvline(e.t, color="0.5", lw=0.8, ls=":", zorder=0)
-
-
-def _impulse_size(e):
-    """|p| of a structure change's linear impulse, or an impact's total normal impulse."""
-    if e.impulse is None:
-        return np.nan
-    p = np.asarray(e.impulse, dtype=float)
-    if e.kind == "impact" and p.ndim == 2:
-        return float(p[:, 0].sum())
-    return float(np.linalg.norm(p.reshape(-1)[:3]))
 
 
 def _series(segs, t, fn):
@@ -290,7 +280,7 @@ def plot_run(run, path, joints=None, *, model=None, title: str | None = None, dp
     ax = axs[4]
     if events:
         te = np.array([e.t for e in events])
-        pe = np.array([_impulse_size(e) for e in events])
+        pe = np.array([impulse_size(e) for e in events])
         ax.stem(te, pe, basefmt="k-")
         for x, y, e in zip(te, pe, events):
             ax.annotate(event_label(e), (x, y), xytext=(3, 3), textcoords="offset points", fontsize=6, rotation=20)

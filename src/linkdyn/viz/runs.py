@@ -106,3 +106,13 @@ def event_label(e) -> str:
     verb = {"cut": "released", "connect": "connected"}.get(e.kind, e.kind)
     s = f"{e.name} {verb}"
     return f"{s} ({e.note})" if getattr(e, "note", "") else s
+
+
+def impulse_size(e):
+    """|p| of a structure change's linear impulse, or an impact's total normal impulse."""
+    if e.impulse is None:
+        return np.nan
+    p = np.asarray(e.impulse, dtype=float)
+    if e.kind == "impact" and p.ndim == 2:
+        return float(p[:, 0].sum())
+    return float(np.linalg.norm(p.reshape(-1)[:3]))
