@@ -135,8 +135,10 @@ def residual(A, r, kind, mu, normal, lam):
     forces below 0, w below 0, lambda w != 0, a friction force outside its cone, a sticking
     pair's w != 0, a sliding pair whose w does not oppose its force."""
     w = A @ lam + r
-    scale_w = max(1e-300, np.abs(r).max() if len(r) else 1.0, np.abs(w).max() if len(w) else 0.0)
-    scale_l = max(1e-300, np.abs(lam).max() if len(lam) else 1.0)
+    # the sizes the violations are measured against, with an absolute floor so that a problem
+    # whose data are round-off (r ~ 1e-17) is not judged by the round-off's relative size
+    scale_w = max(1e-9, np.abs(r).max() if len(r) else 1.0, np.abs(w).max() if len(w) else 0.0)
+    scale_l = max(1e-9, np.abs(lam).max() if len(lam) else 1.0)
     res = 0.0
     for i in range(len(r)):
         k = kind[i]
