@@ -6,6 +6,7 @@ along motions, the singular points, projection inside the limits, the joint API,
 mapping of a ball joint's range (against MuJoCo's own limit distance when MuJoCo is installed),
 and the anatomical limits of the human figures at the scenes' starting configurations."""
 import math
+import zlib
 
 import numpy as np
 import pytest
@@ -569,3 +570,468 @@ def test_right_side_is_the_mirror_image():
                                atol=1e-9)
     with pytest.raises(ValueError, match="side"):
         H.ball_joint("hip", "left")
+
+
+# ------------------------------------------------- the pure-Python reference implementation
+# The module's implementation before it was compiled, kept verbatim as the reference the
+# compiled kernels are checked against: the gaps evaluated on second-order Taylor numbers
+# ("jets") in pure Python (about 20 us a joint for the gaps and 0.35 ms for the rows), with the
+# module's 4x4 frame map (st._L, unchanged).  One change: L @ q (the limit quaternion) is summed in
+# the order of the compiled kernels instead of numpy's (BLAS) order.  An ulp of difference in it matters at the cone's centre: there the gap of
+# an elliptical cone depends on the tilt's direction (it jumps at swing 0, far from any bound),
+# and for a swing of 1e-13 an ulp of the quaternion turns that direction by about 1e-3.
+EPS_SWING, EPS_TWIST = 1e-9, 1e-8
+
+
+def _apply_L(L, x):
+    """L @ x, each entry summed as L[i, 0] x[0] + L[i, 1] x[1] + L[i, 2] x[2] + L[i, 3] x[3]."""
+    return np.array([L[i, 0] * x[0] + L[i, 1] * x[1] + L[i, 2] * x[2] + L[i, 3] * x[3] for i in range(4)])
+
+
+class _Jet:
+    __slots__ = ("a", "b", "c")
+
+    def __init__(self, a, b, c):
+        self.a, self.b, self.c = a, b, c
+
+    def __add__(self, o):
+        if isinstance(o, _Jet):
+            return _Jet(self.a + o.a, self.b + o.b, self.c + o.c)
+        return _Jet(self.a + o, self.b, self.c)
+
+    __radd__ = __add__
+
+    def __neg__(self):
+        return _Jet(-self.a, -self.b, -self.c)
+
+    def __sub__(self, o):
+        return self + (-o)
+
+    def __rsub__(self, o):
+        return (-self) + o
+
+    def __mul__(self, o):
+        if isinstance(o, _Jet):
+            return _Jet(self.a * o.a, self.a * o.b + o.a * self.b, self.a * o.c + 2.0 * self.b * o.b + o.a * self.c)
+        return _Jet(self.a * o, self.b * o, self.c * o)
+
+    __rmul__ = __mul__
+
+    def _inv(self):
+        a = self.a
+        return _Jet(1.0 / a, -self.b / a ** 2, -self.c / a ** 2 + 2.0 * self.b ** 2 / a ** 3)
+
+    def __truediv__(self, o):
+        if isinstance(o, _Jet):
+            return self * o._inv()
+        return _Jet(self.a / o, self.b / o, self.c / o)
+
+    def __rtruediv__(self, o):
+        return self._inv() * o
+
+
+def _val(u):
+    return u.a if isinstance(u, _Jet) else u
+
+
+def _chain(u, f0, f1, f2):
+    return _Jet(f0, f1 * u.b, f1 * u.c + f2 * u.b ** 2)
+
+
+def _sqrt(u):
+    if not isinstance(u, _Jet):
+        return math.sqrt(u)
+    r = math.sqrt(u.a)
+    return _chain(u, r, 0.5 / r, -0.25 / (r * u.a))
+
+
+def _sin(u):
+    if not isinstance(u, _Jet):
+        return math.sin(u)
+    s, c = math.sin(u.a), math.cos(u.a)
+    return _chain(u, s, c, -s)
+
+
+def _cos(u):
+    if not isinstance(u, _Jet):
+        return math.cos(u)
+    s, c = math.sin(u.a), math.cos(u.a)
+    return _chain(u, c, -s, -c)
+
+
+def _atan2(y, x):
+    if not isinstance(y, _Jet) and not isinstance(x, _Jet):
+        return math.atan2(y, x)
+    m = (y if isinstance(y, _Jet) else x).b.shape
+    y = y if isinstance(y, _Jet) else _Jet(y, np.zeros(m), np.zeros(m))
+    x = x if isinstance(x, _Jet) else _Jet(x, np.zeros(m), np.zeros(m))
+    r2 = x.a * x.a + y.a * y.a
+    num = x.a * y.b - y.a * x.b                       # r2 * d(angle)
+    dnum = x.a * y.c - y.a * x.c                      # its derivative (x' y' - y' x' = 0)
+    dr2 = 2.0 * (x.a * x.b + y.a * y.b)
+    return _Jet(math.atan2(y.a, x.a), num / r2, dnum / r2 - num * dr2 / r2 ** 2)
+
+
+def _const(value, m):
+    return _Jet(value, np.zeros(m), np.zeros(m))
+
+
+# ---------------------------------------------------------------------------------------------
+# quaternions [x, y, z, w] as sequences (floats or jets)
+def _qmul(a, b):
+    ax, ay, az, aw = a
+    bx, by, bz, bw = b
+    return [aw * bx + bw * ax + ay * bz - az * by,
+            aw * by + bw * ay + az * bx - ax * bz,
+            aw * bz + bw * az + ax * by - ay * bx,
+            aw * bw - ax * bx - ay * by - az * bz]
+
+
+def _zyx_quat(z, y, x):
+    """Quaternion of Rz(z) Ry(y) Rx(x) (floats or jets)."""
+    qz = [0.0, 0.0, _sin(0.5 * z), _cos(0.5 * z)]
+    qy = [0.0, _sin(0.5 * y), 0.0, _cos(0.5 * y)]
+    qx = [_sin(0.5 * x), 0.0, 0.0, _cos(0.5 * x)]
+    return _qmul(_qmul(qz, qy), qx)
+
+
+def _limit_quat(joint, qj):
+    """Quaternion of R' = C^T R C_p (floats or jets); qj: the joint's quaternion or angles."""
+    q = list(qj) if joint.kind == J.SPHERICAL else _zyx_quat(*qj)
+    L = st._L(joint)
+    if not any(isinstance(x, _Jet) for x in q):
+        return list(_apply_L(L, np.array(q, dtype=float)))
+    m = next(x for x in q if isinstance(x, _Jet)).b.shape[0]
+    q = [x if isinstance(x, _Jet) else _const(float(x), m) for x in q]
+    a = _apply_L(L, np.array([x.a for x in q]))
+    b = _apply_L(L, np.array([x.b for x in q]))
+    c = _apply_L(L, np.array([x.c for x in q]))
+    return [_Jet(a[i], b[i], c[i]) for i in range(4)]
+
+
+def _ellipse_gap(c, si, theta, a, b):
+    """(theta_max(phi) - theta) kappa(phi) for the tilt direction (cos phi, sin phi) = (c, si)."""
+    D = b * b * c * c + a * a * si * si
+    rD = _sqrt(D)
+    tmax = a * b / rD
+    r = -a * b * (a * a - b * b) * c * si / (D * rD) / _sin(tmax)      # theta_max' / sin(theta_max)
+    return (tmax - theta) / _sqrt(1.0 + r * r)
+
+
+def _tilt(x, y, z, w, s, n):
+    """(cos, sin) of the direction the plug's axis leans towards: (R'_xz, R'_yz) / sin(swing)."""
+    sn = s * n
+    return (x * z + y * w) / sn, (y * z - x * w) / sn
+
+
+def _ellipse_gap_value(x, y, z, w, s, n, theta, a, b):
+    """The elliptical cone's gap as a float, also at the singular points (s or n ~ 0)."""
+    if s == 0.0:
+        c, si = 1.0, 0.0                 # no tilt: any direction (the gap jumps there, far inside)
+    elif n < EPS_TWIST * math.hypot(s, n):
+        c, si = y / s, -x / s            # swing ~ pi: the direction of the swing vector's tilt
+    else:
+        c, si = _tilt(x, y, z, w, s, n)
+    return _ellipse_gap(c, si, theta, a, b)
+
+
+def _gaps(joint, Q, m=None):
+    """The gaps (floats, or jets along m directions) of the limit quaternion Q."""
+    x, y, z, w = Q
+    s2, n2 = x * x + y * y, z * z + w * w
+    sv, nv = math.sqrt(_val(s2)), math.sqrt(_val(n2))
+    norm = math.hypot(sv, nv)
+    out = []
+    if joint.swing is not None:
+        a, b = joint.swing_ab
+        theta_v = 2.0 * math.atan2(sv, nv)
+        gv = a - theta_v if a == b else _ellipse_gap_value(_val(x), _val(y), _val(z), _val(w), sv, nv, theta_v, a, b)
+        if m is None:
+            g = gv
+        elif sv < EPS_SWING * norm:
+            # swing ~ 0: the exact gap with the row of the tilt towards the cone frame's x
+            t = -2.0 * _atan2(y, _sqrt(n2))
+            g = t + (gv - t.a)
+        else:
+            theta = 2.0 * _atan2(_sqrt(s2), _sqrt(n2))
+            if a == b:
+                g = a - theta
+            elif theta_v < 0.5 * min(a, b) or nv < EPS_TWIST * norm:
+                g = -theta + (gv + theta_v)          # far inside (or at swing ~ pi): the row of -swing
+            else:
+                c, si = _tilt(x, y, z, w, _sqrt(s2), _sqrt(n2))
+                g = _ellipse_gap(c, si, theta, a, b)
+        out.append(g)
+    if joint.twist is not None:
+        lo, hi = joint.twist
+        mid, h = 0.5 * (lo + hi), 0.5 * (hi - lo)
+        if nv < EPS_TWIST * norm:
+            out += [h, h] if m is None else [_const(h, m), _const(h, m)]
+        else:
+            re, im = w * w - z * z, 2.0 * z * w              # (w + i z)^2 = n^2 e^{i twist}
+            cm, sm = math.cos(mid), math.sin(mid)
+            tc = _atan2(im * cm - re * sm, re * cm + im * sm)  # twist - mid, in (-pi, pi]
+            out += [tc + h, h - tc]
+    return out
+
+
+def _jets(joint, q, dirs):
+    """The joint's coordinates as jets along the columns of ``dirs`` (nq, m)."""
+    m = dirs.shape[1]
+    return [_Jet(float(q[i]), dirs[i].astype(float), np.zeros(m)) for i in range(len(q))]
+
+
+def _directions(joint, q, v_cols):
+    """dq for the velocity columns v_cols (nv, m): q (x) [v, 0] / 2 for a quaternion, v for angles."""
+    if joint.kind == J.SPHERICAL_ZYX:
+        return v_cols
+    out = np.zeros((4, v_cols.shape[1]))
+    for k in range(v_cols.shape[1]):
+        out[:, k] = 0.5 * np.array(_qmul(list(q), [*v_cols[:, k], 0.0]))
+    return out
+
+
+def _evaluate(joint, q, v_cols):
+    qj = _jets(joint, q, _directions(joint, q, v_cols))
+    return _gaps(joint, _limit_quat(joint, qj), v_cols.shape[1])
+
+
+def ref_gaps(joint, q):
+    return np.array([float(g) for g in _gaps(joint, _limit_quat(joint, np.asarray(q, dtype=float)))])
+
+
+def ref_rows(joint, q):
+    gs = _evaluate(joint, np.asarray(q, dtype=float), np.eye(3))
+    return np.array([g.a for g in gs]), np.array([g.b for g in gs]).reshape(-1, 3)
+
+
+def ref_drift(joint, q, v):
+    return np.array([g.c[0] for g in _evaluate(joint, np.asarray(q, dtype=float), np.asarray(v, dtype=float)[:, None])])
+
+
+# ------------------------------------------------------ compiled kernels against the reference
+MORE_JOINTS = {
+    "circle_tilted_plug": J.Spherical(swing=0.9, twist=(-0.3, 0.6), axis=[0.2, -0.5, 1.0], plug_axis=[0.3, 0.1, 1.0]),
+    "zyx_circle_tilted": J.SphericalZYX(swing=0.7, twist=(-2.0, 0.4), axis=[1.0, -0.4, 0.3]),
+    "wide_ellipse_matrix_axis": J.Spherical(swing=(2.5, 0.3), twist=(-0.2, 2.9), axis=rot([1, 2, 3], 0.8)),
+    "zyx_wide_ellipse_plug": J.SphericalZYX(swing=(0.4, 2.2), axis="-x", plug_axis=[0.2, 1.0, 0.0]),
+    "twist_only_plug": J.Spherical(twist=(-2.9, 2.9), axis="y", plug_axis="x"),
+    "unlimited": J.Spherical(),
+}
+ALL_JOINTS = {**JOINTS, **MORE_JOINTS}
+
+
+def sample_states(joint, n, rng):
+    """n joint configurations over the whole sphere, near swing 0, near swing pi, near the far-inside
+    threshold of an elliptical cone (half the smallest half-angle) and near the cone's boundary; a
+    quaternion with a random norm and sign, ZYX angles with random turns added."""
+    a, b = joint.swing_ab or (1.0, 1.0)
+    out = []
+    for i in range(n):
+        kind = i % 6
+        ph = rng.uniform(-PI, PI)
+        tw = rng.uniform(-PI, PI)
+        if kind == 0:
+            q = joint_q(joint, Rotation.random(random_state=rng).as_matrix())
+        else:
+            if kind == 1:
+                th = 0.0 if rng.random() < 0.1 else 10 ** rng.uniform(-16, -3)
+            elif kind == 2:
+                th = PI - 10 ** rng.uniform(-12, -1)
+            elif kind == 3:
+                th = 0.5 * min(a, b) * (1 + rng.choice([-1, 1]) * 10 ** rng.uniform(-10, -1))
+            elif kind == 4:
+                tmax = a * b / math.hypot(b * math.cos(ph), a * math.sin(ph))
+                th = min(tmax * (1 + rng.uniform(-0.1, 0.1)), PI)
+            else:
+                th = rng.uniform(0.0, PI)
+            lean = np.array([math.cos(ph), math.sin(ph)])
+            q = from_limit_frame(joint, th * np.array([-lean[1], lean[0]]), tw)
+        if joint.kind == J.SPHERICAL:
+            q = q * rng.choice([-1.0, 1.0]) * 10 ** rng.uniform(-3, 3)
+        else:
+            q = q + 2 * PI * rng.integers(-2, 3, size=3)
+        out.append(q)
+    return out
+
+
+def assert_close(fast, ref, what, rel=1e-12):
+    """|fast - ref| <= rel max(1, |ref|) elementwise (the rows grow like 1 / cos(swing / 2)^2 near
+    swing pi: relative there)."""
+    fast, ref = np.asarray(fast), np.asarray(ref)
+    assert fast.shape == ref.shape, what
+    err = np.abs(fast - ref) / np.maximum(1.0, np.abs(ref))
+    assert np.all(err <= rel), f"{what}: {fast!r} vs the reference {ref!r} (rel. error {err.max():.3g})"
+
+
+def compare_with_reference(joint, states, rng):
+    """The compiled gaps, rows and drift against the reference at each state; the number of states
+    compared (the reference fails at a swing of exactly pi: there the compiled ones are finite)."""
+    done = 0
+    for q in states:
+        v = rng.standard_normal(3) * 10 ** rng.uniform(-1, 1)
+        g = st.ball_limit_gaps(joint, q)
+        gr, rows, drift_fn = st.ball_limit_rows(joint, q)
+        drift = st.ball_limit_drift(joint, q, v)
+        assert np.isfinite(g).all() and np.isfinite(rows).all() and np.isfinite(drift).all(), (joint, q)
+        assert np.allclose(gr, g, rtol=0, atol=1e-15)
+        assert np.array_equal(drift_fn(v), drift) if len(g) else drift_fn is None
+        try:
+            with np.errstate(all="raise"):
+                rg, (rgr, rrows), rdrift = ref_gaps(joint, q), ref_rows(joint, q), ref_drift(joint, q, v)
+        except (ZeroDivisionError, FloatingPointError):
+            continue
+        what = f"{joint!r} at q={q.tolist()}, v={v.tolist()}"
+        assert_close(g, rg, "gaps " + what)
+        assert_close(gr, rgr, "gaps (rows) " + what)
+        assert_close(rows, rrows, "rows " + what)
+        assert_close(drift, rdrift, "drift " + what)
+        done += 1
+    return done
+
+
+@pytest.mark.parametrize("name", ALL_JOINTS)
+def test_compiled_kernels_match_the_pure_python_reference(name):
+    j = ALL_JOINTS[name]
+    rng = np.random.default_rng(zlib.crc32(name.encode()))
+    n = 480
+    done = compare_with_reference(j, sample_states(j, n, rng), rng)
+    assert done >= 0.95 * n
+
+
+def test_compiled_kernels_match_the_reference_on_the_human_figure():
+    rng = np.random.default_rng(7)
+    m = H.human_figure()
+    done = 0
+    for i in st.ball_limit_joints(m):
+        done += compare_with_reference(m.joints[i], sample_states(m.joints[i], 120, rng), rng)
+    assert done >= 0.95 * 12 * 120
+
+
+def test_compiled_kernels_at_the_exact_singular_points():
+    # swing exactly 0 (the gap exact, a unit swing row) and exactly pi (no NaN where the reference
+    # divided by zero)
+    for j in (J.Spherical(swing=0.8, twist=(-0.5, 0.4)), J.Spherical(swing=(1.0, 0.6), twist=(-0.5, 0.4))):
+        g, rows, drift = st.ball_limit_rows(j, [0.0, 0.0, 0.0, 1.0])
+        assert np.array_equal(g, ref_gaps(j, [0, 0, 0, 1.0])) and g[0] >= 0.6 and np.array_equal(g[1:], [0.5, 0.4])
+        assert np.linalg.norm(rows[0]) == pytest.approx(1.0) and np.array_equal(rows, ref_rows(j, [0, 0, 0, 1.0])[1])
+        q = np.array([1.0, 0.0, 0.0, 0.0])                  # a swing of pi about x, no twist
+        g, rows, drift = st.ball_limit_rows(j, q)
+        d = st.ball_limit_drift(j, q, [0.3, -1.0, 2.0])
+        assert np.isfinite(g).all() and np.isfinite(rows).all() and np.isfinite(d).all()
+        assert g[0] < 0 and np.array_equal(g[1:], [0.45, 0.45]) and not rows[1:].any() and not d[1:].any()
+        assert g[0] == pytest.approx(ref_gaps(j, q)[0], abs=1e-15)
+        with pytest.raises(ZeroDivisionError), np.errstate(all="raise"):
+            ref_rows(j, q)
+    # a swing exactly at the thresholds of the reference: the same branch, the same result
+    j = J.Spherical(swing=(1.0, 0.6), twist=(-0.5, 0.4))
+    for q in ([1e-9, 0.0, 0.0, 1.0], [0.0, 2e-9, 0.0, 1.0], [1.0, 0.0, 1e-8, 0.0], [1.0, 0.0, 0.0, 1e-8],
+              [0.3, 1.0, 2e-9, -1e-9]):
+        v = np.array([0.4, -0.7, 1.3])
+        assert_close(st.ball_limit_gaps(j, q), ref_gaps(j, q), f"gaps at {q}")
+        assert_close(st.ball_limit_rows(j, q)[1], ref_rows(j, q)[1], f"rows at {q}")
+        assert_close(st.ball_limit_drift(j, q, v), ref_drift(j, q, v), f"drift at {q}")
+
+
+def test_drift_cache_follows_the_joint_and_the_state():
+    j1, j2 = JOINTS["ellipse_tilted"], JOINTS["ellipse_plug"]
+    q, v = random_limit_state(j1), RNG.standard_normal(3)
+    d1 = st.ball_limit_drift(j1, q, v)
+    d1[:] = 99.0                                           # a copy: the cache is not touched
+    assert np.allclose(st.ball_limit_drift(j1, q, v), ref_drift(j1, q, v), rtol=1e-12, atol=1e-12)
+    assert np.allclose(st.ball_limit_drift(j2, q, v), ref_drift(j2, q, v), rtol=1e-12, atol=1e-12)
+    assert np.allclose(st.ball_limit_drift(j1, q, 2 * v), ref_drift(j1, q, 2 * v), rtol=1e-12, atol=1e-12)
+    q2 = q.copy()
+    q2[0] += 0.1
+    assert np.allclose(st.ball_limit_drift(j1, q2, v), ref_drift(j1, q2, v), rtol=1e-12, atol=1e-12)
+
+
+# ------------------------------------------------------------------ the whole model at once
+def limited_ball_model():
+    """Limited Spherical and SphericalZYX joints among other kinds, an unlimited ball joint and a
+    virtual link (a loop closure) whose cut joint is a limited ball joint."""
+    b = ld.ModelBuilder()
+    I1 = ld.Inertia(1.0, [0, 0, -0.3], np.eye(3) * 0.1)
+    b.add_body("base", "world", J.FreeFlyer(), inertia=I1)
+    b.add_body("a", "base", ALL_JOINTS["ellipse_tilted"], placement=(np.eye(3), [0, 0, -0.5]), inertia=I1)
+    b.add_body("b", "a", J.Revolute("y"), placement=(np.eye(3), [0, 0, -0.5]), inertia=I1)
+    b.add_body("c", "b", ALL_JOINTS["zyx_ellipse"], placement=(np.eye(3), [0, 0, -0.5]), inertia=I1)
+    b.add_body("d", "base", J.Spherical(), placement=(np.eye(3), [0.3, 0, 0]), inertia=I1)
+    b.add_body("e", "d", ALL_JOINTS["twist_only"], placement=(np.eye(3), [0, 0, -0.5]), inertia=I1)
+    b.add_body("f", "e", ALL_JOINTS["zyx_plug"], placement=(np.eye(3), [0, 0, -0.5]), inertia=I1)
+    b.add_loop("v", "f", "c", ALL_JOINTS["circle"])
+    b.add_body("g", "base", ALL_JOINTS["swing_only"], placement=(np.eye(3), [0, 0.3, 0]), inertia=I1)
+    return b.build()
+
+
+def random_model_state(m, rng):
+    q = rng.standard_normal(m.nq)
+    return q, rng.standard_normal(m.nv)
+
+
+@pytest.mark.parametrize("make", [H.human_figure, H.human_figure_16, limited_ball_model])
+def test_model_batch_is_the_concatenation_over_the_joints(make):
+    from linkdyn.contact.rows import UnitCatalog
+    m = make()
+    bodies = st.ball_limit_joints(m)
+    cat = UnitCatalog(m)
+    assert list(bodies) == [i for i, _ in cat.balls]
+    assert [m.joints[i] for i in bodies] == [j for _, j in cat.balls]
+    if make is limited_ball_model:
+        assert len(bodies) == 5 and not any(m.is_virtual[i] for i in bodies)
+        assert any(m.is_virtual[i] and m.joints[i].limited for i in range(m.nbody))
+    rng = np.random.default_rng(3)
+    for _ in range(30):
+        q, v = random_model_state(m, rng)
+        gaps, rows, drift = st.ball_limits_model(m, q, v)
+        g0, r0, d0 = st.ball_limits_model(m, q)
+        assert d0 is None and np.array_equal(g0, gaps) and np.array_equal(r0, rows)
+        assert np.array_equal(st.ball_limit_gaps_model(m, q), gaps)
+        eg, er, ed = [], [], []
+        for i in bodies:
+            j, qa, va = m.joints[i], m.jnt_qadr[i], m.jnt_vadr[i]
+            qj, vj = q[qa:qa + m.jnt_nq[i]], v[va:va + 3]
+            g, r, _ = st.ball_limit_rows(j, qj)
+            eg.append(g), er.append(r), ed.append(st.ball_limit_drift(j, qj, vj))
+            assert np.array_equal(st.ball_limit_gaps(j, qj), g)
+        assert np.array_equal(gaps, np.concatenate(eg)) and np.array_equal(rows, np.concatenate(er))
+        assert np.array_equal(drift, np.concatenate(ed))
+        assert len(gaps) == cat.size - len(cat.pairs) - len(cat.coord_limits)
+    # the rows and drift are the catalog's ball-limit rows (their columns of the full rows)
+    q, v = random_model_state(m, rng)
+    gaps, rows, drift = st.ball_limits_model(m, q, v)
+    u = cat.units(q, v, select=np.arange(len(cat.pairs) + len(cat.coord_limits), cat.size), with_drift=True)
+    va = np.repeat([m.jnt_vadr[i] for i in bodies], [len(st.ball_limit_names(m.joints[i])) for i in bodies])
+    full = np.zeros((len(gaps), m.nv))
+    for r in range(len(gaps)):
+        full[r, va[r]:va[r] + 3] = rows[r]
+    assert np.allclose(u.gap, gaps, rtol=0, atol=1e-15) and np.allclose(u.N, full, rtol=0, atol=1e-15)
+    assert np.allclose(u.drift_n, drift, rtol=0, atol=1e-15)
+
+
+def test_model_batch_bad_calls():
+    m = limited_ball_model()
+    q, v = random_model_state(m, np.random.default_rng(5))
+    with pytest.raises(ValueError, match=r"q: expected shape"):
+        st.ball_limits_model(m, q[:-1])
+    with pytest.raises(ValueError, match=r"v: expected shape"):
+        st.ball_limits_model(m, q, v[:-1])
+    i = st.ball_limit_joints(m)[1]
+    bad = q.copy()
+    bad[m.jnt_qadr[i]] = np.nan
+    with pytest.raises(ValueError, match=r"q: non-finite coordinates of the ball joint 'c"):
+        st.ball_limit_gaps_model(m, bad)
+    i = st.ball_limit_joints(m)[0]
+    bad = q.copy()
+    bad[m.jnt_qadr[i]:m.jnt_qadr[i] + 4] = 0.0
+    with pytest.raises(ValueError, match=r"q: the quaternion of the ball joint 'a.* is zero"):
+        st.ball_limits_model(m, bad, v)
+    bad = v.copy()
+    bad[m.jnt_vadr[i] + 2] = np.inf
+    with pytest.raises(ValueError, match=r"v: non-finite velocities of the ball joint 'a"):
+        st.ball_limits_model(m, q, bad)
+    st.ball_limits_model(m, q, None)                              # no v: not checked
+    m0 = ld.models.planar_2link()                                # no ball joint: empty results
+    g, r, d = st.ball_limits_model(m0, np.zeros(m0.nq), np.zeros(m0.nv))
+    assert st.ball_limit_joints(m0) == () and g.shape == (0,) and r.shape == (0, 3) and d.shape == (0,)
+    assert st.ball_limit_gaps_model(m0, np.zeros(m0.nq)).shape == (0,)

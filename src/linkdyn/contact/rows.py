@@ -270,6 +270,12 @@ class UnitCatalog:
         self._pair_mu, self._pair_e = np.array(cm, dtype=float), np.array(pm, dtype=float)
         self._pair_names = [f"{cs[ci].name}/{ps[pi].name}" for ci, pi in self.pairs]
         self._ball_nk = [len(self._ball_keys(j)) for _, j in self.balls]
+        # each ball unit's joint (body index) and first velocity, in catalog order
+        self._ball_body = np.repeat(np.array([i for i, _ in self.balls], dtype=np.int64), self._ball_nk)
+        self._ball_va = np.repeat(np.array([model.jnt_vadr[i] for i, _ in self.balls], dtype=np.int64),
+                                  self._ball_nk)
+        self._ball_j = np.concatenate([np.arange(k) for k in self._ball_nk]).astype(np.int64) if self.balls else \
+            np.zeros(0, dtype=np.int64)
         self.size = len(self.pairs) + len(self.coord_limits) + sum(self._ball_nk)
 
     @property
@@ -299,13 +305,9 @@ class UnitCatalog:
             out[:ncp] = g
         if ncl:
             out[ncp:ncp + ncl] = self._lim_s * (q[self._lim_q] - self._lim_b)
-        k = ncp + ncl
         if self.balls:
-            from .swing_twist import ball_limit_gaps
-            for (i, joint), nk in zip(self.balls, self._ball_nk):
-                qa = int(m.jnt_qadr[i])
-                out[k:k + nk] = ball_limit_gaps(joint, q[qa:qa + m.jnt_nq[i]])
-                k += nk
+            from .swing_twist import ball_limit_gaps_model
+            out[ncp + ncl:] = ball_limit_gaps_model(m, q)
         return out
 
     def units(self, q, v=None, select=None, with_drift=False):
@@ -345,33 +347,26 @@ class UnitCatalog:
                 names[r] = self._pair_names[u]
                 ci, pi = self.pairs[u]
                 keys[r] = ("c", ci, pi)
-        ball_cache = {}
-        for r in np.flatnonzero(sel >= ncp):
-            u = sel[r]
-            if u < ncp + ncl:
-                nm, qi, vi, s_, bound = self.coord_limits[u - ncp]
-                gap[r] = s_ * (q[qi] - bound)
-                N[r, vi] = s_
-                names[r] = nm
-                keys[r] = ("l", u - ncp)
-                continue
-            j = u - ncp - ncl
-            for (i, joint), nk in zip(self.balls, self._ball_nk):
-                if j < nk:
-                    break
-                j -= nk
-            from .swing_twist import ball_limit_drift, ball_limit_rows
-            qa, va, nvj = int(m.jnt_qadr[i]), int(m.jnt_vadr[i]), int(m.jnt_nv[i])
-            qj = q[qa:qa + m.jnt_nq[i]]
-            if i not in ball_cache:
-                ball_cache[i] = ball_limit_rows(joint, qj)
-            gs, rows = ball_cache[i][:2]
-            gap[r] = gs[j]
-            N[r, va:va + nvj] = rows[j]
-            names[r] = f"{m._joint_names[i]}.{self._ball_keys(joint)[j]}"
-            keys[r] = ("b", i, j)
-            if with_drift:
-                dn[r] = ball_limit_drift(joint, qj, v[va:va + nvj])[j]
+        lsel = np.flatnonzero((sel >= ncp) & (sel < ncp + ncl))
+        for r in lsel:
+            nm, qi, vi, s_, bound = self.coord_limits[sel[r] - ncp]
+            gap[r] = s_ * (q[qi] - bound)
+            N[r, vi] = s_
+            names[r] = nm
+            keys[r] = ("l", sel[r] - ncp)
+        bsel = np.flatnonzero(sel >= ncp + ncl)
+        if len(bsel):
+            from .swing_twist import ball_limits_model
+            bg, brows, bdrift = ball_limits_model(m, q, v if with_drift else None)
+            for r in bsel:
+                b = sel[r] - ncp - ncl
+                va, i, j = int(self._ball_va[b]), int(self._ball_body[b]), int(self._ball_j[b])
+                gap[r] = bg[b]
+                N[r, va:va + 3] = brows[b]
+                if with_drift:
+                    dn[r] = bdrift[b]
+                names[r] = f"{m._joint_names[i]}.{self._ball_keys(m.joints[i])[j]}"
+                keys[r] = ("b", i, j)
         return Units(names, kind, gap, N, T, mu, e, dn, dt, point, frame, keys)
 
     @staticmethod

@@ -67,10 +67,18 @@ along q + eps dq, with dq = q (x) [v, 0] / 2 for a quaternion (the second deriva
 straight line is the drift because the gaps, functions of the quaternion's direction only, are
 homogeneous of degree 0 in its four components) and dq = v for ZYX angles.
 
-Cost (pure Python): :func:`ball_limit_gaps` about 20 us a joint, :func:`ball_limit_rows` about
-0.35 ms (Taylor arithmetic on small arrays); ask for the gaps alone when the rows are not needed.
-:func:`ball_limit_drift` keeps its last results, so asking it once per unit of the same joint
-and state costs one evaluation.
+Implementation and cost: compiled (Numba) kernels, the Taylor numbers as tuples of floats along
+the three unit velocities (the rows) and v_joint (the drift) at once; each joint's constants
+(kind, half-angles, twist range, the 4x4 map of :func:`limit_rotation` on quaternions) are
+computed once and kept.  The arithmetic is that of the former pure-Python implementation, in
+the same order (``tests/test_ball_limits.py`` keeps it as the reference: agreement to about
+1e-14, relative).  From Python, :func:`ball_limit_gaps` costs about 1.5 us a joint,
+:func:`ball_limit_rows` and :func:`ball_limit_drift` about 2.5 us each, mostly the call itself
+(:func:`ball_limit_drift` keeps its last result, so asking it once per unit of the same joint
+and state costs one evaluation).  For a whole model, :func:`ball_limit_gaps_model` and
+:func:`ball_limits_model` evaluate every limited ball joint (:func:`ball_limit_joints`) in one
+compiled call: about 4 us for the gaps and 10 us for gaps, rows and drift of the 12 ball joints
+of the human figure.
 
 Singular points
 ---------------
@@ -82,20 +90,23 @@ Singular points
 * Swing = pi (the plug's axis against the cone axis): the twist is undefined.  When
   ``cos(swing / 2) < 1e-8`` the decomposition puts the whole rotation in the swing (twist 0)
   and the twist units report the half-range as their gap with zero rows.  Near it the twist rows
-  grow like 1 / cos(swing / 2)^2.  A swing cone (half-angles < pi) keeps the joint away from it.
+  grow like 1 / cos(swing / 2)^2.  At a swing of exactly pi the swing row is zero (no direction
+  to leave the cone point by).  A swing cone (half-angles < pi) keeps the joint away from it.
 """
 from __future__ import annotations
 
 import functools
 import math
+import weakref
 
 import numpy as np
+from numba import njit
 
 from ..model import joints as J
 
 __all__ = ["swing_twist", "swing_twist_angles", "swing_twist_quat", "rotation_from_swing_twist",
            "limit_rotation", "ball_limit_names", "ball_limit_gaps", "ball_limit_rows", "ball_limit_drift",
-           "project_inside"]
+           "ball_limit_joints", "ball_limit_gaps_model", "ball_limits_model", "project_inside"]
 
 #: below this |(x, y)| of the (unit) quaternion the tilt direction is undefined (swing ~ 0)
 EPS_SWING = 1e-9
@@ -104,98 +115,118 @@ EPS_TWIST = 1e-8
 
 
 # ---------------------------------------------------------------------------------------------
-# second-order Taylor numbers along m directions: value a, first derivatives b (m,), pure second
-# derivatives c (m,) (the directions do not mix: each is its own univariate Taylor series)
-class _Jet:
-    __slots__ = ("a", "b", "c")
-
-    def __init__(self, a, b, c):
-        self.a, self.b, self.c = a, b, c
-
-    def __add__(self, o):
-        if isinstance(o, _Jet):
-            return _Jet(self.a + o.a, self.b + o.b, self.c + o.c)
-        return _Jet(self.a + o, self.b, self.c)
-
-    __radd__ = __add__
-
-    def __neg__(self):
-        return _Jet(-self.a, -self.b, -self.c)
-
-    def __sub__(self, o):
-        return self + (-o)
-
-    def __rsub__(self, o):
-        return (-self) + o
-
-    def __mul__(self, o):
-        if isinstance(o, _Jet):
-            return _Jet(self.a * o.a, self.a * o.b + o.a * self.b, self.a * o.c + 2.0 * self.b * o.b + o.a * self.c)
-        return _Jet(self.a * o, self.b * o, self.c * o)
-
-    __rmul__ = __mul__
-
-    def _inv(self):
-        a = self.a
-        return _Jet(1.0 / a, -self.b / a ** 2, -self.c / a ** 2 + 2.0 * self.b ** 2 / a ** 3)
-
-    def __truediv__(self, o):
-        if isinstance(o, _Jet):
-            return self * o._inv()
-        return _Jet(self.a / o, self.b / o, self.c / o)
-
-    def __rtruediv__(self, o):
-        return self._inv() * o
+# compiled second-order Taylor numbers ("jets") along 4 directions: a tuple of 9 floats
+# (value, first derivatives d0..d3, pure second derivatives dd0..dd3); each direction is its
+# own univariate Taylor series (they do not mix).  Directions 0-2 are the unit joint
+# velocities (their first derivatives are the rows), 3 is v_joint (its second derivative is the
+# drift).  Plain tuples stay in registers: no allocation per operation.
+@njit(cache=True, error_model="numpy")
+def _jc(a):
+    return (a, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0)
 
 
-def _val(u):
-    return u.a if isinstance(u, _Jet) else u
+@njit(cache=True, error_model="numpy")
+def _jadd(u, w):
+    return (u[0] + w[0], u[1] + w[1], u[2] + w[2], u[3] + w[3], u[4] + w[4],
+            u[5] + w[5], u[6] + w[6], u[7] + w[7], u[8] + w[8])
 
 
-def _chain(u, f0, f1, f2):
-    return _Jet(f0, f1 * u.b, f1 * u.c + f2 * u.b ** 2)
+@njit(cache=True, error_model="numpy")
+def _jsub(u, w):
+    return (u[0] - w[0], u[1] - w[1], u[2] - w[2], u[3] - w[3], u[4] - w[4],
+            u[5] - w[5], u[6] - w[6], u[7] - w[7], u[8] - w[8])
 
 
-def _sqrt(u):
-    if not isinstance(u, _Jet):
-        return math.sqrt(u)
-    r = math.sqrt(u.a)
-    return _chain(u, r, 0.5 / r, -0.25 / (r * u.a))
+@njit(cache=True, error_model="numpy")
+def _jscale(u, p):
+    return (p * u[0], p * u[1], p * u[2], p * u[3], p * u[4], p * u[5], p * u[6], p * u[7], p * u[8])
 
 
-def _sin(u):
-    if not isinstance(u, _Jet):
-        return math.sin(u)
-    s, c = math.sin(u.a), math.cos(u.a)
-    return _chain(u, s, c, -s)
+@njit(cache=True, error_model="numpy")
+def _jshift(u, p):
+    return (u[0] + p, u[1], u[2], u[3], u[4], u[5], u[6], u[7], u[8])
 
 
-def _cos(u):
-    if not isinstance(u, _Jet):
-        return math.cos(u)
-    s, c = math.sin(u.a), math.cos(u.a)
-    return _chain(u, c, -s, -c)
+@njit(cache=True, error_model="numpy")
+def _jlin4(u0, u1, u2, u3, p0, p1, p2, p3):
+    """p0 u0 + p1 u1 + p2 u2 + p3 u3 (constant coefficients)."""
+    return (p0 * u0[0] + p1 * u1[0] + p2 * u2[0] + p3 * u3[0],
+            p0 * u0[1] + p1 * u1[1] + p2 * u2[1] + p3 * u3[1],
+            p0 * u0[2] + p1 * u1[2] + p2 * u2[2] + p3 * u3[2],
+            p0 * u0[3] + p1 * u1[3] + p2 * u2[3] + p3 * u3[3],
+            p0 * u0[4] + p1 * u1[4] + p2 * u2[4] + p3 * u3[4],
+            p0 * u0[5] + p1 * u1[5] + p2 * u2[5] + p3 * u3[5],
+            p0 * u0[6] + p1 * u1[6] + p2 * u2[6] + p3 * u3[6],
+            p0 * u0[7] + p1 * u1[7] + p2 * u2[7] + p3 * u3[7],
+            p0 * u0[8] + p1 * u1[8] + p2 * u2[8] + p3 * u3[8])
 
 
-def _atan2(y, x):
-    if not isinstance(y, _Jet) and not isinstance(x, _Jet):
-        return math.atan2(y, x)
-    m = (y if isinstance(y, _Jet) else x).b.shape
-    y = y if isinstance(y, _Jet) else _Jet(y, np.zeros(m), np.zeros(m))
-    x = x if isinstance(x, _Jet) else _Jet(x, np.zeros(m), np.zeros(m))
-    r2 = x.a * x.a + y.a * y.a
-    num = x.a * y.b - y.a * x.b                       # r2 * d(angle)
-    dnum = x.a * y.c - y.a * x.c                      # its derivative (x' y' - y' x' = 0)
-    dr2 = 2.0 * (x.a * x.b + y.a * y.b)
-    return _Jet(math.atan2(y.a, x.a), num / r2, dnum / r2 - num * dr2 / r2 ** 2)
+@njit(cache=True, error_model="numpy")
+def _jmul(u, w):
+    a, c = u[0], w[0]
+    return (a * c,
+            a * w[1] + c * u[1], a * w[2] + c * u[2], a * w[3] + c * u[3], a * w[4] + c * u[4],
+            a * w[5] + 2.0 * u[1] * w[1] + c * u[5], a * w[6] + 2.0 * u[2] * w[2] + c * u[6],
+            a * w[7] + 2.0 * u[3] * w[3] + c * u[7], a * w[8] + 2.0 * u[4] * w[4] + c * u[8])
 
 
-def _const(value, m):
-    return _Jet(value, np.zeros(m), np.zeros(m))
+@njit(cache=True, error_model="numpy")
+def _jchain(u, f0, f1, f2):
+    """f(u) from f(u0), f'(u0), f''(u0)."""
+    return (f0, f1 * u[1], f1 * u[2], f1 * u[3], f1 * u[4],
+            f1 * u[5] + f2 * (u[1] * u[1]), f1 * u[6] + f2 * (u[2] * u[2]),
+            f1 * u[7] + f2 * (u[3] * u[3]), f1 * u[8] + f2 * (u[4] * u[4]))
+
+
+@njit(cache=True, error_model="numpy")
+def _jinv(u):
+    a = u[0]
+    a2, a3 = math.pow(a, 2.0), math.pow(a, 3.0)     # (as a ** 2, a ** 3 in Python: the same rounding)
+    return (1.0 / a, -u[1] / a2, -u[2] / a2, -u[3] / a2, -u[4] / a2,
+            -u[5] / a2 + 2.0 * (u[1] * u[1]) / a3, -u[6] / a2 + 2.0 * (u[2] * u[2]) / a3,
+            -u[7] / a2 + 2.0 * (u[3] * u[3]) / a3, -u[8] / a2 + 2.0 * (u[4] * u[4]) / a3)
+
+
+@njit(cache=True, error_model="numpy")
+def _jdiv(u, w):
+    return _jmul(u, _jinv(w))
+
+
+@njit(cache=True, error_model="numpy")
+def _jsqrt(u):
+    r = math.sqrt(u[0])
+    if r == 0.0:             # a cone point (only at a swing of exactly pi): no derivative
+        return _jc(0.0)
+    return _jchain(u, r, 0.5 / r, -0.25 / (r * u[0]))
+
+
+@njit(cache=True, error_model="numpy")
+def _jsin(u):
+    s, c = math.sin(u[0]), math.cos(u[0])
+    return _jchain(u, s, c, -s)
+
+
+@njit(cache=True, error_model="numpy")
+def _jcos(u):
+    s, c = math.sin(u[0]), math.cos(u[0])
+    return _jchain(u, c, -s, -c)
+
+
+@njit(cache=True, error_model="numpy")
+def _jatan2(y, x):
+    x0, y0 = x[0], y[0]
+    r2 = x0 * x0 + y0 * y0
+    r4 = math.pow(r2, 2.0)
+    n1, n2, n3, n4 = x0 * y[1] - y0 * x[1], x0 * y[2] - y0 * x[2], x0 * y[3] - y0 * x[3], x0 * y[4] - y0 * x[4]
+    e1, e2 = 2.0 * (x0 * x[1] + y0 * y[1]), 2.0 * (x0 * x[2] + y0 * y[2])     # d(r2)
+    e3, e4 = 2.0 * (x0 * x[3] + y0 * y[3]), 2.0 * (x0 * x[4] + y0 * y[4])
+    return (math.atan2(y0, x0), n1 / r2, n2 / r2, n3 / r2, n4 / r2,
+            (x0 * y[5] - y0 * x[5]) / r2 - n1 * e1 / r4, (x0 * y[6] - y0 * x[6]) / r2 - n2 * e2 / r4,
+            (x0 * y[7] - y0 * x[7]) / r2 - n3 * e3 / r4, (x0 * y[8] - y0 * x[8]) / r2 - n4 * e4 / r4)
 
 
 # ---------------------------------------------------------------------------------------------
-# quaternions [x, y, z, w] as sequences (floats or jets)
+# quaternions [x, y, z, w] as sequences
 def _qmul(a, b):
     ax, ay, az, aw = a
     bx, by, bz, bw = b
@@ -324,10 +355,10 @@ def _q(joint, q_joint):
 
 
 def _zyx_quat(z, y, x):
-    """Quaternion of Rz(z) Ry(y) Rx(x) (floats or jets)."""
-    qz = [0.0, 0.0, _sin(0.5 * z), _cos(0.5 * z)]
-    qy = [0.0, _sin(0.5 * y), 0.0, _cos(0.5 * y)]
-    qx = [_sin(0.5 * x), 0.0, 0.0, _cos(0.5 * x)]
+    """Quaternion of Rz(z) Ry(y) Rx(x)."""
+    qz = [0.0, 0.0, math.sin(0.5 * z), math.cos(0.5 * z)]
+    qy = [0.0, math.sin(0.5 * y), 0.0, math.cos(0.5 * y)]
+    qx = [math.sin(0.5 * x), 0.0, 0.0, math.cos(0.5 * x)]
     return _qmul(_qmul(qz, qy), qx)
 
 
@@ -346,17 +377,9 @@ def _L(joint):
 
 
 def _limit_quat(joint, qj):
-    """Quaternion of R' = C^T R C_p (floats or jets); qj: the joint's quaternion or angles."""
+    """Quaternion of R' = C^T R C_p; qj: the joint's quaternion or angles."""
     q = list(qj) if joint.kind == J.SPHERICAL else _zyx_quat(*qj)
-    L = _L(joint)
-    if not any(isinstance(x, _Jet) for x in q):
-        return list(L @ np.array(q, dtype=float))
-    m = next(x for x in q if isinstance(x, _Jet)).b.shape[0]
-    q = [x if isinstance(x, _Jet) else _const(float(x), m) for x in q]
-    a = L @ np.array([x.a for x in q])
-    b = L @ np.array([x.b for x in q])
-    c = L @ np.array([x.c for x in q])
-    return [_Jet(a[i], b[i], c[i]) for i in range(4)]
+    return list(_L(joint) @ np.array(q, dtype=float))
 
 
 def limit_rotation(joint, q_joint) -> np.ndarray:
@@ -376,98 +399,273 @@ def ball_limit_names(joint):
     return out
 
 
+# ---------------------------------------------------------------------------------------------
+# compiled gaps, rows and drift.  A joint's constants are one float row C (_NC entries):
+# [kind, has swing, a, b, has twist, lo, hi, number of units, L (4x4, row-major)].
+_NC = 24
+_SPH = J.SPHERICAL
+
+
+@njit(cache=True, error_model="numpy")
 def _ellipse_gap(c, si, theta, a, b):
     """(theta_max(phi) - theta) kappa(phi) for the tilt direction (cos phi, sin phi) = (c, si)."""
     D = b * b * c * c + a * a * si * si
-    rD = _sqrt(D)
+    rD = math.sqrt(D)
     tmax = a * b / rD
-    r = -a * b * (a * a - b * b) * c * si / (D * rD) / _sin(tmax)      # theta_max' / sin(theta_max)
-    return (tmax - theta) / _sqrt(1.0 + r * r)
+    r = -a * b * (a * a - b * b) * c * si / (D * rD) / math.sin(tmax)      # theta_max' / sin(theta_max)
+    return (tmax - theta) / math.sqrt(1.0 + r * r)
 
 
-def _tilt(x, y, z, w, s, n):
-    """(cos, sin) of the direction the plug's axis leans towards: (R'_xz, R'_yz) / sin(swing)."""
-    sn = s * n
-    return (x * z + y * w) / sn, (y * z - x * w) / sn
+@njit(cache=True, error_model="numpy")
+def _ellipse_gap_jet(c, si, theta, a, b):
+    """:func:`_ellipse_gap` on jets."""
+    D = _jadd(_jmul(_jscale(c, b * b), c), _jmul(_jscale(si, a * a), si))
+    rD = _jsqrt(D)
+    tmax = _jscale(_jinv(rD), a * b)
+    r = _jdiv(_jdiv(_jmul(_jscale(c, -a * b * (a * a - b * b)), si), _jmul(D, rD)), _jsin(tmax))
+    return _jdiv(_jsub(tmax, theta), _jsqrt(_jshift(_jmul(r, r), 1.0)))
 
 
-def _ellipse_gap_value(x, y, z, w, s, n, theta, a, b):
-    """The elliptical cone's gap as a float, also at the singular points (s or n ~ 0)."""
-    if s == 0.0:
-        c, si = 1.0, 0.0                 # no tilt: any direction (the gap jumps there, far inside)
-    elif n < EPS_TWIST * math.hypot(s, n):
-        c, si = y / s, -x / s            # swing ~ pi: the direction of the swing vector's tilt
+@njit(cache=True, error_model="numpy")
+def _check(C, q, v, want):
+    """0, or what is wrong: 1 a non-finite q, 2 a zero quaternion, 3 a non-finite v (want 2)."""
+    for i in range(q.shape[0]):
+        if not math.isfinite(q[i]):
+            return 1
+    if C[0] == _SPH and q[0] * q[0] + q[1] * q[1] + q[2] * q[2] + q[3] * q[3] == 0.0:
+        return 2
+    if want == 2:
+        for i in range(3):
+            if not math.isfinite(v[i]):
+                return 3
+    return 0
+
+
+@njit(cache=True, error_model="numpy")
+def _limit_quat_f(C, q):
+    """The quaternion of R' = C^T R C_p (floats) from the joint's quaternion or ZYX angles."""
+    if C[0] == _SPH:
+        x, y, z, w = q[0], q[1], q[2], q[3]
+    else:                                   # qz (x) qy (x) qx
+        sz, cz = math.sin(0.5 * q[0]), math.cos(0.5 * q[0])
+        sy, cy = math.sin(0.5 * q[1]), math.cos(0.5 * q[1])
+        sx, cx = math.sin(0.5 * q[2]), math.cos(0.5 * q[2])
+        x = cz * cy * sx - sz * sy * cx
+        y = cz * sy * cx + sz * cy * sx
+        z = sz * cy * cx - cz * sy * sx
+        w = cz * cy * cx + sz * sy * sx
+    return (C[8] * x + C[9] * y + C[10] * z + C[11] * w, C[12] * x + C[13] * y + C[14] * z + C[15] * w,
+            C[16] * x + C[17] * y + C[18] * z + C[19] * w, C[20] * x + C[21] * y + C[22] * z + C[23] * w)
+
+
+@njit(cache=True, error_model="numpy")
+def _limit_quat_jet(C, q, v):
+    """:func:`_limit_quat_f` on jets along the unit velocities and v: dq = q (x) [e_k, 0] / 2 for
+    a quaternion (a straight line: no second derivative), d(angles) = e_k for ZYX angles."""
+    if C[0] == _SPH:
+        x, y, z, w = q[0], q[1], q[2], q[3]
+        vx, vy, vz = v[0], v[1], v[2]
+        jx = (x, 0.5 * w, -0.5 * z, 0.5 * y, 0.5 * (w * vx + y * vz - z * vy), 0.0, 0.0, 0.0, 0.0)
+        jy = (y, 0.5 * z, 0.5 * w, -0.5 * x, 0.5 * (w * vy + z * vx - x * vz), 0.0, 0.0, 0.0, 0.0)
+        jz = (z, -0.5 * y, 0.5 * x, 0.5 * w, 0.5 * (w * vz + x * vy - y * vx), 0.0, 0.0, 0.0, 0.0)
+        jw = (w, -0.5 * x, -0.5 * y, -0.5 * z, -0.5 * (x * vx + y * vy + z * vz), 0.0, 0.0, 0.0, 0.0)
     else:
-        c, si = _tilt(x, y, z, w, s, n)
-    return _ellipse_gap(c, si, theta, a, b)
+        hz = (0.5 * q[0], 0.5, 0.0, 0.0, 0.5 * v[0], 0.0, 0.0, 0.0, 0.0)
+        hy = (0.5 * q[1], 0.0, 0.5, 0.0, 0.5 * v[1], 0.0, 0.0, 0.0, 0.0)
+        hx = (0.5 * q[2], 0.0, 0.0, 0.5, 0.5 * v[2], 0.0, 0.0, 0.0, 0.0)
+        sz, cz, sy, cy, sx, cx = _jsin(hz), _jcos(hz), _jsin(hy), _jcos(hy), _jsin(hx), _jcos(hx)
+        # (operands in the order of the Hamilton product: the same rounding as _qmul on jets)
+        czcy, szsy, czsy, cysz = _jmul(cz, cy), _jmul(sz, sy), _jmul(cz, sy), _jmul(cy, sz)
+        jx = _jsub(_jmul(czcy, sx), _jmul(cx, szsy))
+        jy = _jadd(_jmul(cx, czsy), _jmul(cysz, sx))
+        jz = _jsub(_jmul(cx, cysz), _jmul(czsy, sx))
+        jw = _jadd(_jmul(czcy, cx), _jmul(szsy, sx))
+    return (_jlin4(jx, jy, jz, jw, C[8], C[9], C[10], C[11]), _jlin4(jx, jy, jz, jw, C[12], C[13], C[14], C[15]),
+            _jlin4(jx, jy, jz, jw, C[16], C[17], C[18], C[19]), _jlin4(jx, jy, jz, jw, C[20], C[21], C[22], C[23]))
 
 
-def _gaps(joint, Q, m=None):
-    """The gaps (floats, or jets along m directions) of the limit quaternion Q."""
-    x, y, z, w = Q
-    s2, n2 = x * x + y * y, z * z + w * w
-    sv, nv = math.sqrt(_val(s2)), math.sqrt(_val(n2))
+@njit(cache=True, error_model="numpy")
+def _gap_values(C, x, y, z, w, g):
+    """The gaps of the limit quaternion [x, y, z, w] (any norm) into g[0:k]."""
+    sv, nv = math.sqrt(x * x + y * y), math.sqrt(z * z + w * w)
     norm = math.hypot(sv, nv)
-    out = []
-    if joint.swing is not None:
-        a, b = joint.swing_ab
-        theta_v = 2.0 * math.atan2(sv, nv)
-        gv = a - theta_v if a == b else _ellipse_gap_value(_val(x), _val(y), _val(z), _val(w), sv, nv, theta_v, a, b)
-        if m is None:
-            g = gv
-        elif sv < EPS_SWING * norm:
-            # swing ~ 0: the exact gap with the row of the tilt towards the cone frame's x
-            t = -2.0 * _atan2(y, _sqrt(n2))
-            g = t + (gv - t.a)
+    k = 0
+    if C[1] != 0.0:
+        a, b = C[2], C[3]
+        theta = 2.0 * math.atan2(sv, nv)
+        if a == b:
+            g[0] = a - theta
         else:
-            theta = 2.0 * _atan2(_sqrt(s2), _sqrt(n2))
-            if a == b:
-                g = a - theta
-            elif theta_v < 0.5 * min(a, b) or nv < EPS_TWIST * norm:
-                g = -theta + (gv + theta_v)          # far inside (or at swing ~ pi): the row of -swing
-            else:
-                c, si = _tilt(x, y, z, w, _sqrt(s2), _sqrt(n2))
-                g = _ellipse_gap(c, si, theta, a, b)
-        out.append(g)
-    if joint.twist is not None:
-        lo, hi = joint.twist
+            if sv == 0.0:
+                c, si = 1.0, 0.0             # no tilt: any direction (the gap jumps there, far inside)
+            elif nv < EPS_TWIST * norm:
+                c, si = y / sv, -x / sv      # swing ~ pi: the direction of the swing vector's tilt
+            else:                            # (R'_xz, R'_yz) / sin(swing)
+                sn = sv * nv
+                c, si = (x * z + y * w) / sn, (y * z - x * w) / sn
+            g[0] = _ellipse_gap(c, si, theta, a, b)
+        k = 1
+    if C[4] != 0.0:
+        lo, hi = C[5], C[6]
         mid, h = 0.5 * (lo + hi), 0.5 * (hi - lo)
         if nv < EPS_TWIST * norm:
-            out += [h, h] if m is None else [_const(h, m), _const(h, m)]
+            g[k], g[k + 1] = h, h
         else:
             re, im = w * w - z * z, 2.0 * z * w              # (w + i z)^2 = n^2 e^{i twist}
             cm, sm = math.cos(mid), math.sin(mid)
-            tc = _atan2(im * cm - re * sm, re * cm + im * sm)  # twist - mid, in (-pi, pi]
-            out += [tc + h, h - tc]
-    return out
+            tc = math.atan2(im * cm - re * sm, re * cm + im * sm)  # twist - mid, in (-pi, pi]
+            g[k], g[k + 1] = tc + h, h - tc
+
+
+@njit(cache=True, error_model="numpy")
+def _put(u, sign, k, rows, drift, with_drift):
+    rows[k, 0], rows[k, 1], rows[k, 2] = sign * u[1], sign * u[2], sign * u[3]
+    if with_drift:
+        drift[k] = sign * u[8]
+
+
+@njit(cache=True, error_model="numpy")
+def _gap_jets(C, X, Y, Z, W, rows, drift, with_drift):
+    """The rows (and the drift) of the gaps from the jets of the limit quaternion."""
+    s2 = _jadd(_jmul(X, X), _jmul(Y, Y))
+    n2 = _jadd(_jmul(Z, Z), _jmul(W, W))
+    sv, nv = math.sqrt(s2[0]), math.sqrt(n2[0])
+    norm = math.hypot(sv, nv)
+    k = 0
+    if C[1] != 0.0:
+        a, b = C[2], C[3]
+        if sv < EPS_SWING * norm:
+            # swing ~ 0: the row of the tilt towards the cone frame's x
+            gj = _jscale(_jatan2(Y, _jsqrt(n2)), -2.0)
+        else:
+            rs, rn = _jsqrt(s2), _jsqrt(n2)
+            theta = _jscale(_jatan2(rs, rn), 2.0)
+            if a == b or theta[0] < 0.5 * min(a, b) or nv < EPS_TWIST * norm:
+                gj = _jscale(theta, -1.0)     # circular, or far inside (or at swing ~ pi): -swing
+            else:
+                sn = _jmul(rs, rn)
+                c = _jdiv(_jadd(_jmul(X, Z), _jmul(Y, W)), sn)
+                si = _jdiv(_jsub(_jmul(Y, Z), _jmul(X, W)), sn)
+                gj = _ellipse_gap_jet(c, si, theta, a, b)
+        _put(gj, 1.0, 0, rows, drift, with_drift)
+        k = 1
+    if C[4] != 0.0:
+        if nv < EPS_TWIST * norm:
+            tc = _jc(0.0)
+        else:
+            mid = 0.5 * (C[5] + C[6])
+            cm, sm = math.cos(mid), math.sin(mid)
+            re = _jsub(_jmul(W, W), _jmul(Z, Z))
+            im = _jmul(_jscale(Z, 2.0), W)
+            tc = _jatan2(_jsub(_jscale(im, cm), _jscale(re, sm)), _jadd(_jscale(re, cm), _jscale(im, sm)))
+        _put(tc, 1.0, k, rows, drift, with_drift)
+        _put(tc, -1.0, k + 1, rows, drift, with_drift)
+
+
+@njit(cache=True, error_model="numpy")
+def _gaps_kernel(C, q, g):
+    """The gaps of one joint into g; returns :func:`_check`'s code."""
+    status = _check(C, q, q, 0)
+    if status == 0:
+        x, y, z, w = _limit_quat_f(C, q)
+        _gap_values(C, x, y, z, w, g)
+    return status
+
+
+@njit(cache=True, error_model="numpy")
+def _rows_kernel(C, q, v, want, g, rows, drift):
+    """Gaps, rows and (want 2) the drift along v of one joint; returns :func:`_check`'s code."""
+    status = _check(C, q, v, want)
+    if status == 0:
+        X, Y, Z, W = _limit_quat_jet(C, q, v)
+        _gap_values(C, X[0], Y[0], Z[0], W[0], g)
+        _gap_jets(C, X, Y, Z, W, rows, drift, want == 2)
+    return status
+
+
+@njit(cache=True, error_model="numpy")
+def _model_kernel(C, I, q, v, want, g, rows, drift):
+    """:func:`_gaps_kernel` (want 0) or :func:`_rows_kernel` over the joints: row j of C their
+    constants, of I (q address, v address, first unit, nq).  Returns -1, or 4 j + the code of
+    the first joint j whose coordinates are bad."""
+    for j in range(C.shape[0]):
+        qa, va, u, n = I[j, 0], I[j, 1], I[j, 2], I[j, 3]
+        if want == 0:
+            status = _gaps_kernel(C[j], q[qa:qa + n], g[u:])
+        else:
+            status = _rows_kernel(C[j], q[qa:qa + n], v[va:va + 3], want, g[u:], rows[u:], drift[u:])
+        if status != 0:
+            return 4 * j + status
+    return -1
+
+
+_NO_ROWS = np.zeros((0, 3))
+_NO_DRIFT = np.zeros(0)
+_NO_V = np.zeros(3)
+
+#: joint -> (C, number of units, nq); joints are immutable and hash by identity
+_JOINT_CONSTANTS: dict = {}
+
+
+def _joint_constants(joint):
+    hit = _JOINT_CONSTANTS.get(joint)
+    if hit is not None:
+        return hit
+    _ball(joint)
+    names = ball_limit_names(joint)
+    C = np.zeros(_NC)
+    C[0] = joint.kind
+    if joint.swing is not None:
+        C[1] = 1.0
+        C[2], C[3] = joint.swing_ab
+    if joint.twist is not None:
+        C[4] = 1.0
+        C[5], C[6] = joint.twist
+    C[7] = len(names)
+    C[8:] = _L(joint).ravel()
+    hit = (C, len(names), 4 if joint.kind == J.SPHERICAL else 3)
+    if len(_JOINT_CONSTANTS) >= 4096:
+        _JOINT_CONSTANTS.clear()
+    _JOINT_CONSTANTS[joint] = hit
+    return hit
+
+
+def _coords(joint, q_joint, n):
+    q = np.ascontiguousarray(q_joint, dtype=np.float64)
+    if q.ndim != 1:
+        q = q.reshape(-1)
+    if q.shape[0] != n:
+        raise ValueError(f"q_joint: expected {n} finite coordinates for {joint!r}, got {q_joint!r}")
+    return q
+
+
+def _velocity(v_joint):
+    v = np.ascontiguousarray(v_joint, dtype=np.float64)
+    if v.ndim != 1:
+        v = v.reshape(-1)
+    if v.shape[0] != 3:
+        raise ValueError(f"v_joint: expected 3 finite velocities, got {v_joint!r}")
+    return v
+
+
+def _raise(status, joint, q_joint, v_joint=None):
+    if status == 1:
+        raise ValueError(f"q_joint: expected {joint.nq} finite coordinates for {joint!r}, got {q_joint!r}")
+    if status == 2:
+        raise ValueError("q_joint: the quaternion is zero")
+    raise ValueError(f"v_joint: expected 3 finite velocities, got {v_joint!r}")
 
 
 def ball_limit_gaps(joint, q_joint) -> np.ndarray:
     """The gaps (k,) of the joint's limits (:func:`ball_limit_names` order), >= 0 inside: the
     cheap part of :func:`ball_limit_rows`."""
-    joint = _ball(joint)
-    return np.array([float(g) for g in _gaps(joint, _limit_quat(joint, _q(joint, q_joint)))])
-
-
-def _jets(joint, q, dirs):
-    """The joint's coordinates as jets along the columns of ``dirs`` (nq, m)."""
-    m = dirs.shape[1]
-    return [_Jet(float(q[i]), dirs[i].astype(float), np.zeros(m)) for i in range(len(q))]
-
-
-def _directions(joint, q, v_cols):
-    """dq for the velocity columns v_cols (nv, m): q (x) [v, 0] / 2 for a quaternion, v for angles."""
-    if joint.kind == J.SPHERICAL_ZYX:
-        return v_cols
-    out = np.zeros((4, v_cols.shape[1]))
-    for k in range(v_cols.shape[1]):
-        out[:, k] = 0.5 * np.array(_qmul(list(q), [*v_cols[:, k], 0.0]))
-    return out
-
-
-def _evaluate(joint, q, v_cols):
-    qj = _jets(joint, q, _directions(joint, q, v_cols))
-    return _gaps(joint, _limit_quat(joint, qj), v_cols.shape[1])
+    C, k, n = _joint_constants(joint)
+    q = _coords(joint, q_joint, n)
+    g = np.empty(k)
+    status = _gaps_kernel(C, q, g)
+    if status:
+        _raise(status, joint, q_joint)
+    return g
 
 
 def ball_limit_rows(joint, q_joint):
@@ -475,41 +673,140 @@ def ball_limit_rows(joint, q_joint):
     quaternion or 3 angle coordinates), k = len(:func:`ball_limit_names`): d(gap)/dt =
     rows @ v_joint.  ``drift_fn(v_joint)`` is :func:`ball_limit_drift` at this q (None when the
     joint has no limits).  See the module docstring for the units and the singular points."""
-    joint = _ball(joint)
-    q = _q(joint, q_joint)
-    k = len(ball_limit_names(joint))
+    C, k, n = _joint_constants(joint)
+    q = _coords(joint, q_joint, n)
+    g, rows = np.empty(k), np.empty((k, 3))
+    status = _rows_kernel(C, q, _NO_V, 1, g, rows, _NO_DRIFT)
+    if status:
+        _raise(status, joint, q_joint)
     if k == 0:
-        return np.zeros(0), np.zeros((0, 3)), None
-    gs = _evaluate(joint, q, np.eye(3))
-    gaps = np.array([g.a for g in gs])
-    rows = np.array([g.b for g in gs])
-    return gaps, rows, (lambda v_joint: ball_limit_drift(joint, q, v_joint))
+        return g, rows, None
+    q = q.copy()
+    return g, rows, (lambda v_joint: ball_limit_drift(joint, q, v_joint))
 
 
 def ball_limit_drift(joint, q_joint, v_joint) -> np.ndarray:
     """``d/dt(rows) @ v_joint`` (k,) along the joint's own motion (q' from v_joint), so that
     d^2(gap)/dt^2 = rows @ dv_joint/dt + drift.  Exact (second-order forward-mode automatic
     differentiation of the gaps), not a finite difference."""
-    joint = _ball(joint)
-    q = _q(joint, q_joint)
-    v = np.asarray(v_joint, dtype=float).reshape(-1)
-    if v.shape != (3,) or not np.isfinite(v).all():
-        raise ValueError(f"v_joint: expected 3 finite velocities, got {v_joint!r}")
-    if not ball_limit_names(joint):
-        return np.zeros(0)
-    key = (joint.kind, joint.swing, joint.twist, joint.cone_frame.tobytes(), joint.plug_frame.tobytes(),
-           q.tobytes(), v.tobytes())
-    hit = _DRIFT_CACHE.get(key)
-    if hit is None:                      # callers often ask once per unit of the same joint and state
-        hit = np.array([g.c[0] for g in _evaluate(joint, q, v[:, None])])
-        hit.flags.writeable = False
-        if len(_DRIFT_CACHE) >= 64:
-            _DRIFT_CACHE.pop(next(iter(_DRIFT_CACHE)))
-        _DRIFT_CACHE[key] = hit
-    return hit.copy()
+    global _LAST_DRIFT
+    C, k, n = _joint_constants(joint)
+    q = _coords(joint, q_joint, n)
+    v = _velocity(v_joint)
+    key = (joint, q.tobytes(), v.tobytes())
+    last = _LAST_DRIFT
+    if last[0] == key:                   # callers often ask once per unit of the same joint and state
+        return last[1].copy()
+    g, rows, drift = np.empty(k), np.empty((k, 3)), np.empty(k)
+    status = _rows_kernel(C, q, v, 2, g, rows, drift)
+    if status:
+        _raise(status, joint, q_joint, v_joint)
+    _LAST_DRIFT = (key, drift.copy())
+    return drift
 
 
-_DRIFT_CACHE: dict = {}
+_LAST_DRIFT = (None, None)
+
+
+# ---------------------------------------------------------------------------------------------
+# every limited ball joint of a model in one compiled call
+class _ModelBalls:
+    __slots__ = ("bodies", "C", "I", "size", "v0")
+
+
+_MODEL_BALLS = weakref.WeakKeyDictionary()
+
+
+def _model_balls(model):
+    try:
+        return _MODEL_BALLS[model]
+    except KeyError:
+        pass
+    out = _ModelBalls()
+    bodies, rows, idx, u = [], [], [], 0
+    for i in range(1, model.nbody):
+        joint = model.joints[i]
+        if model.is_virtual[i] or int(model.jnt_type[i]) not in (J.SPHERICAL, J.SPHERICAL_ZYX) or \
+                (getattr(joint, "swing", None) is None and getattr(joint, "twist", None) is None):
+            continue
+        C, k, n = _joint_constants(joint)
+        bodies.append(i)
+        rows.append(C)
+        idx.append((int(model.jnt_qadr[i]), int(model.jnt_vadr[i]), u, n))
+        u += k
+    out.bodies = tuple(bodies)
+    out.C = np.array(rows, dtype=np.float64).reshape(-1, _NC)
+    out.I = np.array(idx, dtype=np.int64).reshape(-1, 4)
+    out.size = u
+    out.v0 = np.zeros(max(model.nv, 3))
+    _MODEL_BALLS[model] = out
+    return out
+
+
+def ball_limit_joints(model) -> tuple:
+    """The body (joint) indices of the model's limited ball joints, in the order of
+    :func:`ball_limits_model`: the bodies 1..nbody-1 whose joint is a ``Spherical`` or
+    ``SphericalZYX`` with a swing cone or a twist range, virtual links (loop closures) left out
+    (the order of ``linkdyn.contact.rows.UnitCatalog.balls``)."""
+    return _model_balls(model).bodies
+
+
+def _model_vector(x, n, what):
+    x = np.ascontiguousarray(x, dtype=np.float64)
+    if x.shape != (n,):
+        raise ValueError(f"{what}: expected shape ({n},), got {x.shape}")
+    return x
+
+
+def _model_raise(model, code, q, v):
+    j, status = divmod(code, 4)
+    i = _model_balls(model).bodies[j]
+    name = model._joint_names[i]
+    if status == 1:
+        raise ValueError(f"q: non-finite coordinates of the ball joint {name!r}: "
+                         f"{q[model.jnt_qadr[i]:model.jnt_qadr[i] + model.jnt_nq[i]]!r}")
+    if status == 2:
+        raise ValueError(f"q: the quaternion of the ball joint {name!r} is zero")
+    raise ValueError(f"v: non-finite velocities of the ball joint {name!r}: "
+                     f"{v[model.jnt_vadr[i]:model.jnt_vadr[i] + 3]!r}")
+
+
+def ball_limit_gaps_model(model, q) -> np.ndarray:
+    """The gaps (K,) of every limited ball joint of ``model`` at the configuration ``q`` (nq,),
+    in one compiled call: the joints in :func:`ball_limit_joints` order, each one's units in
+    :func:`ball_limit_names` order (the concatenation of :func:`ball_limit_gaps`)."""
+    mb = _model_balls(model)
+    q = _model_vector(q, model.nq, "q")
+    g = np.empty(mb.size)
+    if mb.size:
+        code = _model_kernel(mb.C, mb.I, q, mb.v0, 0, g, _NO_ROWS, _NO_DRIFT)
+        if code >= 0:
+            _model_raise(model, code, q, None)
+    return g
+
+
+def ball_limits_model(model, q, v=None):
+    """``(gaps (K,), rows (K, 3), drift (K,) or None)`` of every limited ball joint of ``model``
+    at ``q`` (nq,) (and ``v`` (nv,)), in one compiled call: the concatenation of
+    :func:`ball_limit_rows` and :func:`ball_limit_drift` over the joints of
+    :func:`ball_limit_joints` (each joint's units in :func:`ball_limit_names` order).  Unit r of
+    joint i has d(gap_r)/dt = rows[r] @ v[jnt_vadr[i]:jnt_vadr[i] + 3] (its 3 columns of the full
+    row); drift (when v is given) = d/dt(rows) @ v_joint.  For :class:`UnitCatalog`: unit b of
+    the catalog's ball part (b = catalog index - contacts - coordinate limits) is entry b."""
+    mb = _model_balls(model)
+    q = _model_vector(q, model.nq, "q")
+    want = 1
+    if v is None:
+        vv, drift = mb.v0, _NO_DRIFT
+    else:
+        vv, want = _model_vector(v, model.nv, "v"), 2
+        drift = np.empty(mb.size)
+    g, rows = np.empty(mb.size), np.empty((mb.size, 3))
+    if mb.size:
+        code = _model_kernel(mb.C, mb.I, q, vv, want, g, rows, drift)
+        if code >= 0:
+            _model_raise(model, code, q, vv)
+    return g, rows, (drift if want == 2 else None)
 
 
 # ---------------------------------------------------------------------------------------------
