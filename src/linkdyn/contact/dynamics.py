@@ -55,13 +55,21 @@ class Response:
         if model.nloops:
             from ..loops.kinematics import independent_rows, loop_jacobian
             Jb = loop_jacobian(model, q)
-            Jr = Jb[independent_rows(Jb)]
-            k = Jr.shape[0]
-            K = np.zeros((self._nv + k, self._nv + k))
-            K[:self._nv, :self._nv] = M
-            K[:self._nv, self._nv:] = Jr.T
-            K[self._nv:, :self._nv] = Jr
-            self._lu = scipy.linalg.lu_factor(K, check_finite=False)
+            rows = model.__dict__.get("_contact_loop_rows")
+            for attempt in (0, 1):
+                if rows is None or attempt:
+                    rows = independent_rows(Jb)          # a rank-revealing QR: done again only when
+                    model.__dict__["_contact_loop_rows"] = rows   # the rows the model had go dependent
+                Jr = Jb[rows]
+                k = Jr.shape[0]
+                K = np.zeros((self._nv + k, self._nv + k))
+                K[:self._nv, :self._nv] = M
+                K[:self._nv, self._nv:] = Jr.T
+                K[self._nv:, :self._nv] = Jr
+                self._lu = scipy.linalg.lu_factor(K, check_finite=False)
+                d = np.abs(np.diag(self._lu[0]))
+                if d.min() > 1e-10 * d.max():
+                    break
             self._cho = None
         else:
             self._cho = scipy.linalg.cho_factor(M, lower=True, check_finite=False)

@@ -32,9 +32,11 @@ from .integrators import project, rk4_step, semi_implicit_euler_step
 from .recording import Event
 
 #: a unit is at its boundary (in contact, at its limit) when its gap is below this (m or rad)
-GAP_TOL = 1e-7
-#: ... and it approaches (an impact) when its gap rate is below -V_TOL
-V_TOL = 1e-6
+GAP_TOL = 1e-6
+#: ... and it approaches (an impact) when its gap rate is below -V_TOL (m/s or rad/s); slower
+#: approaches are taken up by the velocity correction after the step (an inelastic touch), and a
+#: unit that separates slower than V_TOL stays active (its force is zero while it separates)
+V_TOL = 1e-3
 #: restitution applies only to impacts faster than this (m/s or rad/s); slower ones are inelastic
 V_BOUNCE = 1e-2
 #: impacts slower than this (m/s or rad/s: a resting or rocking body touching down again) are
