@@ -130,34 +130,47 @@ def pgs(A, r, kind, mu, normal, lam, max_iter, tol):
     return it + 1
 
 
-def residual(A, r, kind, mu, normal, lam):
-    """The largest violation of the conditions, relative to the size of the problem: normal
-    forces below 0, w below 0, lambda w != 0, a friction force outside its cone, a sticking
-    pair's w != 0, a sliding pair whose w does not oppose its force."""
-    w = A @ lam + r
-    # the sizes the violations are measured against, with an absolute floor so that a problem
-    # whose data are round-off (r ~ 1e-17) is not judged by the round-off's relative size
-    scale_w = max(1e-9, np.abs(r).max() if len(r) else 1.0, np.abs(w).max() if len(w) else 0.0)
-    scale_l = max(1e-9, np.abs(lam).max() if len(lam) else 1.0)
+@njit(cache=True)
+def _residual(A, r, kind, mu, normal, lam):
+    m = r.shape[0]
+    w = r.copy()
+    for i in range(m):
+        for j in range(m):
+            w[i] += A[i, j] * lam[j]
+    scale_w, scale_l = 1e-9, 1e-9
+    for i in range(m):
+        scale_w = max(scale_w, abs(r[i]), abs(w[i]))
+        scale_l = max(scale_l, abs(lam[i]))
     res = 0.0
-    for i in range(len(r)):
+    for i in range(m):
         k = kind[i]
         if k == FREE:
             res = max(res, abs(w[i]) / scale_w)
         elif k == NORMAL:
             res = max(res, -lam[i] / scale_l, -w[i] / scale_w, abs(lam[i] * w[i]) / (scale_l * scale_w))
         elif k == FRICTION:
-            lt = lam[i:i + 2]
+            l1, l2 = lam[i], lam[i + 1]
             cap = mu[i] * lam[normal[i]]
-            nrm = np.hypot(*lt)
+            nrm = np.sqrt(l1 * l1 + l2 * l2)
             res = max(res, (nrm - cap) / scale_l)
-            wt = w[i:i + 2]
+            w1, w2 = w[i], w[i + 1]
             if nrm < cap * (1 - 1e-9) - 1e-12 * scale_l:
-                res = max(res, np.hypot(*wt) / scale_w)                 # sticking: no slip
+                res = max(res, np.sqrt(w1 * w1 + w2 * w2) / scale_w)          # sticking: no slip
             elif nrm > 0:
-                d = lt / nrm                                           # sliding: w = -s d, s >= 0
-                res = max(res, abs(wt[0] * d[1] - wt[1] * d[0]) / scale_w, (wt @ d) / scale_w)
+                d1, d2 = l1 / nrm, l2 / nrm                                 # sliding: w = -s d, s >= 0
+                res = max(res, abs(w1 * d2 - w2 * d1) / scale_w, (w1 * d1 + w2 * d2) / scale_w)
     return res
+
+
+def residual(A, r, kind, mu, normal, lam):
+    """The largest violation of the conditions, relative to the size of the problem: normal
+    forces below 0, w below 0, lambda w != 0, a friction force outside its cone, a sticking
+    pair's w != 0, a sliding pair whose w does not oppose its force.  The sizes have an
+    absolute floor of 1e-9, so that a problem whose data are round-off (r ~ 1e-17) is not
+    judged by the round-off's relative size."""
+    return float(_residual(np.ascontiguousarray(A, dtype=float), np.ascontiguousarray(r, dtype=float),
+                           np.ascontiguousarray(kind, dtype=np.int64), np.ascontiguousarray(mu, dtype=float),
+                           np.ascontiguousarray(normal, dtype=np.int64), np.ascontiguousarray(lam, dtype=float)))
 
 
 def _polish(A, r, kind, mu, normal, lam, tol):
