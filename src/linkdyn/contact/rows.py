@@ -371,9 +371,5 @@ class UnitCatalog:
 
     @staticmethod
     def _ball_keys(joint):
-        keys = []
-        if getattr(joint, "swing", None) is not None:
-            keys.append("swing")
-        if getattr(joint, "twist", None) is not None:
-            keys += ["twist.lower", "twist.upper"]
-        return keys
+        from .swing_twist import ball_limit_names
+        return ball_limit_names(joint)
