@@ -103,6 +103,7 @@ class Trajectory:
     kinetic: np.ndarray
     potential: np.ndarray
     loop_error: np.ndarray = None
+    events: list = None
 
     @property
     def energy(self) -> np.ndarray:
@@ -114,7 +115,7 @@ class Trajectory:
 
 
 def simulate(model, q0, v0, duration: float, dt: float = 1e-3, controller=None, method: str = "rk4",
-             record_every: int = 1) -> Trajectory:
+             record_every: int = 1, limits: bool = True, contacts: bool = True) -> Trajectory:
     """Integrate from (q0, v0) for ``duration`` seconds with step ``dt``.
 
     ``controller(t, q, v) -> tau`` gives the joint torques (zero if None).  ``method`` is
@@ -122,6 +123,8 @@ def simulate(model, q0, v0, duration: float, dt: float = 1e-3, controller=None, 
     chain (``model.loops``) is integrated with its multiplier-form forward dynamics and
     projected onto its constraints after every step; (q0, v0) must close the loops to within
     1e-6 (``linkdyn.loops.close_loops``, ``project_velocity``) and are projected first.
+    Joint limits and contacts (``linkdyn.contact``) hold unless ``limits`` / ``contacts`` is
+    False, as in :class:`linkdyn.Simulation`; the impacts are in ``Trajectory.events``.
     """
     if method not in _STEPS:
         raise ValueError(f"method: expected one of {list(_STEPS)}, got {method!r}")
@@ -138,6 +141,12 @@ def simulate(model, q0, v0, duration: float, dt: float = 1e-3, controller=None, 
             raise ValueError(f"q0, v0: the initial state violates the loop closures (position error {err:.3g}, "
                              f"velocity error {verr:.3g}); use linkdyn.loops.close_loops and project_velocity")
         q, v = project(model, q, v)
+    from .unilateral import Unilateral
+    uni = Unilateral(model, limits, contacts, method)
+    uni = None if uni.empty else uni
+    events = []
+    if uni is not None:
+        q, v = uni.correct(q, v)
     zero = np.zeros(model.nv)
     nsteps = int(round(duration / dt))
     ts, qs, vs, taus = [], [], [], []
@@ -147,11 +156,15 @@ def simulate(model, q0, v0, duration: float, dt: float = 1e-3, controller=None, 
         if k % record_every == 0 or k == nsteps:
             ts.append(t), qs.append(q), vs.append(v), taus.append(tau)
         if k < nsteps:
-            q, v = step(model, q, v, tau, dt)
+            if uni is not None:
+                q, v, evs = uni.step(q, v, tau, dt, t)
+                events.extend(evs)
+            else:
+                q, v = step(model, q, v, tau, dt)
     Q, V = np.array(qs), np.array(vs)
     errs = np.zeros(len(ts))
     if model.nloops:
         from ..loops.kinematics import loop_error
         errs = np.array([np.abs(loop_error(model, x)).max() for x in Q])
     return Trajectory(np.array(ts), Q, V, np.array(taus), kinetic_energy(model, Q, V), potential_energy(model, Q),
-                      errs)
+                      errs, events)
