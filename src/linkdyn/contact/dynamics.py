@@ -35,8 +35,12 @@ from ..dynamics.crba import crba
 from . import lcp
 from .rows import CONTACT
 
-#: a contact slides (its friction force is -mu lambda_n along the slip) above this speed
-V_SLIDE = 1e-5
+#: a contact slides (its friction force is -mu lambda_n along its slip) above this speed (m/s);
+#: below it, friction is a variable of the problem (sticking, or slipping from rest on the rim
+#: of the cone), and a slow slip left over is brought to zero in about TAU_STICK
+V_SLIDE = 1e-2
+#: time constant (s) of the sticking rows' velocity stabilization: T q'' + T' v = -T v / TAU_STICK
+TAU_STICK = 5e-3
 
 
 class Response:
@@ -181,6 +185,9 @@ def acceleration(model, q, v, tau, units, response=None, a_free=None, warm=None,
     A = G @ ZF
     drift = np.array([units.drift_n[u] if s == 0 else units.drift_t[u, s - 1] for u, s in owner])
     r = G @ a_free + drift
+    for k, (u, s) in enumerate(owner):          # a sticking contact's leftover slip decays
+        if s:
+            r[k] += (units.T[u, s - 1] @ v) / TAU_STICK
     lam, res = lcp.solve(A, r, kinds, mus, normals, _warm(owner, units, warm))
     return Solution(a_free + ZF @ lam, units, _unpack(units, lam, owner, sliding, v, slide), sliding, res)
 

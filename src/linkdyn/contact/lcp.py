@@ -177,7 +177,7 @@ def _polish(A, r, kind, mu, normal, lam, tol):
     """The exact solution on the active set of ``lam`` (None if it breaks a condition)."""
     m = len(r)
     scale_l = max(np.abs(lam).max() if m else 0.0, 1e-300)
-    unknown, cols = [], []          # equation rows and their unknown columns
+    unknown = []                    # the unknowns' indices (their rows are equations)
     # column map: each unknown is a lambda index; on-rim friction follows its normal
     rim = {}
     for i in range(m):

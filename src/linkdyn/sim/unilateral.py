@@ -9,10 +9,14 @@ A step of dt from (q, v):
    RK4 on the configuration manifold with the acceleration of
    ``linkdyn.contact.acceleration`` (contact and limit forces from the acceleration-level
    complementarity problem; a force that would pull is zero and the unit separates);
-3. if an inactive unit's gap crosses zero inside the step, or an active contact's slip
-   reverses (sliding comes to rest), the first such time is located (Illinois regula falsi on
-   the step length, each trial an RK4 step from the start), the step is taken up to it and
-   the rest of the step goes on from there (back to 1.);
+   each contact's mode is fixed for the piece: it slides (friction -mu lambda_n against the
+   slip's direction at the piece's start) when its slip is faster than
+   ``linkdyn.contact.dynamics.V_SLIDE``, else its friction is a variable (it sticks, or starts
+   to slip on the rim of its cone) and a slow leftover slip decays; a slide that slows below
+   V_SLIDE sticks from the next piece on;
+3. if an inactive unit's gap crosses zero inside the step, the first such time is located
+   (Illinois regula falsi on the step length, each trial an RK4 step from the start), the
+   step is taken up to it and the rest of the step goes on from there (back to 1.);
 4. after every piece: the loops are closed, penetrations and limit overshoots are projected
    out (``linkdyn.contact.position_correction``) and the active units' approach velocities
    are removed by an inelastic impulse, so nothing drifts.
@@ -27,7 +31,7 @@ import numpy as np
 
 from ..contact import dynamics as cd
 from ..contact.rows import CONTACT, UnitCatalog
-from ..model.configuration import difference, integrate
+from ..model.configuration import integrate
 from .integrators import project, rk4_step, semi_implicit_euler_step
 from .recording import Event
 
@@ -180,7 +184,6 @@ class Unilateral:
                     if units.kind[k] == CONTACT and units.mu[k] > 0:
                         slip = units.T[k] @ v
                         if np.hypot(*slip) > cd.V_SLIDE:
-                            watch_slip.append((u, slip / np.hypot(*slip)))
                             slide[k] = slip / np.hypot(*slip)
             accel = self._accel_fn(tau, active, slide) if len(active) else None
 
