@@ -14,7 +14,7 @@ SCENES = {
     "swing": ("the swing (Nakamura and Yamane 2000, Fig. 15): the seat breaks off the left rope, then "
               "the thighs slide off the seat", 4.0),
     "drop": ("a 40-DoF figure drops 0.5 m and lands on the ground: its sole corners meet the floor as "
-             "unilateral contacts with friction, a posture controller holds the joints", 2.0),
+             "unilateral contacts with friction, a posture controller holds the joints", 1.0),
 }
 
 
