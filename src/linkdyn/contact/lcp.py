@@ -173,44 +173,74 @@ def residual(A, r, kind, mu, normal, lam):
                            np.ascontiguousarray(normal, dtype=np.int64), np.ascontiguousarray(lam, dtype=float)))
 
 
-def _polish(A, r, kind, mu, normal, lam, tol):
-    """The exact solution on the active set of ``lam`` (None if it breaks a condition)."""
-    m = len(r)
-    scale_l = max(np.abs(lam).max() if m else 0.0, 1e-300)
-    unknown = []                    # the unknowns' indices (their rows are equations)
-    # column map: each unknown is a lambda index; on-rim friction follows its normal
-    rim = {}
+@njit(cache=True)
+def _polish_kernel(A, r, kind, mu, normal, lam, out):
+    """The exact solution on the active set of ``lam`` into ``out`` (compiled; see _polish)."""
+    m = r.shape[0]
+    scale_l = 1e-300
+    for i in range(m):
+        scale_l = max(scale_l, abs(lam[i]))
+    unknown = np.empty(m, dtype=np.int64)
+    pos = np.full(m, -1, dtype=np.int64)
+    rim = np.zeros(m, dtype=np.bool_)
+    d1 = np.zeros(m)
+    d2 = np.zeros(m)
+    nu = 0
     for i in range(m):
         k = kind[i]
-        if k == FREE:
-            unknown.append(i)
-        elif k == NORMAL:
-            if lam[i] > 1e-12 * scale_l:
-                unknown.append(i)
+        if k == FREE or (k == NORMAL and lam[i] > 1e-12 * scale_l):
+            pos[i] = nu
+            unknown[nu] = i
+            nu += 1
         elif k == FRICTION:
             n = normal[i]
             if not lam[n] > 1e-12 * scale_l:
                 continue
-            lt = lam[i:i + 2]
-            nrm = np.hypot(*lt)
+            nrm = np.sqrt(lam[i] ** 2 + lam[i + 1] ** 2)
             if nrm < mu[i] * lam[n] * (1 - 1e-7):
-                unknown += [i, i + 1]
+                pos[i] = nu
+                unknown[nu] = i
+                pos[i + 1] = nu + 1
+                unknown[nu + 1] = i + 1
+                nu += 2
             elif nrm > 0:
-                rim[i] = lt / nrm
-    if not unknown:
-        return np.zeros(m) if _check(A, r, kind, mu, normal, np.zeros(m), tol) else None
-    idx = np.array(unknown)
-    pos = {j: c for c, j in enumerate(unknown)}
-    B = A[np.ix_(idx, idx)].copy()
-    for i, d in rim.items():             # lambda_t = mu lambda_n d folds into the normal's column
-        n = normal[i]
-        if n in pos:
-            B[:, pos[n]] += mu[i] * (A[idx, i] * d[0] + A[idx, i + 1] * d[1])
-    x = np.linalg.lstsq(B, -r[idx], rcond=1e-12)[0]
-    out = np.zeros(m)
-    out[idx] = x
-    for i, d in rim.items():
-        out[i:i + 2] = mu[i] * out[normal[i]] * d
+                rim[i] = True
+                d1[i] = lam[i] / nrm
+                d2[i] = lam[i + 1] / nrm
+    for i in range(m):
+        out[i] = 0.0
+    if nu == 0:
+        return
+    B = np.empty((nu, nu))
+    rhs = np.empty(nu)
+    for a in range(nu):
+        ia = unknown[a]
+        rhs[a] = -r[ia]
+        for b in range(nu):
+            B[a, b] = A[ia, unknown[b]]
+    for i in range(m):                # lambda_t = mu lambda_n d folds into the normal's column
+        if rim[i] and pos[normal[i]] >= 0:
+            c = pos[normal[i]]
+            for a in range(nu):
+                ia = unknown[a]
+                B[a, c] += mu[i] * (A[ia, i] * d1[i] + A[ia, i + 1] * d2[i])
+    x = np.linalg.lstsq(B, rhs, 1e-12)[0]
+    for a in range(nu):
+        out[unknown[a]] = x[a]
+    for i in range(m):
+        if rim[i]:
+            c = mu[i] * out[normal[i]]
+            out[i] = c * d1[i]
+            out[i + 1] = c * d2[i]
+
+
+def _polish(A, r, kind, mu, normal, lam, tol):
+    """The exact solution on the active set of ``lam`` (None if it breaks a condition): normals
+    in contact and friction pairs inside their cone are unknowns of a linear system (least
+    squares, rcond 1e-12: redundant contacts get the minimum-norm split), a friction pair on
+    its rim follows its normal along its present direction."""
+    out = np.empty(len(r))
+    _polish_kernel(A, r, kind, mu, normal, lam, out)
     return out if _check(A, r, kind, mu, normal, out, tol) else None
 
 
@@ -218,9 +248,12 @@ def _check(A, r, kind, mu, normal, lam, tol):
     return residual(A, r, kind, mu, normal, lam) <= tol
 
 
-def solve(A, r, kind, mu, normal, lam0=None, max_iter=500, tol=1e-9):
+def solve(A, r, kind, mu, normal, lam0=None, max_iter=500, tol=1e-9, exact=True):
     """lambda of the mixed complementarity problem (module docstring) and its residual.
-    ``lam0`` warm-starts Gauss-Seidel (e.g. the previous step's forces)."""
+    ``lam0`` warm-starts Gauss-Seidel (e.g. the previous step's forces).  ``exact=False``:
+    Gauss-Seidel, ``max_iter`` sweeps at most, then one polish if its residual is above
+    ``tol`` (kept only if better): the normal forces stay >= 0 and the friction forces inside
+    their cones; complementarity is met to ``tol`` or as far as the sweeps got."""
     A = np.ascontiguousarray(A, dtype=float)
     r = np.ascontiguousarray(r, dtype=float)
     m = len(r)
@@ -230,6 +263,15 @@ def solve(A, r, kind, mu, normal, lam0=None, max_iter=500, tol=1e-9):
     if m == 0:
         return np.zeros(0), 0.0
     lam = np.zeros(m) if lam0 is None else np.array(lam0, dtype=float)
+    if not exact:
+        # Gauss-Seidel; where it has not converged in max_iter sweeps, one polish of its active set
+        pgs(A, r, kind, mu, normal, lam, max_iter, 1e-12)
+        res = residual(A, r, kind, mu, normal, lam)
+        if res > tol:
+            pol = _polish(A, r, kind, mu, normal, lam, res)
+            if pol is not None:
+                return pol, residual(A, r, kind, mu, normal, pol)
+        return lam, res
     pgs(A, r, kind, mu, normal, lam, max_iter, 1e-12)
     best = lam
     res = residual(A, r, kind, mu, normal, lam)

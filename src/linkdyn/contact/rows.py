@@ -206,6 +206,36 @@ def contact_rows(R, p, V, A, J0, mask, cbody, cpos, crad, pbody, pR, pp, pext, p
                 dt[r, j] = s
 
 
+@njit(cache=True)
+def contact_gaps(R, p, cbody, cpos, crad, pbody, pR, pp, pext, pair_c, pair_p, out):
+    """out[k] = the signed distance of contact pair k's sphere to its plane (+inf outside a
+    bounded plane's extent); R, p the bodies' world rotations and positions."""
+    for k in range(pair_c.shape[0]):
+        c, pl = pair_c[k], pair_p[k]
+        bc, bp = cbody[c], pbody[pl]
+        x = np.empty(3)
+        o = np.empty(3)
+        for i in range(3):
+            x[i] = p[bc, i] + R[bc, i, 0] * cpos[c, 0] + R[bc, i, 1] * cpos[c, 1] + R[bc, i, 2] * cpos[c, 2]
+            o[i] = p[bp, i] + R[bp, i, 0] * pp[pl, 0] + R[bp, i, 1] * pp[pl, 1] + R[bp, i, 2] * pp[pl, 2]
+        g = -crad[c]
+        lx = 0.0
+        ly = 0.0
+        for i in range(3):
+            d = x[i] - o[i]
+            # plane axes in the world: columns of R_b pR
+            nz = R[bp, i, 0] * pR[pl, 0, 2] + R[bp, i, 1] * pR[pl, 1, 2] + R[bp, i, 2] * pR[pl, 2, 2]
+            g += nz * d
+            if pext[pl, 0] > 0.0:
+                ax = R[bp, i, 0] * pR[pl, 0, 0] + R[bp, i, 1] * pR[pl, 1, 0] + R[bp, i, 2] * pR[pl, 2, 0]
+                ay = R[bp, i, 0] * pR[pl, 0, 1] + R[bp, i, 1] * pR[pl, 1, 1] + R[bp, i, 2] * pR[pl, 2, 1]
+                lx += ax * d
+                ly += ay * d
+        if pext[pl, 0] > 0.0 and (abs(lx) > pext[pl, 0] or abs(ly) > pext[pl, 1]):
+            g = np.inf
+        out[k] = g
+
+
 class UnitCatalog:
     """Every unilateral unit a model can have (fixed per model): contact pairs (contact point,
     plane on another body) and limits.  ``limits`` / ``contacts``: include them."""
@@ -277,6 +307,13 @@ class UnitCatalog:
         self._ball_j = np.concatenate([np.arange(k) for k in self._ball_nk]).astype(np.int64) if self.balls else \
             np.zeros(0, dtype=np.int64)
         self.size = len(self.pairs) + len(self.coord_limits) + sum(self._ball_nk)
+        # per unit, catalog order: its name ("l_sole_contact0/ground", "r_knee_joint.upper") and key
+        self.names = list(self._pair_names) + [c[0] for c in self.coord_limits]
+        self.keys = [("c", ci, pi) for ci, pi in self.pairs] + [("l", k) for k in range(len(self.coord_limits))]
+        for (i, joint), nk in zip(self.balls, self._ball_nk):
+            for j, key in enumerate(self._ball_keys(joint)):
+                self.names.append(f"{model._joint_names[i]}.{key}")
+                self.keys.append(("b", i, j))
 
     @property
     def empty(self) -> bool:
@@ -290,19 +327,8 @@ class UnitCatalog:
         ncp, ncl = len(self.pairs), len(self.coord_limits)
         if ncp:
             kin = kin if kin is not None else forward_kinematics(m, q)
-            cb, pb = self._cbody[self._pair_c], self._pbody[self._pair_p]
-            x = np.einsum("kij,kj->ki", kin.R[cb], self._cpos[self._pair_c]) + kin.p[cb]
-            Rp = np.einsum("kij,kjl->kil", kin.R[pb], self._pR[self._pair_p])
-            op = np.einsum("kij,kj->ki", kin.R[pb], self._pp[self._pair_p]) + kin.p[pb]
-            d = x - op
-            g = np.einsum("ki,ki->k", Rp[:, :, 2], d) - self._crad[self._pair_c]
-            ext = self._pext[self._pair_p]
-            bounded = ext[:, 0] > 0
-            if bounded.any():
-                lx = np.einsum("ki,ki->k", Rp[:, :, 0], d)
-                ly = np.einsum("ki,ki->k", Rp[:, :, 1], d)
-                g[bounded & ((np.abs(lx) > ext[:, 0]) | (np.abs(ly) > ext[:, 1]))] = np.inf
-            out[:ncp] = g
+            contact_gaps(kin.R, kin.p, self._cbody, self._cpos, self._crad, self._pbody, self._pR, self._pp,
+                         self._pext, self._pair_c, self._pair_p, out)
         if ncl:
             out[ncp:ncp + ncl] = self._lim_s * (q[self._lim_q] - self._lim_b)
         if self.balls:
@@ -323,7 +349,6 @@ class UnitCatalog:
         N, T = np.zeros((k, nv)), np.zeros((k, 2, nv))
         dn, dt = np.zeros(k), np.zeros((k, 2))
         point, frame = np.zeros((k, 3)), np.tile(np.eye(3), (k, 1, 1))
-        names, keys = [None] * k, [None] * k
         csel = np.flatnonzero(sel < ncp)
         if len(csel):
             if with_drift:
@@ -343,17 +368,11 @@ class UnitCatalog:
             gap[csel], N[csel], T[csel], dn[csel], dt[csel], point[csel], frame[csel] = cg, cN, cT, cdn, cdt, cpt, cfr
             kind[csel] = CONTACT
             mu[csel], e[csel] = self._pair_mu[cu], self._pair_e[cu]
-            for r, u in zip(csel, cu):
-                names[r] = self._pair_names[u]
-                ci, pi = self.pairs[u]
-                keys[r] = ("c", ci, pi)
         lsel = np.flatnonzero((sel >= ncp) & (sel < ncp + ncl))
         for r in lsel:
             nm, qi, vi, s_, bound = self.coord_limits[sel[r] - ncp]
             gap[r] = s_ * (q[qi] - bound)
             N[r, vi] = s_
-            names[r] = nm
-            keys[r] = ("l", sel[r] - ncp)
         bsel = np.flatnonzero(sel >= ncp + ncl)
         if len(bsel):
             from .swing_twist import ball_limits_model
@@ -365,8 +384,8 @@ class UnitCatalog:
                 N[r, va:va + 3] = brows[b]
                 if with_drift:
                     dn[r] = bdrift[b]
-                names[r] = f"{m._joint_names[i]}.{self._ball_keys(m.joints[i])[j]}"
-                keys[r] = ("b", i, j)
+        names = [self.names[u] for u in sel]
+        keys = [self.keys[u] for u in sel]
         return Units(names, kind, gap, N, T, mu, e, dn, dt, point, frame, keys)
 
     @staticmethod

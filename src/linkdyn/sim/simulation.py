@@ -32,6 +32,22 @@ from .recording import Event, Recording
 _STEPS = {"rk4": rk4_step, "euler": semi_implicit_euler_step}
 
 
+def _events():
+    from .unilateral import Unilateral
+    return Unilateral
+
+
+def _timestep():
+    from .timestepping import TimeStepping
+    return TimeStepping
+
+
+#: how joint limits and contacts are simulated: "events" (each touch, release and stick-slip
+#: change located inside the step, RK4 between: exact, slow with many contacts) or "timestep"
+#: (one velocity-level complementarity problem per step, first order: fast whatever the contacts do)
+_CONTACT_METHODS = {"events": _events, "timestep": _timestep}
+
+
 @dataclass
 class _Scheduled:
     t: float
@@ -59,10 +75,20 @@ class Simulation:
     ``controller(t, q, v, model)`` returns the joint torques (nv,) of the current model (zero
     without one).  Every ``record_every``-th step is recorded, and every event adds the
     samples just before and after it.  ``sim.recording`` holds the run.
+
+    ``limits``, ``contacts``: hold the joint limits and the contacts of the model
+    (``linkdyn.contact``).  ``contact_method``: "events" (default; every impact, touch, release
+    and stick-slip change is located inside the step and the motion between is RK4:
+    ``linkdyn.sim.unilateral``) or "timestep" (a velocity-level complementarity problem per
+    step, as MuJoCo, Bullet and Drake: first order, much faster when many contacts come and go,
+    e.g. a figure standing or lying on the ground: ``linkdyn.sim.timestepping``).
     """
 
     def __init__(self, model, q=None, v=None, dt: float = 1e-3, integrator: str = "rk4", controller=None,
-                 record_every: int = 1, t: float = 0.0, limits: bool = True, contacts: bool = True):
+                 record_every: int = 1, t: float = 0.0, limits: bool = True, contacts: bool = True,
+                 contact_method: str = "events"):
+        if contact_method not in _CONTACT_METHODS:
+            raise ValueError(f"contact_method: expected one of {list(_CONTACT_METHODS)}, got {contact_method!r}")
         if integrator not in _STEPS:
             raise ValueError(f"integrator: expected one of {list(_STEPS)}, got {integrator!r}")
         if not (dt > 0 and math.isfinite(dt)):
@@ -91,6 +117,7 @@ class Simulation:
             self.q, self.v = project(model, self.q, self.v)
         self.limits, self.contacts = bool(limits), bool(contacts)
         self._integrator = integrator
+        self.contact_method = contact_method
         self._unilateral()
         self._segment = self.recording.start_segment(model)
         self._segment.unit_names = self._unit_names()
@@ -98,13 +125,12 @@ class Simulation:
 
     # ------------------------------------------------------------------- limits, contacts
     def _unilateral(self):
-        from .unilateral import Unilateral
         if not hasattr(self, "_stats_done"):
             self._stats_done = {}
         if getattr(self, "_uni", None) is not None:
             for k, x in self._uni.stats.items():
                 self._stats_done[k] = self._stats_done.get(k, 0) + x
-        uni = Unilateral(self.model, self.limits, self.contacts, self._integrator)
+        uni = _CONTACT_METHODS[self.contact_method]()(self.model, self.limits, self.contacts, self._integrator)
         self._uni = None if uni.empty else uni
         if self._uni is not None:
             gaps = uni.catalog.gaps(self.q)
@@ -164,14 +190,9 @@ class Simulation:
         if self._uni is not None:
             cat = self._uni.catalog
             n = len(seg.unit_names)
-            force, point = np.zeros((n, 3)), np.zeros((n, 3))
-            sol = self._uni.solve_at(self.q, self.v, self.tau)
-            allu = cat.units(self.q, None)
-            if len(sol.units):
-                index = {k: i for i, k in enumerate(allu.key)}
-                force[[index[k] for k in sol.units.key]] = sol.force
-            point[:] = allu.point
-            seg.unit_force.append(force)
+            point = np.zeros((n, 3))
+            point[:] = cat.units(self.q, None).point
+            seg.unit_force.append(self._uni.unit_forces(self.q, self.v, self.tau))
             seg.unit_gap.append(cat.gaps(self.q))
             seg.unit_point.append(point)
 

@@ -93,6 +93,16 @@ class Unilateral:
         units = self.catalog.units(q, v, active, with_drift=True)
         return cd.acceleration(self.model, q, v, tau, units, warm=self.warm)
 
+    def unit_forces(self, q, v, tau):
+        """(size, 3) contact and limit forces at (q, v) (normal, two tangents), catalog order:
+        the acceleration-level solution with the units at their boundary active."""
+        force = np.zeros((self.catalog.size, 3))
+        active = self._active(q, v)
+        if len(active):
+            units = self.catalog.units(q, v, active, with_drift=True)
+            force[active] = cd.acceleration(self.model, q, v, tau, units, warm=self.warm).force
+        return force
+
     def _near(self, q):
         gaps = self.catalog.gaps(q)
         return np.flatnonzero(gaps <= GAP_TOL), gaps

@@ -1,0 +1,248 @@
+"""The time-stepping step of ``linkdyn.sim.timestepping`` for a tree (no loops) as one compiled call.
+
+The same computation as ``TimeStepping._step_python`` (forward dynamics, the gaps at the start
+and at the free motion's end, the candidates' rows, the Delassus matrix by a Cholesky
+factorization of the CRBA matrix, Gauss-Seidel with one polish, semi-implicit Euler on the
+configuration manifold), with the model's own compiled kernels called in a row: a Python
+step costs about thirty NumPy calls, this one none.
+"""
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from .._kernels.layout import model_sizes, no_forces, unpack_data, unpack_packed
+from .._kernels.passes import OK, POS, kinematics_pass
+from ..contact import lcp
+from ..contact.rows import contact_gaps, contact_rows
+from ..contact.swing_twist import _model_kernel as _ball_kernel
+from ..dynamics.aba import aba_kernel
+from ..dynamics.crba import crba_kernel
+from ..kinematics import joint_jacobians_kernel
+from ..model.configuration import integrate_kernel
+
+#: kernel status beyond the model kernels' own: a ball joint's coordinates are bad
+BAD_BALL = 100
+
+
+@njit(cache=True)
+def _gaps(mi, mf, ws, q, geo, lim_q, lim_s, lim_b, bC, bI, v0, ncp, out):
+    """Every unit's gap at q (catalog order), kinematics included; returns a status."""
+    cbody, cpos, crad, pbody, pR, pp, pext, pair_c, pair_p = geo
+    nb, nq, nv = model_sizes(mi)
+    if ncp:
+        kinematics_pass(mi, mf, ws, q, q[:0], q[:0], POS, True, False)
+        oR, op = unpack_data(ws, nb, nv)[:2]
+        contact_gaps(oR, op, cbody, cpos, crad, pbody, pR, pp, pext, pair_c, pair_p, out[:ncp])
+    ncl = lim_q.shape[0]
+    for k in range(ncl):
+        out[ncp + k] = lim_s[k] * (q[lim_q[k]] - lim_b[k])
+    if bC.shape[0]:
+        code = _ball_kernel(bC, bI, q, v0, 0, out[ncp + ncl:], np.zeros((0, 3)), np.zeros(0))
+        if code >= 0:
+            return BAD_BALL
+    return OK
+
+
+@njit(cache=True)
+def timestep_kernel(buf, q, v, tau, h, geo, mask, pair_mu, pair_e, lim_q, lim_v, lim_s, lim_b, bC, bI, ball_va,
+                    prm, warm, q_out, v_out, force, vn_out, gaps_out, info):
+    """One step of h; ``prm`` = (CANDIDATE, BETA, V_BOUNCE, sweeps, tol).  Outputs: q_out,
+    v_out, force (size, 3) = impulses / h, vn_out (size,) the normal velocity at the start of
+    the candidates (NaN elsewhere), gaps_out (size,) the gaps at q_out, warm (size, 3) the
+    impulses (for the next step), info = (status, number of candidates, residual)."""
+    mi, mf, ws = unpack_packed(buf)
+    nb, nq, nv = model_sizes(mi)
+    ncp = geo[7].shape[0]
+    ncl = lim_q.shape[0]
+    size = force.shape[0]
+    cand_gap, beta, v_bounce, sweeps, tol = prm[0], prm[1], prm[2], int(prm[3]), prm[4]
+    v0 = np.zeros(max(nv, 3))
+    info[0] = OK
+    info[1] = 0.0
+    info[2] = 0.0
+    # free motion
+    a = np.empty(nv)
+    st = aba_kernel(mi, mf, ws, q, v, tau, no_forces(buf), a)
+    if st != OK:
+        info[0] = st
+        return
+    v_free = np.empty(nv)
+    for d in range(nv):
+        v_free[d] = v[d] + h * a[d]
+    g0 = np.empty(size)
+    g1 = np.empty(size)
+    st = _gaps(mi, mf, ws, q, geo, lim_q, lim_s, lim_b, bC, bI, v0, ncp, g0)
+    if st != OK:
+        info[0] = st
+        return
+    q_end = np.empty(nq)
+    st = integrate_kernel(mi, q, v_free, h, q_end)
+    if st != OK:
+        info[0] = st
+        return
+    st = _gaps(mi, mf, ws, q_end, geo, lim_q, lim_s, lim_b, bC, bI, v0, ncp, g1)
+    if st != OK:
+        info[0] = st
+        return
+    cand = np.empty(size, dtype=np.int64)
+    k = 0
+    for u in range(size):
+        vn_out[u] = np.nan
+        force[u, 0] = force[u, 1] = force[u, 2] = 0.0
+        if g0[u] <= cand_gap or g1[u] <= cand_gap:
+            cand[k] = u
+            k += 1
+    cand = cand[:k]
+    info[1] = k
+    v1 = v_free.copy()
+    if k:
+        # rows of the candidates: N (k, nv), T (k, 2, nv)
+        J0 = np.zeros((6, nv))
+        joint_jacobians_kernel(mi, mf, ws, q, J0)
+        oR, op = unpack_data(ws, nb, nv)[:2]
+        N = np.zeros((k, nv))
+        T = np.zeros((k, 2, nv))
+        gap = np.empty(k)
+        mu = np.zeros(k)
+        e = np.zeros(k)
+        nc = 0
+        for r in range(k):
+            if cand[r] < ncp:
+                nc += 1
+        if nc:
+            csel = cand[:nc]                         # contacts come first in the catalog
+            V = np.zeros((nb, 6))
+            cdn, cdt = np.zeros(nc), np.zeros((nc, 2))
+            cpt, cfr = np.empty((nc, 3)), np.empty((nc, 3, 3))
+            cbody, cpos, crad, pbody, pR, pp, pext, pair_c, pair_p = geo
+            contact_rows(oR, op, V, V, J0, mask, cbody, cpos, crad, pbody, pR, pp, pext, pair_c, pair_p, csel,
+                         False, gap[:nc], N[:nc], T[:nc], cdn, cdt, cpt, cfr)
+            for r in range(nc):
+                mu[r] = pair_mu[csel[r]]
+                e[r] = pair_e[csel[r]]
+        nball = bC.shape[0]
+        brows = np.zeros((size - ncp - ncl, 3))
+        bgap = np.zeros(size - ncp - ncl)
+        if nball:
+            code = _ball_kernel(bC, bI, q, v0, 1, bgap, brows, np.zeros(0))
+            if code >= 0:
+                info[0] = BAD_BALL
+                return
+        for r in range(nc, k):
+            u = cand[r]
+            if u < ncp + ncl:
+                lk = u - ncp
+                gap[r] = g0[u]
+                N[r, lim_v[lk]] = lim_s[lk]
+            else:
+                b = u - ncp - ncl
+                gap[r] = bgap[b]
+                for c in range(3):
+                    N[r, ball_va[b] + c] = brows[b, c]
+        # the problem: normals first, then the friction pairs of contacts with mu > 0
+        nf = 0
+        for r in range(k):
+            if mu[r] > 0.0:
+                nf += 1
+        m = k + 2 * nf
+        G = np.zeros((m, nv))
+        kinds = np.empty(m, dtype=np.int64)
+        mus = np.zeros(m)
+        normals = np.empty(m, dtype=np.int64)
+        unit = np.empty(m, dtype=np.int64)
+        slot = np.empty(m, dtype=np.int64)
+        vn = np.empty(k)
+        rr = np.empty(m)
+        j = k
+        for r in range(k):
+            G[r] = N[r]
+            kinds[r] = lcp.NORMAL
+            normals[r] = r
+            unit[r] = r
+            slot[r] = 0
+            s = 0.0
+            for d in range(nv):
+                s += N[r, d] * v[d]
+            vn[r] = s
+            if mu[r] > 0.0:
+                for t in range(2):
+                    G[j] = T[r, t]
+                    kinds[j] = lcp.FRICTION if t == 0 else lcp.FRICTION2
+                    mus[j] = mu[r]
+                    normals[j] = r
+                    unit[j] = r
+                    slot[j] = t + 1
+                    j += 1
+        for i in range(m):
+            s = 0.0
+            for d in range(nv):
+                s += G[i, d] * v_free[d]
+            rr[i] = s
+        for r in range(k):
+            u = cand[r]
+            # the free motion's curvature: how far the gap at its end misses the linear guess
+            curv = g1[u] - g0[u] - h * rr[r]
+            if not np.isfinite(curv):
+                curv = 0.0
+            phi = gap[r]
+            b = -(phi + curv) / h if phi >= 0.0 else -(beta * phi + curv) / h
+            if e[r] > 0.0 and vn[r] < -v_bounce and phi + h * vn[r] <= 0.0:
+                b = max(b, -e[r] * vn[r])
+            rr[r] -= b
+        # Delassus matrix A = G M^-1 G^T by the Cholesky factor of M
+        M = np.empty((nv, nv))
+        crba_kernel(mi, mf, ws, q, M)
+        L = np.linalg.cholesky(M)
+        Y = np.empty((nv, m))                         # M^-1 G^T
+        for i in range(m):
+            col = G[i].copy()
+            for d in range(nv):                       # L z = g
+                s = col[d]
+                for c in range(d):
+                    s -= L[d, c] * col[c]
+                col[d] = s / L[d, d]
+            for d in range(nv - 1, -1, -1):           # L^T y = z
+                s = col[d]
+                for c in range(d + 1, nv):
+                    s -= L[c, d] * col[c]
+                col[d] = s / L[d, d]
+            Y[:, i] = col
+        A = G @ Y
+        lam = np.empty(m)
+        for i in range(m):
+            lam[i] = warm[cand[unit[i]], slot[i]]
+        lcp.pgs(A, rr, kinds, mus, normals, lam, sweeps, 1e-12)
+        res = lcp._residual(A, rr, kinds, mus, normals, lam)
+        if res > tol:
+            pol = np.empty(m)
+            lcp._polish_kernel(A, rr, kinds, mus, normals, lam, pol)
+            pres = lcp._residual(A, rr, kinds, mus, normals, pol)
+            if pres < res:
+                lam[:] = pol
+                res = pres
+        info[2] = res
+        for d in range(nv):
+            s = 0.0
+            for i in range(m):
+                s += Y[d, i] * lam[i]
+            v1[d] += s
+        for u in range(size):
+            warm[u, 0] = warm[u, 1] = warm[u, 2] = 0.0
+        for i in range(m):
+            u = cand[unit[i]]
+            warm[u, slot[i]] = lam[i]
+            force[u, slot[i]] = lam[i] / h
+        for r in range(k):
+            vn_out[cand[r]] = vn[r]
+    else:
+        for u in range(size):
+            warm[u, 0] = warm[u, 1] = warm[u, 2] = 0.0
+    st = integrate_kernel(mi, q, v1, h, q_out)
+    if st != OK:
+        info[0] = st
+        return
+    v_out[:] = v1
+    st = _gaps(mi, mf, ws, q_out, geo, lim_q, lim_s, lim_b, bC, bI, v0, ncp, gaps_out)
+    if st != OK:
+        info[0] = st

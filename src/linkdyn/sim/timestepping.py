@@ -1,0 +1,255 @@
+"""Joint limits and contacts by velocity-level time stepping: one complementarity problem per step.
+
+The event-driven scheme of ``linkdyn.sim.unilateral`` locates every touch and release inside
+the step and integrates between them with RK4; it is exact, and slow when many contacts come
+and go (a figure lying or standing on its sole corners).  This scheme is the one of
+Stewart and Trinkle (1996) and Anitescu and Potra (1997), which MuJoCo, Bullet and Drake use
+in their own forms: each step of h solves for *impulses* P (contacts, limits) such that
+
+    v+ = v + h a_free + Z F P              (a_free: q'' under tau with the loops closed; Z F P the
+                                             velocity change the impulses make, loops held)
+    0 <= P_n  _|_  n v+ - b >= 0            (per unit: no approach faster than b allows)
+    |P_t| <= mu P_n, T v+ = 0 inside the disk, on its rim T v+ opposes P_t   (Coulomb, exact disk)
+    q+ = q (+) h v+                          (semi-implicit Euler on the configuration manifold)
+
+with the bound b of each unit at gap phi:
+
+* phi >= 0: b = -(phi + c) / h, a *speculative* contact: it may approach as far as the gap it
+  has left, so a unit is never stopped before it touches, and touches without penetrating
+  (the constraint  phi + h n v+ + c >= 0).  c is the curvature of the step: how far the gap
+  at the end of the free motion q (+) h v_free misses its linear guess phi + h n v_free (a
+  rolling ball's screw motion about its contact point dips its centre by r (w h)^2 / 2; a
+  swinging limb's contact point moves on a circle); with it a rolling or turning body neither
+  sinks in nor is pumped out;
+* phi < 0 (a penetration left over, e.g. at the start): b = -(BETA phi + c) / h, a gentle push
+  out; deeper than PEN_PROJECT it is projected out at once (``position_correction``);
+* a unit that will touch within the step and approaches faster than
+  ``linkdyn.sim.unilateral.V_BOUNCE`` gets Newton's restitution: b = max(b, -e n v).
+
+The problem is the one ``linkdyn.contact.lcp`` solves (by Gauss-Seidel alone, warm-started
+from the last step) (A = G Z F, the Delassus matrix of the
+rows), and it is the velocity-level form of the acceleration problem of
+``linkdyn.contact.dynamics``: the reported forces are P / h.  The scheme is first order in h
+and dissipates a little (sticking and touching are inelastic); in exchange a step costs one
+forward dynamics, one factorization and one small complementarity problem whatever the
+contacts do, with no event location.  Units are taken into the problem when their gap is
+small at the start or at the predicted end of the step (``CANDIDATE``), so a fast body does
+not pass through a plane.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..contact import dynamics as cd
+from ..contact import lcp
+from ..contact.rows import CONTACT, UnitCatalog
+from ..dynamics.aba import aba
+from ..model.configuration import integrate
+from .integrators import project
+from .recording import Event
+from .unilateral import V_BOUNCE, V_REPORT
+
+#: units whose gap is below this (m or rad) at the start or at the free motion's end of a step
+#: enter its problem
+CANDIDATE = 1e-3
+#: a penetration is pushed out at this fraction per step (Baumgarte's stabilization, velocity level)
+BETA = 0.2
+#: ... and projected out at once when deeper than this (m or rad)
+PEN_PROJECT = 1e-5
+#: Gauss-Seidel sweeps per step at most, and its tolerance (``linkdyn.contact.lcp.solve``,
+#: exact=False): the forces are always feasible (pushing, inside their cones), complementarity
+#: is met to about 1e-6 of the problem's scale (benchmarks/README), far below the scheme's O(h)
+LCP_SWEEPS, LCP_TOL = 100, 1e-5
+
+
+class TimeStepping:
+    """Limits and contacts of one model, stepped by a velocity-level complementarity problem
+    per step (module docstring).  Same interface as ``linkdyn.sim.unilateral.Unilateral``."""
+
+    def __init__(self, model, limits=True, contacts=True, integrator="euler"):
+        self.model = model
+        self.catalog = UnitCatalog(model, limits=limits, contacts=contacts)
+        self.warm = np.zeros((self.catalog.size, 3))    # (P_n, P_t1, P_t2) of the last step, catalog order
+        self.force = np.zeros((self.catalog.size, 3))   # forces of the last step, catalog order
+        self._gaps = None                               # (q, gaps at q) of the last step's end
+        self._compiled = model.nloops == 0 and not self.catalog.empty
+        if self._compiled:
+            from ..contact.swing_twist import _model_balls
+            cat = self.catalog
+            self._geo = (cat._cbody, cat._cpos, cat._crad, cat._pbody, cat._pR, cat._pp, cat._pext, cat._pair_c,
+                         cat._pair_p)
+            self._balls = _model_balls(model)
+            self._prm = np.array([CANDIDATE, BETA, V_BOUNCE, LCP_SWEEPS, LCP_TOL])
+        self.stats = {"impacts": 0, "small_impacts": 0, "small_impact_energy": 0.0, "steps_in_contact": 0,
+                      "projections": 0, "lcp_residual": 0.0}
+
+    @property
+    def empty(self):
+        return self.catalog.empty
+
+    def _a_free(self, q, v, tau):
+        if self.model.nloops:
+            from ..loops.dynamics import constrained_dynamics
+            return constrained_dynamics(self.model, q, v, tau)
+        return aba(self.model, q, v, tau)
+
+    # ------------------------------------------------------------------------------------
+    def _problem(self, units, v_free, v, h):
+        """The complementarity problem's data: kinds, mu, normal index, rows G (m, nv), the
+        bound-shifted r = G v_free - b, and per variable (unit, slot)."""
+        k = len(units)
+        fr = np.flatnonzero((units.kind == CONTACT) & (units.mu > 0))
+        nf = len(fr)
+        m = k + 2 * nf
+        kinds = np.empty(m, dtype=np.int64)
+        kinds[:k] = lcp.NORMAL
+        kinds[k::2] = lcp.FRICTION
+        kinds[k + 1::2] = lcp.FRICTION2
+        mus = np.zeros(m)
+        mus[k:] = np.repeat(units.mu[fr], 2)
+        normals = np.empty(m, dtype=np.int64)
+        normals[:k] = np.arange(k)
+        normals[k:] = np.repeat(fr, 2)
+        G = np.concatenate([units.N, units.T[fr].reshape(2 * nf, units.N.shape[1])])
+        vn = units.N @ v
+        phi = units.gap
+        r = G @ v_free
+        curv = np.nan_to_num(self._gaps_end - phi - h * r[:k], posinf=0.0, neginf=0.0)
+        b = np.where(phi >= 0.0, -(phi + curv) / h, -(BETA * phi + curv) / h)
+        hit = (units.e > 0) & (vn < -V_BOUNCE) & (phi + h * vn <= 0.0)
+        b[hit] = np.maximum(b[hit], -units.e[hit] * vn[hit])
+        r[:k] -= b
+        unit = np.concatenate([np.arange(k), np.repeat(fr, 2)])
+        slot = np.concatenate([np.zeros(k, dtype=np.int64), np.tile([1, 2], nf)])
+        return kinds, mus, normals, G, r, unit, slot, vn
+
+    def step(self, q, v, tau, dt, t):
+        """One step of dt from time t; returns (q, v, events).  A tree is stepped by one
+        compiled call (``linkdyn.sim._timestep_kernel``), a closed chain in Python (its loops
+        go through the KKT system of ``linkdyn.contact.dynamics.Response``)."""
+        if self._compiled:
+            out = self._step_compiled(q, v, tau, dt, t)
+            if out is not None:
+                return out
+        return self._step_python(q, v, tau, dt, t)
+
+    def _step_compiled(self, q, v, tau, h, t):
+        from ._timestep_kernel import timestep_kernel
+        model, cat = self.model, self.catalog
+        prev = self.warm[:, 0].copy()
+        q1, v1 = np.empty(model.nq), np.empty(model.nv)
+        vn, gaps1, info = np.empty(cat.size), np.empty(cat.size), np.empty(3)
+        timestep_kernel(model._packed, q, v, tau, float(h), self._geo, cat._mask, cat._pair_mu, cat._pair_e,
+                        cat._lim_q, cat._lim_v, cat._lim_s, cat._lim_b, self._balls.C, self._balls.I,
+                        cat._ball_va, self._prm, self.warm, q1, v1, self.force, vn, gaps1, info)
+        if info[0] != 0:                 # bad input or a blow-up: the Python step says what
+            self.warm[:, 0] = prev
+            return None
+        self.stats["lcp_residual"] = max(self.stats["lcp_residual"], info[2])
+        events = []
+        pushing = self.force[:, 0] > 0.0
+        if pushing.any():
+            self.stats["steps_in_contact"] += 1
+            hit = np.flatnonzero(pushing & (vn < -V_REPORT) & (prev <= 0.0))
+            if len(hit):
+                self.stats["impacts"] += 1
+                events.append(self._event(q, v, v1, hit, np.flatnonzero(pushing), self.force * h, t))
+        if gaps1.min(initial=np.inf) < -PEN_PROJECT:
+            q1 = self._project(q1, gaps1)
+        return q1, v1, events
+
+    def _event(self, q, v, v1, hit, touching, P, t):
+        from ..dynamics.energy import kinetic_energy
+        names = self.catalog.names
+        return Event(t, "impact", ", ".join(names[u] for u in hit), P[touching].copy(), v1 - v,
+                     float(kinetic_energy(self.model, q, v)), float(kinetic_energy(self.model, q, v1)),
+                     note=f"{len(touching)} units push in this step (time stepping: the impact is at the step, "
+                          "its impulse includes the step's gravity and forces)",
+                     units=[names[u] for u in touching])
+
+    def _step_python(self, q, v, tau, dt, t):
+        model, cat, h = self.model, self.catalog, dt
+        a_free = self._a_free(q, v, tau)
+        v_free = v + h * a_free
+        gaps = self._gaps[1] if self._gaps is not None and self._gaps[0] is q else cat.gaps(q)
+        gaps_end = cat.gaps(integrate(model, q, h * v_free))
+        cand = np.flatnonzero((gaps <= CANDIDATE) | (gaps_end <= CANDIDATE))
+        self.force[:] = 0.0
+        events = []
+        if len(cand):
+            units = cat.units(q, v, cand)
+            self._gaps_end = gaps_end[cand]
+            kinds, mus, normals, G, r, unit, slot, vn = self._problem(units, v_free, v, h)
+            resp = cd.Response(model, q)
+            ZF = resp.apply(G.T)
+            A = G @ ZF
+            lam, res = lcp.solve(A, r, kinds, mus, normals, self.warm[cand[unit], slot], max_iter=LCP_SWEEPS,
+                                 tol=LCP_TOL, exact=False)
+            self.stats["lcp_residual"] = max(self.stats["lcp_residual"], res)
+            v1 = v_free + ZF @ lam
+            P = np.zeros((len(units), 3))
+            P[unit, slot] = lam
+            self.warm[:] = 0.0
+            self.warm[cand] = P
+            self.force[cand] = P / h
+            if np.any(P[:, 0] > 0.0):
+                self.stats["steps_in_contact"] += 1
+            hit = np.flatnonzero((P[:, 0] > 0.0) & (vn < -V_REPORT) & (units.gap <= -h * vn))
+            if len(hit):
+                events.append(self._impact_event(q, v, v1, units, P, hit, t))
+        else:
+            self.warm[:] = 0.0
+            v1 = v_free
+        q1 = integrate(model, q, h * v1)
+        if model.nloops:
+            q1, v1 = project(model, q1, v1)
+        gaps1 = cat.gaps(q1)
+        if gaps1.min(initial=np.inf) < -PEN_PROJECT:
+            q1 = self._project(q1, gaps1)
+            gaps1 = cat.gaps(q1)
+        self._gaps = (q1, gaps1)                        # the next step starts here
+        return q1, v1, events
+
+    def _project(self, q, gaps):
+        model, cat = self.model, self.catalog
+        for _ in range(5):
+            self.stats["projections"] += 1
+            units = cat.units(q, None, np.flatnonzero(gaps <= 0.0))
+            q = integrate(model, q, cd.position_correction(model, q, units))
+            if model.nloops:
+                q, _ = project(model, q, np.zeros(model.nv))
+            gaps = cat.gaps(q)
+            if gaps.min(initial=np.inf) >= -1e-12:
+                break
+        return q
+
+    def _impact_event(self, q, v, v1, units, P, hit, t):
+        from ..dynamics.energy import kinetic_energy
+        k0 = float(kinetic_energy(self.model, q, v))
+        k1 = float(kinetic_energy(self.model, q, v1))
+        self.stats["impacts"] += 1
+        names = [units.name[u] for u in hit]
+        touching = np.flatnonzero(P[:, 0] > 0.0)
+        return Event(t, "impact", ", ".join(names), P[touching].copy(), v1 - v, k0, k1,
+                     note=f"{len(touching)} units push in this step (time stepping: the impact is at the step, "
+                          "its impulse includes the step's gravity and forces)",
+                     units=[units.name[u] for u in touching])
+
+    # ------------------------------------------------------------------------------------
+    def correct(self, q, v, active=None):
+        """Project penetrations and limit overshoots out and remove approach velocities at the
+        boundary (as ``Unilateral.correct``; used at the start and after structure changes)."""
+        gaps = self.catalog.gaps(q)
+        if gaps.min(initial=np.inf) < -1e-12:
+            q = self._project(q, gaps)
+        near = np.flatnonzero(self.catalog.gaps(q) <= 1e-6)
+        if len(near):
+            units = self.catalog.units(q, v, near)
+            if np.any(units.N @ v < 0.0):
+                units.e = np.zeros(len(units))
+                v = v + cd.impulse(self.model, q, v, units, restitution=False).value
+        return q, v
+
+    def unit_forces(self, q, v, tau):
+        """(size, 3) contact and limit forces of the last step, in catalog order."""
+        return self.force.copy()
