@@ -166,3 +166,34 @@ def test_humanoid_falls_like_mujocos():
     assert np.abs(sim.v).max() < 0.05                                # at rest
     E = rec.energy
     assert np.diff(E).max() < 1e-6                                   # passive: never gains energy
+
+
+def test_drop_scene_lands_on_both_feet_symmetrically_and_stands():
+    """``scenarios.drop_simulation()`` (the 40-DoF figure, 0.5 m, sole corners on the ground,
+    the stance posture controller, time stepping): both feet land in the same step with mirror
+    impulses, nothing pulls or penetrates at any sample, and the figure ends standing still on
+    both feet, carrying its weight with each centre of pressure inside its sole."""
+    from linkdyn.models import scenarios as sc
+    sim = sc.drop_simulation(height_above=0.5, record_every=5)
+    m = sim.model
+    rec = sim.run(until=1.2, progress=False)
+    assert_physical(rec, PEN)
+    landing = [e for e in rec.events if e.kind == "impact" and "sole" in e.name][0]
+    assert landing.t == pytest.approx(np.sqrt(2 * 0.5 / G), abs=3e-3)
+    names = landing.units
+    imp = {n: p for n, p in zip(names, landing.impulse)}
+    left = [n for n in names if n.startswith("l_sole")]
+    assert left and all(n.replace("l_sole", "r_sole") in imp for n in left)
+    for n in left:                                      # mirror images: same normal, friction mirrored in y
+        assert imp[n][0] == pytest.approx(imp[n.replace("l_sole", "r_sole")][0], rel=1e-6, abs=1e-9)
+    a, unit_names = rec.segments[0].arrays(), rec.segments[0].unit_names
+    assert np.abs(sim.v).max() < 1e-3 and sim.q[2] > 0.9
+    weight = sum(m.inertia[i][0, 0] for i in range(m.nbody)) * G
+    for side in "lr":
+        idx = [k for k, n in enumerate(unit_names) if n.startswith(f"{side}_sole")]
+        fn, pts = a["unit_force"][-1, idx, 0], a["unit_point"][-1, idx, :2]
+        assert fn.sum() > 0.3 * weight                 # each foot carries a share
+        cop = fn @ pts / fn.sum()
+        assert np.all(cop >= pts.min(0) - 1e-9) and np.all(cop <= pts.max(0) + 1e-9)
+    total = a["unit_force"][-1, :, 0].sum()
+    assert total == pytest.approx(weight, rel=1e-3)

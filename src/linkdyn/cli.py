@@ -34,8 +34,10 @@ def _scene(args) -> int:
     t0 = time.perf_counter()
     rec = sim.run(until=duration, progress=not args.quiet)
     wall = time.perf_counter() - t0
+    how = ("time stepping: one velocity-level contact problem per step" if sim.contact_method == "timestep"
+           else "RK4 on the configuration manifold, impacts located inside the step")
     print(f"\n{rec.t[-1]:g} s simulated in {wall:.2f} s of wall time (dt = {args.dt * 1e3:g} ms, "
-          f"RK4 on the configuration manifold, loops projected after every step)")
+          f"{how}, loops projected after every step)")
     print(f"{'t [s]':>7}  {'event':<8}{'loop / joint / units':<34}{'|impulse| [N s]':>16}{'energy lost [J]':>17}")
     from linkdyn.viz.runs import impulse_size
     shown = rec.events if len(rec.events) <= 40 else rec.events[:20] + rec.events[-10:]

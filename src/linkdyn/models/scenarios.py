@@ -192,7 +192,8 @@ def swing_simulation(dt: float = 1e-3, seat_breaks: float = 1.2, record_every: i
 
 # ---------------------------------------------------------------------------------------
 # drop and land (pseudo-closed chains with the ground, seed 004 Fig. 11)
-def posture_controller(model, q_ref, frequency: float = 12.0, damping_ratio: float = 1.0):
+def posture_controller(model, q_ref, frequency: float = 12.0, damping_ratio: float = 1.0, stance: bool = True,
+                       stance_gap: float = 1e-3):
     """Computed-torque control of the posture ``q_ref`` of ``model`` by every joint but the
     floating base and the virtual links, whatever model the simulation is on (joints matched by
     name).  The joints are asked for the accelerations a* = -w^2 e - 2 z w v (e the error on the
@@ -204,6 +205,13 @@ def posture_controller(model, q_ref, frequency: float = 12.0, damping_ratio: flo
     * a closed chain (feet on the ground): the closed-chain inverse dynamics of seed 004
       eqs. 1-4 for theta_G'' = a* on the generalized coordinates (the actuated joints; the
       base is dependent), least-norm over the redundant actuators.
+
+    * an open chain standing on contact points (``stance``: the sole corners ``l_sole_*`` /
+      ``r_sole_*`` within ``stance_gap`` m of a plane): those corners are held still (their
+      rows J a + J' v = 0, their forces unknowns, the accelerations closest to a* on the joints
+      in least squares; ``_stance_torque``), so the legs carry the body's weight; corners whose
+      normal force would pull are left out and the rest solved again (the contacts themselves
+      stay unilateral in the simulation).
 
     Gains on the joints' own inertia M_aa instead would meet a much smaller effective inertia
     (the base moves too): ~90 times stiffer than asked on the human figure, and beyond an
@@ -232,12 +240,80 @@ def posture_controller(model, q_ref, frequency: float = 12.0, damping_ratio: flo
                 pass                # a G coordinate the actuators cannot move: let it go passive
             return tau
         M, b = crba(m, q), nonlinear_effects(m, q, v)
+        if stance:
+            hit = _sole_contacts(m)
+            if hit is not None:
+                cat, idx = hit
+                gaps = cat.gaps(q)
+                on = idx[gaps[idx] <= stance_gap]
+                while len(on):
+                    tau_s, push = _stance_torque(m, q, v, M, b, a_star, act, cat.units(q, v, on, with_drift=True))
+                    if push.min() >= 0.0:
+                        return tau_s
+                    on = on[push >= push.max() * 1e-9] if push.max() > 0 else on[:0]   # drop the pulling ones
         p, a_ = ~act, act
         K = np.linalg.solve(M[np.ix_(p, p)], M[np.ix_(p, a_)]) if p.any() else np.zeros((0, a_.sum()))
         S = M[np.ix_(a_, a_)] - M[np.ix_(a_, p)] @ K
         tau[a_] = S @ a_star[a_] + b[a_] - K.T @ b[p]
         return tau
     return control
+
+
+#: per model (a model is immutable): its contact catalog and the catalog indices of the sole corners
+_SOLES: dict = {}
+
+
+def _sole_contacts(m):
+    """(catalog, indices of the sole contacts) of ``m`` (contacts named ``l_sole_*``/``r_sole_*``
+    against a plane), or None when it has none."""
+    if m in _SOLES:
+        return _SOLES[m]
+    hit = None
+    if m.contacts and m.planes:
+        from ..contact.rows import UnitCatalog
+        cat = UnitCatalog(m, limits=False)
+        idx = np.array([k for k, n in enumerate(cat.names) if n.startswith(("l_sole_", "r_sole_"))], dtype=np.int64)
+        hit = (cat, idx) if len(idx) else None
+    if len(_SOLES) > 64:
+        _SOLES.clear()
+    _SOLES[m] = hit
+    return hit
+
+
+def _stance_torque(m, q, v, M, b, a_star, act, units):
+    """Torques for the posture accelerations a* with the sole corners in ``units`` (on the
+    ground) held still: the accelerations a and the corners' forces lambda (normal and two
+    tangents each) minimise |a_act - a*|^2 (+ a small multiple of |a_base|^2 and |lambda|^2)
+    subject to the floating base's equations of motion M_b a + b_b = J_b^T lambda (it has no
+    actuators) and the corners' N a + N' v = 0, T a + T' v = 0; then
+    tau = (M a + b - J^T lambda)_act.  Returns tau and each corner's normal force (the
+    caller drops corners that would pull: the ground only pushes)."""
+    nv, k = m.nv, len(units)
+    J = np.concatenate([units.N, units.T.reshape(2 * k, nv)])
+    drift = np.concatenate([units.drift_n, units.drift_t.reshape(2 * k)])
+    nc, base = J.shape[0], ~act
+    nb = int(base.sum())
+    scale = float(np.trace(M)) / nv
+    eps = 1e-8
+    n = nv + nc
+    H = np.zeros((n, n))
+    H[np.flatnonzero(act), np.flatnonzero(act)] = 1.0
+    H[np.flatnonzero(base), np.flatnonzero(base)] = eps
+    H[nv:, nv:] = np.eye(nc) * eps / scale ** 2
+    C = np.zeros((nb + nc, n))
+    C[:nb, :nv] = M[base]
+    C[:nb, nv:] = -J[:, base].T
+    C[nb:, :nv] = J
+    g = np.concatenate([np.where(act, a_star, 0.0), np.zeros(nc)])
+    rhs = np.concatenate([g, -b[base], -drift])
+    K = np.block([[H, C.T], [C, np.zeros((nb + nc, nb + nc))]])
+    z = np.linalg.lstsq(K, rhs, rcond=1e-12)[0]
+    a, lam = z[:nv], z[nv:n]
+    tau = np.zeros(nv)
+    tau[act] = (M @ a + b - J.T @ lam)[act]
+    return tau, lam[:k]
+
+
 
 
 def drop(height_above: float = 0.5, figure=None, ground: bool = True):
@@ -260,6 +336,11 @@ def drop(height_above: float = 0.5, figure=None, ground: bool = True):
     return model, q
 
 
+#: the posture controller's frequency (rad/s) for a landing on contacts: stiff enough that the
+#: legs take a landing from 0.3-0.7 m without folding (12 rad/s folds them at 0.5 m)
+LANDING_FREQUENCY = 25.0
+
+
 def drop_simulation(dt: float = 1e-3, height_above: float = 0.5, record_every: int = 10, landing: str = "contact",
                     **options):
     """A figure drops from ``height_above`` m and lands; a posture controller keeps the joints near
@@ -267,7 +348,9 @@ def drop_simulation(dt: float = 1e-3, height_above: float = 0.5, record_every: i
 
     * ``"contact"`` (default): the soles' corner points meet the ground plane as unilateral
       contacts with Coulomb friction (``linkdyn.contact``): an inelastic impact, then contact
-      forces that push and never pull, so a foot can roll, lift and slide;
+      forces that push and never pull, so a foot can roll, lift and slide; stepped by time
+      stepping (``contact_method="timestep"`` unless ``options`` say otherwise) under the
+      posture controller with its stance branch at ``LANDING_FREQUENCY``;
     * ``"weld"``: a sole reaching the ground is welded there (a pseudo-closed chain with the
       ground, Nakamura and Yamane 2000, Fig. 11, with the velocity jump of a perfectly inelastic
       landing), as in the paper; the ground then holds the foot whatever the force.
@@ -279,8 +362,11 @@ def drop_simulation(dt: float = 1e-3, height_above: float = 0.5, record_every: i
     model, q = drop(height_above, ground=landing == "contact")
     if landing == "weld":
         options.setdefault("contacts", False)
-    sim = Simulation(model, q, dt=dt, record_every=record_every, controller=posture_controller(model, q),
-                     **options)
+        control = posture_controller(model, q)
+    else:
+        options.setdefault("contact_method", "timestep")
+        control = posture_controller(model, q, frequency=LANDING_FREQUENCY)
+    sim = Simulation(model, q, dt=dt, record_every=record_every, controller=control, **options)
     if landing == "weld":
         for side in ("l", "r"):
             sim.when(sim.below(f"{side}_sole", "z", 0.0), "connect", f"{side}_sole", "world")

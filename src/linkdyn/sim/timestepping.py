@@ -153,18 +153,24 @@ class TimeStepping:
             hit = np.flatnonzero(pushing & (vn < -V_REPORT) & (prev <= 0.0))
             if len(hit):
                 self.stats["impacts"] += 1
-                events.append(self._event(q, v, v1, hit, np.flatnonzero(pushing), self.force * h, t))
+                self._h = h
+                events.append(self._event(q, v, v1, hit, np.flatnonzero(pushing), self.force * h, t, tau))
         if gaps1.min(initial=np.inf) < -PEN_PROJECT:
             q1 = self._project(q1, gaps1)
         return q1, v1, events
 
-    def _event(self, q, v, v1, hit, touching, P, t):
+    def _event(self, q, v, v1, hit, touching, P, t, tau):
+        """An impact event: the impulses of the step, and the kinetic energy before and after
+        them (from the free motion's velocity v + h a_free to v1: what the impulses took,
+        without the work of gravity and the torques in the step)."""
         from ..dynamics.energy import kinetic_energy
         names = self.catalog.names
-        return Event(t, "impact", ", ".join(names[u] for u in hit), P[touching].copy(), v1 - v,
-                     float(kinetic_energy(self.model, q, v)), float(kinetic_energy(self.model, q, v1)),
-                     note=f"{len(touching)} units push in this step (time stepping: the impact is at the step, "
-                          "its impulse includes the step's gravity and forces)",
+        h = self._h
+        v_free = v + h * self._a_free(q, v, tau)
+        return Event(t, "impact", ", ".join(names[u] for u in hit), P[touching].copy(), v1 - v_free,
+                     float(kinetic_energy(self.model, q, v_free)), float(kinetic_energy(self.model, q, v1)),
+                     note=f"{len(touching)} units push in this step (time stepping: the impact is at the step; "
+                          "its impulses include what holds the units against gravity and the torques for the step)",
                      units=[names[u] for u in touching])
 
     def _step_python(self, q, v, tau, dt, t):
@@ -196,7 +202,11 @@ class TimeStepping:
                 self.stats["steps_in_contact"] += 1
             hit = np.flatnonzero((P[:, 0] > 0.0) & (vn < -V_REPORT) & (units.gap <= -h * vn))
             if len(hit):
-                events.append(self._impact_event(q, v, v1, units, P, hit, t))
+                self.stats["impacts"] += 1
+                full = np.zeros((cat.size, 3))
+                full[cand] = P
+                self._h = h
+                events.append(self._event(q, v, v1, cand[hit], cand[np.flatnonzero(P[:, 0] > 0.0)], full, t, tau))
         else:
             self.warm[:] = 0.0
             v1 = v_free
@@ -222,18 +232,6 @@ class TimeStepping:
             if gaps.min(initial=np.inf) >= -1e-12:
                 break
         return q
-
-    def _impact_event(self, q, v, v1, units, P, hit, t):
-        from ..dynamics.energy import kinetic_energy
-        k0 = float(kinetic_energy(self.model, q, v))
-        k1 = float(kinetic_energy(self.model, q, v1))
-        self.stats["impacts"] += 1
-        names = [units.name[u] for u in hit]
-        touching = np.flatnonzero(P[:, 0] > 0.0)
-        return Event(t, "impact", ", ".join(names), P[touching].copy(), v1 - v, k0, k1,
-                     note=f"{len(touching)} units push in this step (time stepping: the impact is at the step, "
-                          "its impulse includes the step's gravity and forces)",
-                     units=[units.name[u] for u in touching])
 
     # ------------------------------------------------------------------------------------
     def correct(self, q, v, active=None):
