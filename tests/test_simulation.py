@@ -51,7 +51,7 @@ def test_rk4_is_fourth_order_on_free_bodies():
 @pytest.fixture(scope="module")
 def high_bar_run():
     # the conservative mechanics of a cut: joint limits (inelastic stops) off here, on below
-    sim = sc.high_bar_simulation(dt=1e-3, release=0.6, record_every=5, limits=False)
+    sim = sc.high_bar_simulation(dt=1e-3, release=0.6, record_every=5, limits=False, posture=None)
     rec = sim.run(until=1.6, progress=False)
     return sim, rec
 
@@ -82,7 +82,7 @@ def test_regrasp_energy_bookkeeping():
     """The right hand lets go and grasps the bar again when it comes back near it: between the
     events the energy is conserved; at the grasp it drops by exactly the event's energy loss
     (the impulse's work); the potential energy does not jump."""
-    sim = sc.high_bar_simulation(dt=1e-3, release=0.3, record_every=5, limits=False)
+    sim = sc.high_bar_simulation(dt=1e-3, release=0.3, record_every=5, limits=False, posture=None)
     grip_point = ld.frame_pose(sim.model, sim.q, "r_grip")[:3, 3].copy()
 
     def back_at_bar(s):
@@ -115,7 +115,7 @@ def test_high_bar_holds_the_joint_limits():
     """With limits on (the default) no sample of the run has a joint outside its range, the
     stops are inelastic impacts reported as events, and energy is never created: between
     events it is kept, and each impact takes what its event says."""
-    sim = sc.high_bar_simulation(dt=1e-3, release=0.4, record_every=1)
+    sim = sc.high_bar_simulation(dt=1e-3, release=0.4, record_every=1, posture=None)    # a ragdoll hits its stops
     rec = sim.run(until=0.8, progress=False)
     for seg in rec.segments:
         a, m = seg.arrays(), seg.model
@@ -127,6 +127,28 @@ def test_high_bar_holds_the_joint_limits():
     assert all(np.all(e.impulse[:, 0] >= -1e-12) for e in impacts)
     E = rec.energy
     assert E.max() <= E[0] + 1e-4
+
+
+def test_high_bar_gymnast_holds_its_posture_through_the_release():
+    """The scene as the demo runs it: the posture controller keeps the hanging posture (arms
+    overhead, body straight) while the figure swings about the bar, which has no actuator, and
+    after the right hand lets go it swings on the left hand as one body: every sample inside
+    the joint limits, the actuated joints within 0.01 rad of the posture, no limit ever struck,
+    and the swing itself large."""
+    sim = sc.high_bar_simulation(dt=1e-3, release=0.5, record_every=10)
+    model0, q_ref = sim.model, sim.q.copy()
+    rec = sim.run(until=1.2, progress=False)
+    assert [e.kind for e in rec.events] == ["cut"]
+    for seg in rec.segments:
+        a, m = seg.arrays(), seg.model
+        assert np.all(a["q"] >= np.asarray(m.lower) - 1e-9) and np.all(a["q"] <= np.asarray(m.upper) + 1e-9)
+        ref = ld.structure.map_state(model0, m, q_ref)
+        for name in ("l_shoulder", "r_shoulder", "l_elbow", "r_elbow", "l_hip", "r_hip", "l_knee", "r_knee"):
+            sl = slice(m.v_index(name), m.v_index(name) + m.jnt_nv[m.joint_id(name)])
+            err = np.array([ld.difference(m, ref, q)[sl] for q in a["q"]])
+            assert np.abs(err).max() < 0.01, name
+    grip = rec.segments[-1].arrays()["q"][:, rec.segments[-1].model.q_index("l_grip__bar_joint")]
+    assert np.ptp(grip) > 0.5
 
 
 # --------------------------------------------------------------------------------------

@@ -74,12 +74,20 @@ def high_bar(mass: float = 70.0, height: float = 1.75, swing: float = 0.0):
     return on_bar(human_figure_16(mass=mass, height=height), "revolute", swing=swing)
 
 
-def high_bar_simulation(dt: float = 1e-3, release: float = 1.0, swing: float = 0.8, record_every: int = 10, **options):
+def high_bar_simulation(dt: float = 1e-3, release: float = 1.0, swing: float = 0.8, record_every: int = 10,
+                        posture: float | None = 8.0, **options):
     """Fig. 14 as a simulation: the figure hangs from the bar by both hands, swung back by
     ``swing`` rad and let go from rest; at ``release`` s the right hand opens (the revolute
-    joint to the bar is cut) and the figure swings and twists on its left hand."""
+    joint to the bar is cut) and the figure swings and twists on its left hand.
+
+    ``posture``: the figure holds its hanging posture (arms overhead, body straight: a
+    gymnast's) with the posture controller at this frequency (rad/s), as a gymnast's muscles
+    do; the swing about the bar stays free (it has no actuator).  ``None``: a passive figure
+    (a ragdoll: its energy is conserved between events, the tests of the mechanics use it)."""
     from ..sim import Simulation
     model, q = high_bar(swing=-swing)
+    if posture is not None:
+        options.setdefault("controller", posture_controller(model, q, frequency=posture))
     sim = Simulation(model, q, dt=dt, record_every=record_every, **options)
     sim.at(release, "cut", "r_grip", "bar")
     return sim
@@ -202,10 +210,11 @@ def posture_controller(model, q_ref, frequency: float = 12.0, damping_ratio: flo
 
     * an open chain with an unactuated floating base: tau_a = (M_aa - M_ab M_bb^-1 M_ba) a*
       + b_a - M_ab M_bb^-1 b_b (the base's reaction taken into account);
-    * a closed chain (feet on the ground): the closed-chain inverse dynamics of seed 004
-      eqs. 1-4 for theta_G'' = a* on the generalized coordinates (the actuated joints; the
-      base is dependent), least-norm over the redundant actuators.
-
+    * a closed chain (feet welded to the ground): the closed-chain inverse dynamics of
+      Nakamura and Yamane (2000, eqs. 1-4) for theta_G'' = a* on the generalized coordinates
+      (the actuated joints; the base is dependent), least-norm over the redundant actuators;
+      an underactuated one (hands on a bar: the swing about the bar has no actuator) gets the
+      nearest motion the actuators can make, the loops as rows of ``_constrained_torque``;
     * an open chain standing on contact points (``stance``: the sole corners ``l_sole_*`` /
       ``r_sole_*`` within ``stance_gap`` m of a plane): those corners are held still (their
       rows J a + J' v = 0, their forces unknowns, the accelerations closest to a* on the joints
@@ -219,7 +228,7 @@ def posture_controller(model, q_ref, frequency: float = 12.0, damping_ratio: flo
     from ..dynamics.crba import crba
     from ..dynamics.rnea import nonlinear_effects
     from ..loops.dynamics import inverse_dynamics
-    from ..loops.kinematics import analyze, loop_bias
+    from ..loops.kinematics import analyze, loop_bias, loop_jacobian
     ref_model, ref = model, np.asarray(q_ref, dtype=float)
     w2, c = frequency ** 2, 2.0 * damping_ratio * frequency
 
@@ -236,9 +245,11 @@ def posture_controller(model, q_ref, frequency: float = 12.0, damping_ratio: flo
             a = an.accelerations(a_star[an.G_dofs], loop_bias(m, q, v))
             try:
                 tau[an.A_dofs] = inverse_dynamics(m, q, v, a, names, analysis=an).tau_A
-            except ValueError:
-                pass                # a G coordinate the actuators cannot move: let it go passive
-            return tau
+                return tau
+            except ValueError:      # underactuated (a figure hanging from a bar swings freely about
+                pass                # it): the least-squares form below, with the loops as its rows
+            M, b = crba(m, q), nonlinear_effects(m, q, v)
+            return _constrained_torque(m, M, b, a_star, act, loop_jacobian(m, q), loop_bias(m, q, v))[0]
         M, b = crba(m, q), nonlinear_effects(m, q, v)
         if stance:
             hit = _sole_contacts(m)
@@ -282,18 +293,30 @@ def _sole_contacts(m):
 
 def _stance_torque(m, q, v, M, b, a_star, act, units):
     """Torques for the posture accelerations a* with the sole corners in ``units`` (on the
-    ground) held still: the accelerations a and the corners' forces lambda (normal and two
-    tangents each) minimise |a_act - a*|^2 (+ a small multiple of |a_base|^2 and |lambda|^2)
-    subject to the floating base's equations of motion M_b a + b_b = J_b^T lambda (it has no
-    actuators) and the corners' N a + N' v = 0, T a + T' v = 0; then
-    tau = (M a + b - J^T lambda)_act.  Returns tau and each corner's normal force (the
-    caller drops corners that would pull: the ground only pushes)."""
-    nv, k = m.nv, len(units)
-    J = np.concatenate([units.N, units.T.reshape(2 * k, nv)])
+    ground) held still (their rows N, T with N a + N' v = 0, T a + T' v = 0; see
+    ``_constrained_torque``).  Returns tau and each corner's normal force (the caller drops
+    corners that would pull: the ground only pushes)."""
+    k = len(units)
+    J = np.concatenate([units.N, units.T.reshape(2 * k, m.nv)])
     drift = np.concatenate([units.drift_n, units.drift_t.reshape(2 * k)])
+    tau, lam = _constrained_torque(m, M, b, a_star, act, J, drift)
+    return tau, lam[:k]
+
+
+def _constrained_torque(m, M, b, a_star, act, J, drift):
+    """Torques for the posture accelerations a* on the actuated dofs ``act`` of a system held
+    by the rows J (J a + drift = 0: loops, or contact points held still) with forces lambda:
+    the accelerations a and lambda minimise |a_act - a*|^2 (+ 1e-8 |a_rest|^2 and a small
+    multiple of |lambda|^2, which picks the least-norm split of redundant rows) subject to the
+    unactuated dofs' equations of motion M_u a + b_u = J_u^T lambda; then
+    tau = (M a + b - J^T lambda)_act.  Where the actuators can produce a* exactly (a fully
+    actuated closed chain) this is the closed-chain inverse dynamics; where they cannot (a
+    figure swinging on a bar, a foot on one corner) it is the nearest motion they can.
+    Returns (tau, lambda)."""
+    nv = m.nv
     nc, base = J.shape[0], ~act
     nb = int(base.sum())
-    scale = float(np.trace(M)) / nv
+    scale = max(float(np.trace(M)) / nv, 1e-12)
     eps = 1e-8
     n = nv + nc
     H = np.zeros((n, n))
@@ -311,7 +334,7 @@ def _stance_torque(m, q, v, M, b, a_star, act, units):
     a, lam = z[:nv], z[nv:n]
     tau = np.zeros(nv)
     tau[act] = (M @ a + b - J.T @ lam)[act]
-    return tau, lam[:k]
+    return tau, lam
 
 
 
