@@ -418,3 +418,26 @@ def test_ball_joint_cone_and_twist_hold_under_random_torques(kind):
     gaps = np.array([ball_limit_gaps(joint, q) for q in a["q"]])
     assert gaps.min() >= -1e-6
     assert (gaps < 1e-6).any(axis=0)[[0]].all() and (gaps[:, 1:] < 1e-6).any()   # swing and twist stops reached
+
+
+def test_a_plane_with_a_depth_is_the_face_of_a_box():
+    """add_plane(depth=d): a point farther than d behind the plane is beyond the box (a hand
+    under a seat board) and does not touch it, in the gaps and in the rows; in front of it and
+    within the depth it does; unbounded planes without a depth are half-spaces."""
+    b = ld.ModelBuilder("board")
+    b.add_body("ball", "world", ld.FreeFlyer(), inertia=ld.Inertia(1.0, [0, 0, 0], np.eye(3) * 0.01))
+    b.add_contact("ball", [0, 0, 0], radius=0.01)
+    b.add_plane("board", "world", point=[0, 0, 1.0], extent=(0.5, 0.5), depth=0.03)
+    b.add_ground()
+    m = b.build()
+    cat = UnitCatalog(m)
+    q = ld.neutral(m)
+    for z, board in ((1.2, 0.19), (0.995, -0.015), (0.95, np.inf), (0.5, np.inf)):
+        q[2] = z
+        g = cat.gaps(q)
+        assert g[0] == pytest.approx(board) if np.isfinite(board) else g[0] == np.inf
+        assert g[1] == pytest.approx(z - 0.01)                          # the ground: a half-space
+        assert cat.units(q, None).gap[0] == g[0]
+    assert ld.ModelBuilder.from_model(m).build().planes[0].depth == 0.03
+    with pytest.raises(ValueError, match="depth"):
+        b.add_plane("bad", "world", depth=-1.0)

@@ -159,6 +159,8 @@ def contact_rows(R, p, V, A, J0, mask, cbody, cpos, crad, pbody, pR, pp, pext, p
         for k in range(3):
             d[k] = x[k] - op[k]
             g += Rp[k, 2] * d[k]
+        if g < -pext[pi, 2]:                      # behind the box the plane is a face of
+            g = np.inf
         g -= crad[ci]
         if pext[pi, 0] > 0.0:
             lx = Rp[0, 0] * d[0] + Rp[1, 0] * d[1] + Rp[2, 0] * d[2]
@@ -209,7 +211,8 @@ def contact_rows(R, p, V, A, J0, mask, cbody, cpos, crad, pbody, pR, pp, pext, p
 @njit(cache=True)
 def contact_gaps(R, p, cbody, cpos, crad, pbody, pR, pp, pext, pair_c, pair_p, out):
     """out[k] = the signed distance of contact pair k's sphere to its plane (+inf outside a
-    bounded plane's extent); R, p the bodies' world rotations and positions."""
+    bounded plane's extent or behind its depth); R, p the bodies' world rotations and positions;
+    pext (planes, 3): half-sizes (0: unbounded) and depth (inf: a half-space)."""
     for k in range(pair_c.shape[0]):
         c, pl = pair_c[k], pair_p[k]
         bc, bp = cbody[c], pbody[pl]
@@ -232,6 +235,8 @@ def contact_gaps(R, p, cbody, cpos, crad, pbody, pR, pp, pext, pair_c, pair_p, o
                 lx += ax * d
                 ly += ay * d
         if pext[pl, 0] > 0.0 and (abs(lx) > pext[pl, 0] or abs(ly) > pext[pl, 1]):
+            g = np.inf
+        if g + crad[c] < -pext[pl, 2]:           # the centre is behind the box the plane is a face of
             g = np.inf
         out[k] = g
 
@@ -288,8 +293,10 @@ class UnitCatalog:
         self._pbody = np.array([pl.body for pl in ps], dtype=np.int64)
         self._pR = np.array([pl.R for pl in ps], dtype=float).reshape(-1, 3, 3)
         self._pp = np.array([pl.p for pl in ps], dtype=float).reshape(-1, 3)
-        self._pext = np.array([pl.extent if pl.extent is not None else (0.0, 0.0) for pl in ps],
-                              dtype=float).reshape(-1, 2)
+        # per plane: half-sizes (0, 0: unbounded) and depth (inf: a half-space)
+        self._pext = np.array([(pl.extent if pl.extent is not None else (0.0, 0.0))
+                               + (np.inf if getattr(pl, "depth", None) is None else pl.depth,) for pl in ps],
+                              dtype=float).reshape(-1, 3)
         self._pair_c = np.array([c for c, _ in self.pairs], dtype=np.int64)
         self._pair_p = np.array([p_ for _, p_ in self.pairs], dtype=np.int64)
         pm, cm = [], []

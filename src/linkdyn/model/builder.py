@@ -172,7 +172,7 @@ class ModelBuilder:
                           restitution=c.restitution, name=c.name)
         for pl in model.planes:
             b.add_plane(pl.name, model.body_names[pl.body], placement=(pl.R, pl.p), extent=pl.extent,
-                        friction=pl.friction, restitution=pl.restitution)
+                        friction=pl.friction, restitution=pl.restitution, depth=pl.depth)
         return b
 
     def _body_index(self, ref, what):
@@ -381,13 +381,17 @@ class ModelBuilder:
         return name
 
     def add_plane(self, name: str, body="world", point=(0.0, 0.0, 0.0), normal=(0.0, 0.0, 1.0), placement=None,
-                  extent=None, friction: float | None = None, restitution: float | None = None) -> None:
+                  extent=None, friction: float | None = None, restitution: float | None = None,
+                  depth: float | None = None) -> None:
         """A plane fixed to ``body`` (default the world: a ground) that the contact points of other
         bodies cannot pass: through ``point`` with outward ``normal`` (body frame), or, with
         ``placement``, the xy-plane of that frame with its z axis outward.  ``extent``: None for
         an unbounded plane, or the half-sizes (hx, hy) of a rectangle in the plane's frame (a
-        box's face: a seat, a table top); points outside it do not touch.  ``friction`` and
-        ``restitution``: the plane's own coefficients (None: the contact's alone)."""
+        box's face: a seat, a table top); points outside it do not touch.  ``depth``: None (the
+        plane bounds a half-space) or the box's depth behind the face: a point (a sphere's
+        centre) farther than that behind the plane is beyond the box and does not touch it (a
+        hand under a seat board).  ``friction`` and ``restitution``: the plane's own
+        coefficients (None: the contact's alone)."""
         if not isinstance(name, str) or not name:
             raise ValueError(f"add_plane: name must be a non-empty string, got {name!r}")
         if not self._contact_name_free(name):
@@ -408,7 +412,10 @@ class ModelBuilder:
         for what, x in (("friction", friction), ("restitution", restitution)):
             if x is not None and not (np.isfinite(float(x)) and float(x) >= 0):
                 raise ValueError(f"add_plane({name!r}).{what}: expected a number >= 0 or None, got {x!r}")
+        if depth is not None and not (np.isfinite(float(depth)) and float(depth) > 0):
+            raise ValueError(f"add_plane({name!r}).depth: expected a positive number or None, got {depth!r}")
         self._planes.append(dict(name=name, body=bidx, R=R, p=p.copy(), extent=extent,
+                                 depth=None if depth is None else float(depth),
                                  friction=None if friction is None else float(friction),
                                  restitution=None if restitution is None else float(restitution)))
 
@@ -477,6 +484,6 @@ class ModelBuilder:
             hb, hR, hp = host[pl["body"]]
             R, p = _compose(hR, hp, pl["R"], pl["p"])
             planes.append(dict(name=pl["name"], body=hb, R=R, p=p, extent=pl["extent"], friction=pl["friction"],
-                               restitution=pl["restitution"]))
+                               restitution=pl["restitution"], depth=pl["depth"]))
         return Model(self.name, kept, parent_model, tree, inertia, frames, joint_frames,
                      self.gravity.copy(), list(self.mimic), loops, contacts, planes)

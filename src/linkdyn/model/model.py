@@ -80,11 +80,12 @@ class ContactPoint:
 
 class ContactPlane:
     """A plane on ``body``: the xy-plane of the frame (R, p) in the body frame, its z axis the
-    outward normal; ``extent`` None (unbounded) or half-sizes (hx, hy) (ModelBuilder.add_plane)."""
-    __slots__ = ("name", "body", "R", "p", "extent", "friction", "restitution")
+    outward normal; ``extent`` None (unbounded) or half-sizes (hx, hy); ``depth`` None (a
+    half-space) or how far behind the plane a point still touches it (ModelBuilder.add_plane)."""
+    __slots__ = ("name", "body", "R", "p", "extent", "friction", "restitution", "depth")
 
-    def __init__(self, name, body, R, p, extent, friction, restitution):
-        self.name, self.body, self.extent = name, int(body), extent
+    def __init__(self, name, body, R, p, extent, friction, restitution, depth=None):
+        self.name, self.body, self.extent, self.depth = name, int(body), extent, depth
         self.R, self.p = _readonly(np.array(R, dtype=float)), _readonly(np.array(p, dtype=float))
         self.friction, self.restitution = friction, restitution
 

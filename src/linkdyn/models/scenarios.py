@@ -6,6 +6,7 @@ the ground, Fig. 11).  Each scene is a function returning ``(model, q)`` or a re
 from __future__ import annotations
 
 import numpy as np
+import scipy.linalg
 
 from .. import spatial, structure
 from ..kinematics import frame_pose
@@ -101,15 +102,23 @@ def figure_on_bar_40(grip: str = "revolute"):
 
 # ---------------------------------------------------------------------------------------
 # the swing (seed 004 sec. 5.2, Fig. 15)
-def swing(mass: float = 70.0, height: float = 1.75, rope_length: float = 2.5, swing_angle: float = 0.5):
-    """The swing of seed 004 sec. 5.2: the 16-DoF figure sits on a seat hung from two ropes.
-    Each rope turns about a spherical joint at its top; the seat hangs from the right rope's
-    end on a spherical joint and is held at its left end by the left rope through a loop (a
-    spherical cut joint, "seat_l_end__l_rope_end"); the hands hold the ropes through spherical
-    joints; each thigh rests on the seat through a sideways (y) prismatic joint
-    ("l_seat__seat", "r_seat__seat").  The swing is drawn back by ``swing_angle`` rad about the
-    line through the rope tops.  Returns (model, q); frame "seat_centre" is the seat's middle
-    and the seat is ``2 w`` wide (``w`` = half the distance between the ropes, returned too)."""
+def swing(mass: float = 70.0, height: float = 1.75, rope_length: float = 2.5, swing_angle: float = 0.5,
+          friction: float = 0.3, ground_clearance: float = 0.25):
+    """The swing of Nakamura and Yamane (2000, sec. 5.2, Fig. 15): the 16-DoF figure sits on a
+    seat hung from two ropes.  Each rope turns about a spherical joint at its top; the seat is
+    rigid between the rope ends (fixed to the right rope's end, welded to the left one's through
+    the loop "seat_l_end__l_rope_end", the weld that breaks); the hands hold the ropes through
+    spherical joints (loops "l_grip__l_rope", "r_grip__r_rope").  Where the paper joins each
+    thigh to the seat by a sideways prismatic joint, the thighs here *rest* on the seat: two
+    contact points under each thigh against the seat's top (a plane bounded by the seat, with
+    Coulomb ``friction``), so they stick while the seat is level enough, and can lift off or
+    slide.  The figure therefore has a floating base: the paper's 30 joint DoF (16 + 4 x 3 + 2)
+    are ours minus the 6 of the base plus the 2 prismatic joints (34 velocities).  A ground lies
+    ``ground_clearance`` below the feet at the bottom of the swing, which they can reach once
+    the figure hangs from its hands.  The swing starts at rest, drawn back by ``swing_angle``
+    rad from the bottom (the ropes hanging straight down) about the line through the rope tops.
+    Returns (model, q, w): frame "seat_centre" is the seat's middle and the seat is ``2 w`` wide
+    (``w`` = half the distance between the ropes)."""
     d = dimensions(height)
     fig = human_figure_16(mass=mass, height=height)
     r_thigh = 0.035 * height                      # the thigh's half-thickness under its axis
@@ -119,22 +128,35 @@ def swing(mass: float = 70.0, height: float = 1.75, rope_length: float = 2.5, sw
     for side in ("l", "r"):
         q[fig.q_slice(f"{side}_hip")] = spatial.quat_from_axis_angle([0, 1, 0], -np.pi / 2)
         q[fig.q_slice(f"{side}_knee")] = np.pi / 2
-        q[fig.q_slice(f"{side}_shoulder")] = spatial.quat_from_axis_angle([0, 1, 0], -0.5)
-        q[fig.q_slice(f"{side}_elbow")] = 1.2
+        q[fig.q_slice(f"{side}_elbow")] = 0.6
     b = _b.ModelBuilder.from_model(fig, name="swing")
-    for side in ("l", "r"):                       # under the middle of each thigh
+    for side in ("l", "r"):                       # under the middle of each thigh, and two contact points
         b.add_frame(f"{side}_seat", f"{side}_thigh", placement=(np.eye(3), [-r_thigh, 0.0, -0.5 * d["L_thigh"]]))
+        for k, at in enumerate((0.25, 0.75)):
+            b.add_contact(f"{side}_thigh", [-r_thigh, 0.0, -at * d["L_thigh"]], friction=friction,
+                          name=f"{side}_thigh_contact{k}")
     fig = b.build()
     contact = {s: frame_pose(fig, q, f"{s}_seat")[:3, 3] for s in ("l", "r")}
-    grips = {s: frame_pose(fig, q, f"{s}_grip")[:3, 3] for s in ("l", "r")}
     x_seat, z_seat = 0.5 * (contact["l"][0] + contact["r"][0]), contact["l"][2]
+    # the arms reach forward until the hands are right above the seat's ends (the ropes hang
+    # straight down through them at the bottom of the swing)
+    best = None
+    for a in np.linspace(-1.6, 0.4, 2001):
+        for side in ("l", "r"):
+            q[fig.q_slice(f"{side}_shoulder")] = spatial.quat_from_axis_angle([0, 1, 0], a)
+        miss = abs(frame_pose(fig, q, "l_grip")[0, 3] - x_seat)
+        if best is None or miss < best[0]:
+            best = (miss, a)
+    for side in ("l", "r"):
+        q[fig.q_slice(f"{side}_shoulder")] = spatial.quat_from_axis_angle([0, 1, 0], best[1])
+    grips = {s: frame_pose(fig, q, f"{s}_grip")[:3, 3] for s in ("l", "r")}
     w = abs(grips["l"][1])                        # the ropes pass by the hands
     ends = {"l": np.array([x_seat, w, z_seat]), "r": np.array([x_seat, -w, z_seat])}
     # each rope: from its top, through the hand, to the seat's end; its frame's x runs down it
     b = _b.ModelBuilder.from_model(fig, name="swing")
     rope_R = {}
     for s in ("l", "r"):
-        x = (ends[s] - grips[s]) / np.linalg.norm(ends[s] - grips[s])
+        x = np.array([0.0, 0.0, -1.0])
         top = ends[s] - rope_length * x
         y = np.array([0.0, 1.0, 0.0]) - x[1] * x
         y /= np.linalg.norm(y)
@@ -143,32 +165,44 @@ def swing(mass: float = 70.0, height: float = 1.75, rope_length: float = 2.5, sw
                    joint_name=f"{s}_rope_top")
         b.add_frame(f"{s}_rope_top_point", "world", placement=top)
         b.add_frame(f"{s}_rope_end", f"{s}_rope", placement=(R.T, [rope_length, 0.0, 0.0]))
-    # the seat: a board 2w wide hanging by its right end from the right rope's end; its frame is
-    # at that end, world-aligned at q
+    # the seat: a board 2w wide fixed to the right rope's end; its frame is at that end,
+    # world-aligned at q, its top the plane the thighs rest on
     thick, depth, m_seat = 0.03, 0.3 * height / 1.75, 3.0
     Rr = rope_R["r"]
-    b.add_body("seat", "r_rope", J.Spherical(), placement=(Rr.T, [rope_length, 0.0, 0.0]),
+    b.add_body("seat", "r_rope", J.Fixed(), placement=(Rr.T, [rope_length, 0.0, 0.0]),
                inertia=_b.Inertia(m_seat, [0.0, w, -0.5 * thick],
                                   m_seat / 12 * np.diag([4 * w * w + thick ** 2, depth ** 2 + thick ** 2,
                                                          4 * w * w + depth ** 2])),
-               joint_name="seat_hook")
+               joint_name="seat_mount")
     b.add_frame("seat_centre", "seat", placement=[0.0, w, 0.0])
     b.add_frame("seat_l_end", "seat", placement=[0.0, 2 * w, 0.0])
+    # (the board's ends, where the ropes and the hands are, are left out of the surface the
+    # thighs can rest on)
+    b.add_plane("seat_top", "seat", point=[0.0, w, 0.0], normal=[0.0, 0.0, 1.0], extent=(0.5 * depth, w - 0.04), depth=thick,
+                friction=friction)
     scene = b.build()
-    qs = structure.map_state(fig, scene, q)
-    # draw the swing back: the ropes turn about the line of their tops, the figure with them
-    tops = [frame_pose(scene, qs, f"{s}_rope_top_point")[:3, 3] for s in ("l", "r")]
+    q0 = structure.map_state(fig, scene, q)
+    tops = [frame_pose(scene, q0, f"{s}_rope_top_point")[:3, 3] for s in ("l", "r")]
     axis = (tops[0] - tops[1]) / np.linalg.norm(tops[0] - tops[1])
-    Rs = spatial.axis_angle_to_matrix(axis, -swing_angle)
-    for s in ("l", "r"):
-        R0 = scene.R_tree[scene.joint_id(f"{s}_rope_top")]
-        qs[scene.q_slice(f"{s}_rope_top")] = spatial.matrix_to_quat(R0.T @ Rs @ R0)
-    qs = _rotate_base_about(scene, qs, tops[0], axis, -swing_angle)
+
+    def turned(angle):
+        """q0 with the ropes turned by ``angle`` about the line of their tops, the figure with them."""
+        qs = q0.copy()
+        Rs = spatial.axis_angle_to_matrix(axis, angle)
+        for s in ("l", "r"):
+            R0 = scene.R_tree[scene.joint_id(f"{s}_rope_top")]
+            qs[scene.q_slice(f"{s}_rope_top")] = spatial.matrix_to_quat(R0.T @ Rs @ R0)
+        return _rotate_base_about(scene, qs, tops[0], axis, angle)
+    # as built the swing is at its bottom: the ropes hang straight down, the seat level
+    feet = min(frame_pose(scene, q0, f"{s}_{e}")[2, 3] for s in ("l", "r") for e in ("heel", "toe"))
+    b = _b.ModelBuilder.from_model(scene, name="swing")
+    b.add_ground(height=feet - ground_clearance)
+    scene = b.build()
+    qs = turned(-swing_angle)                    # drawn back from the bottom
     # the loops, closed where everything now is
-    scene, qs = structure.connect(scene, qs, "seat_l_end", "l_rope_end", J.Spherical())
+    scene, qs = structure.connect(scene, qs, "seat_l_end", "l_rope_end")          # a weld
     for s in ("l", "r"):
         scene, qs = structure.connect(scene, qs, f"{s}_grip", f"{s}_rope", J.Spherical())
-        scene, qs = structure.connect(scene, qs, f"{s}_seat", "seat", J.Prismatic("y"))
     return scene, qs, w
 
 
@@ -180,31 +214,38 @@ def thigh_offset(model, q, side):
     return float((T_seat[:3, :3].T @ (p - T_seat[:3, 3]))[1])
 
 
-def swing_simulation(dt: float = 1e-3, seat_breaks: float = 1.2, record_every: int = 10, **options):
-    """Fig. 15 as a simulation: the figure swings; at ``seat_breaks`` s the seat comes off the
-    left rope (that loop is cut); each thigh slides sideways on the tilting seat and is cut
-    loose when it passes the seat's end."""
+def swing_simulation(dt: float = 1e-3, seat_breaks: float = 1.2, record_every: int = 10,
+                     posture: float | None = 8.0, **options):
+    """Fig. 15 as a simulation: the figure swings on the seat; at ``seat_breaks`` s the seat
+    comes off the left rope (that weld is cut) and hangs from the right rope.  Stepped by time
+    stepping (``contact_method="timestep"`` unless ``options`` say otherwise).  ``posture``:
+    the figure keeps its sitting posture with the posture controller at this frequency (rad/s;
+    the seat and the ropes carry it: ``posture_controller``'s stance); None: a passive figure.
+
+    What happens after the break differs from the paper's figure: there the thighs slide off
+    along frictionless sideways prismatic joints; here they rest on the seat with friction and
+    the figure holds both ropes with a held posture, so the figure, the ropes and the seat move
+    as one parallelogram: the seat tilts sideways by a few degrees, the left thigh lifts off and
+    the right one stays (tan of the tilt < ``friction``).  A passive figure (``posture=None``)
+    tips backwards off the seat, since nothing holds its thighs down."""
     from ..sim import Simulation
     model, q, w = swing()
+    options.setdefault("contact_method", "timestep")
+    if posture is not None:
+        options.setdefault("controller", posture_controller(model, q, frequency=posture,
+                                                            passive=("l_rope_top", "r_rope_top")))
     sim = Simulation(model, q, dt=dt, record_every=record_every, **options)
     sim.at(seat_breaks, "cut", "seat_l_end__l_rope_end")
-    for side in ("l", "r"):
-        loop = f"{side}_seat__seat"
-
-        def off_the_seat(s, side=side, loop=loop):
-            return loop in {lp.name for lp in s.model.loops} and abs(thigh_offset(s.model, s.q, side)) > w
-
-        sim.when(off_the_seat, "cut", loop)
     return sim
 
 
 # ---------------------------------------------------------------------------------------
 # drop and land (pseudo-closed chains with the ground, seed 004 Fig. 11)
 def posture_controller(model, q_ref, frequency: float = 12.0, damping_ratio: float = 1.0, stance: bool = True,
-                       stance_gap: float = 1e-3):
+                       stance_gap: float = 1e-3, passive=()):
     """Computed-torque control of the posture ``q_ref`` of ``model`` by every joint but the
-    floating base and the virtual links, whatever model the simulation is on (joints matched by
-    name).  The joints are asked for the accelerations a* = -w^2 e - 2 z w v (e the error on the
+    floating base, the virtual links and the joints named in ``passive`` (e.g. a swing's ropes),
+    whatever model the simulation is on (joints matched by name).  The joints are asked for the accelerations a* = -w^2 e - 2 z w v (e the error on the
     joints' manifolds, w = ``frequency`` rad/s, z the damping ratio), and the torques that give
     them come from the dynamics itself:
 
@@ -215,12 +256,14 @@ def posture_controller(model, q_ref, frequency: float = 12.0, damping_ratio: flo
       (the actuated joints; the base is dependent), least-norm over the redundant actuators;
       an underactuated one (hands on a bar: the swing about the bar has no actuator) gets the
       nearest motion the actuators can make, the loops as rows of ``_constrained_torque``;
-    * an open chain standing on contact points (``stance``: the sole corners ``l_sole_*`` /
-      ``r_sole_*`` within ``stance_gap`` m of a plane): those corners are held still (their
-      rows J a + J' v = 0, their forces unknowns, the accelerations closest to a* on the joints
-      in least squares; ``_stance_torque``), so the legs carry the body's weight; corners whose
-      normal force would pull are left out and the rest solved again (the contacts themselves
-      stay unilateral in the simulation).
+    * a figure resting on contact points (``stance``: the model's contacts within
+      ``stance_gap`` m of a plane, e.g. the sole corners on the ground, the thighs on a seat):
+      those points are held still (their rows J a + J' v = 0 with the loops', their forces
+      unknowns, the accelerations closest to a* on the joints in least squares;
+      ``_constrained_torque``), so the legs or the seat carry the body's weight; points whose
+      normal force would pull are left out, points whose friction would leave its cone only
+      keep their normal row (they may slide), and the rest is solved again (the contacts
+      themselves stay unilateral in the simulation).
 
     Gains on the joints' own inertia M_aa instead would meet a much smaller effective inertia
     (the base moves too): ~90 times stiffer than asked on the human figure, and beyond an
@@ -235,11 +278,18 @@ def posture_controller(model, q_ref, frequency: float = 12.0, damping_ratio: flo
     def control(t, q, v, m):
         act = np.ones(m.nv, dtype=bool)
         for i in range(1, m.nbody):
-            if m.jnt_type[i] == J.FREE or m.is_virtual[i]:
+            if m.jnt_type[i] == J.FREE or m.is_virtual[i] or m._joint_names[i] in passive:
                 act[m.jnt_vadr[i]:m.jnt_vadr[i] + m.jnt_nv[i]] = False
         a_star = -w2 * difference(m, structure.map_state(ref_model, m, ref), q) - c * v
         tau = np.zeros(m.nv)
-        if m.nloops:
+        # the contact points on a plane now (the soles on the ground, the thighs on a seat)
+        on, cat = np.zeros(0, dtype=np.int64), None
+        if stance:
+            cat = _contact_catalog(m)
+            if cat is not None:
+                gaps = cat.gaps(q)
+                on = np.flatnonzero(gaps <= stance_gap)
+        if m.nloops and not len(on):
             names = [n for n in m.joint_names if act[m.v_index(n)]]
             an = analyze(m, q, actuated=names)
             a = an.accelerations(a_star[an.G_dofs], loop_bias(m, q, v))
@@ -248,20 +298,36 @@ def posture_controller(model, q_ref, frequency: float = 12.0, damping_ratio: flo
                 return tau
             except ValueError:      # underactuated (a figure hanging from a bar swings freely about
                 pass                # it): the least-squares form below, with the loops as its rows
-            M, b = crba(m, q), nonlinear_effects(m, q, v)
-            return _constrained_torque(m, M, b, a_star, act, loop_jacobian(m, q), loop_bias(m, q, v))[0]
         M, b = crba(m, q), nonlinear_effects(m, q, v)
-        if stance:
-            hit = _sole_contacts(m)
-            if hit is not None:
-                cat, idx = hit
-                gaps = cat.gaps(q)
-                on = idx[gaps[idx] <= stance_gap]
-                while len(on):
-                    tau_s, push = _stance_torque(m, q, v, M, b, a_star, act, cat.units(q, v, on, with_drift=True))
-                    if push.min() >= 0.0:
-                        return tau_s
-                    on = on[push >= push.max() * 1e-9] if push.max() > 0 else on[:0]   # drop the pulling ones
+        if m.nloops or len(on):
+            JL = loop_jacobian(m, q) if m.nloops else np.zeros((0, m.nv))
+            dL = loop_bias(m, q, v) if m.nloops else np.zeros(0)
+            slide = np.zeros(len(on), dtype=bool)
+            for _ in range(2 * len(on) + 2):
+                k = len(on)
+                if k:
+                    u = cat.units(q, v, on, with_drift=True)
+                    st = ~slide                                # sticking points hold their tangents too
+                    Jr = np.concatenate([JL, u.N, u.T[st].reshape(-1, m.nv)])
+                    dr = np.concatenate([dL, u.drift_n, u.drift_t[st].reshape(-1)])
+                else:
+                    Jr, dr = JL, dL
+                if not len(Jr):
+                    break
+                tau_c, lam = _constrained_torque(m, M, b, a_star, act, Jr, dr)
+                push = lam[len(dL):len(dL) + k]
+                if k and push.min() < 0.0:                     # the ground only pushes: drop the pulling ones
+                    keep = push >= push.max() * 1e-9 if push.max() > 0 else np.zeros(k, dtype=bool)
+                    on, slide = on[keep], slide[keep]
+                    continue
+                if k and st.any():                             # friction the cone cannot give: let them slide
+                    ft = np.hypot(*lam[len(dL) + k:].reshape(-1, 2).T)
+                    over = np.zeros(k, dtype=bool)
+                    over[st] = ft > u.mu[st] * push[st] * (1 + 1e-9)
+                    if over.any():
+                        slide |= over
+                        continue
+                return tau_c
         p, a_ = ~act, act
         K = np.linalg.solve(M[np.ix_(p, p)], M[np.ix_(p, a_)]) if p.any() else np.zeros((0, a_.sum()))
         S = M[np.ix_(a_, a_)] - M[np.ix_(a_, p)] @ K
@@ -270,37 +336,23 @@ def posture_controller(model, q_ref, frequency: float = 12.0, damping_ratio: flo
     return control
 
 
-#: per model (a model is immutable): its contact catalog and the catalog indices of the sole corners
-_SOLES: dict = {}
+#: per model (a model is immutable): the catalog of its contacts (None: none)
+_CONTACTS: dict = {}
 
 
-def _sole_contacts(m):
-    """(catalog, indices of the sole contacts) of ``m`` (contacts named ``l_sole_*``/``r_sole_*``
-    against a plane), or None when it has none."""
-    if m in _SOLES:
-        return _SOLES[m]
-    hit = None
+def _contact_catalog(m):
+    """The UnitCatalog of ``m``'s contact pairs (no limits), or None when it has none."""
+    if m in _CONTACTS:
+        return _CONTACTS[m]
+    cat = None
     if m.contacts and m.planes:
         from ..contact.rows import UnitCatalog
         cat = UnitCatalog(m, limits=False)
-        idx = np.array([k for k, n in enumerate(cat.names) if n.startswith(("l_sole_", "r_sole_"))], dtype=np.int64)
-        hit = (cat, idx) if len(idx) else None
-    if len(_SOLES) > 64:
-        _SOLES.clear()
-    _SOLES[m] = hit
-    return hit
-
-
-def _stance_torque(m, q, v, M, b, a_star, act, units):
-    """Torques for the posture accelerations a* with the sole corners in ``units`` (on the
-    ground) held still (their rows N, T with N a + N' v = 0, T a + T' v = 0; see
-    ``_constrained_torque``).  Returns tau and each corner's normal force (the caller drops
-    corners that would pull: the ground only pushes)."""
-    k = len(units)
-    J = np.concatenate([units.N, units.T.reshape(2 * k, m.nv)])
-    drift = np.concatenate([units.drift_n, units.drift_t.reshape(2 * k)])
-    tau, lam = _constrained_torque(m, M, b, a_star, act, J, drift)
-    return tau, lam[:k]
+        cat = None if cat.empty else cat
+    if len(_CONTACTS) > 64:
+        _CONTACTS.clear()
+    _CONTACTS[m] = cat
+    return cat
 
 
 def _constrained_torque(m, M, b, a_star, act, J, drift):
@@ -328,9 +380,20 @@ def _constrained_torque(m, M, b, a_star, act, J, drift):
     C[:nb, nv:] = -J[:, base].T
     C[nb:, :nv] = J
     g = np.concatenate([np.where(act, a_star, 0.0), np.zeros(nc)])
-    rhs = np.concatenate([g, -b[base], -drift])
-    K = np.block([[H, C.T], [C, np.zeros((nb + nc, nb + nc))]])
-    z = np.linalg.lstsq(K, rhs, rcond=1e-12)[0]
+    d = np.concatenate([-b[base], -drift])
+    # H is diagonal: z = H^-1 (g - C^T mu) with the Schur complement (C H^-1 C^T) mu = C H^-1 g - d,
+    # Cholesky-factored with a relative 1e-12 on its diagonal (dependent rows, e.g. redundant
+    # contact points, get the least-norm split)
+    h_inv = 1.0 / np.diag(H)
+    CH = C * h_inv
+    S = CH @ C.T
+    S[np.diag_indices_from(S)] += 1e-12 * max(float(np.abs(np.diag(S)).max()), 1e-300)
+    try:
+        mu = scipy.linalg.cho_solve(scipy.linalg.cho_factor(S, check_finite=False), CH @ g - d, check_finite=False)
+        z = h_inv * (g - C.T @ mu)
+    except np.linalg.LinAlgError:
+        K = np.block([[H, C.T], [C, np.zeros((nb + nc, nb + nc))]])
+        z = np.linalg.lstsq(K, np.concatenate([g, d]), rcond=1e-12)[0]
     a, lam = z[:nv], z[nv:n]
     tau = np.zeros(nv)
     tau[act] = (M @ a + b - J.T @ lam)[act]
