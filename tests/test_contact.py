@@ -441,3 +441,26 @@ def test_a_plane_with_a_depth_is_the_face_of_a_box():
     assert ld.ModelBuilder.from_model(m).build().planes[0].depth == 0.03
     with pytest.raises(ValueError, match="depth"):
         b.add_plane("bad", "world", depth=-1.0)
+
+
+def test_an_impact_on_a_closed_chain_reports_the_loops_impulses():
+    """The four-bar's crank strikes its stop: the event lists the stop's impulse and the
+    impulse every loop took to stay closed, and together they are the velocity jump:
+    M dv = N^T P + J_C^T P_loop to round-off."""
+    from linkdyn.loops.kinematics import loop_jacobian
+    fb = ld.models.four_bar()
+    q0 = ld.loops.close_loops(fb, ld.neutral(fb) + 0.3, hold=["crank"])
+    b = ld.ModelBuilder.from_model(fb)
+    b.set_limits("crank", upper=float(q0[fb.q_index("crank")]) + 0.3)
+    m = b.build()
+    sim = ld.Simulation(m, q0, dt=1e-3)
+    rec = sim.run(until=1.0, progress=False)
+    ev = [e for e in rec.events if e.kind == "impact"][0]
+    assert ev.loop_impulse.shape == (m.nloops, 6) and np.abs(ev.loop_impulse).max() > 1e-3
+    a = rec.segments[0].arrays()
+    q = a["q"][np.searchsorted(a["t"], ev.t)]
+    cat = UnitCatalog(m)
+    u = cat.units(q, None, [cat.names.index(n) for n in ev.units])
+    gen = u.N.T @ ev.impulse[:, 0] + np.einsum("kij,ki->j", u.T, ev.impulse[:, 1:])
+    gen += loop_jacobian(m, q).T @ ev.loop_impulse.ravel()
+    assert ld.crba(m, q) @ ev.dv == pytest.approx(gen, abs=1e-9 * max(1.0, np.abs(gen).max()))

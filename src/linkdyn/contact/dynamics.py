@@ -65,6 +65,7 @@ class Response:
                     rows = independent_rows(Jb)          # a rank-revealing QR: done again only when
                     model.__dict__["_contact_loop_rows"] = rows   # the rows the model had go dependent
                 Jr = Jb[rows]
+                self._loop_rows = rows
                 k = Jr.shape[0]
                 K = np.zeros((self._nv + k, self._nv + k))
                 K[:self._nv, :self._nv] = M
@@ -78,29 +79,40 @@ class Response:
         else:
             self._cho = scipy.linalg.cho_factor(M, lower=True, check_finite=False)
 
-    def apply(self, F):
+    def apply(self, F, loops=False):
+        """Z F; with ``loops`` also the loops' impulses (6 nloops, k) that hold them closed
+        against F (zero for a tree, and on the rows the KKT system left out as dependent)."""
         F = np.asarray(F, dtype=float)
         if F.ndim == 1:
-            return self.apply(F[:, None])[:, 0]
-        if F.shape[1] == 0:
-            return np.zeros((self._nv, 0))
-        if self._cho is not None:
-            return scipy.linalg.cho_solve(self._cho, F, check_finite=False)
+            out = self.apply(F[:, None], loops)
+            return (out[0][:, 0], out[1][:, 0]) if loops else out[:, 0]
+        nl6 = 6 * self.model.nloops
+        if F.shape[1] == 0 or self._cho is not None:
+            x = np.zeros((self._nv, F.shape[1])) if F.shape[1] == 0 else \
+                scipy.linalg.cho_solve(self._cho, F, check_finite=False)
+            return (x, np.zeros((nl6, F.shape[1]))) if loops else x
         rhs = np.zeros((self._lu[0].shape[0], F.shape[1]))
         rhs[:self._nv] = F
-        return scipy.linalg.lu_solve(self._lu, rhs, check_finite=False)[:self._nv]
+        sol = scipy.linalg.lu_solve(self._lu, rhs, check_finite=False)
+        if not loops:
+            return sol[:self._nv]
+        mu = np.zeros((nl6, F.shape[1]))
+        mu[self._loop_rows] = -sol[self._nv:]          # M x + J^T mu = F: the loops push with -mu
+        return sol[:self._nv], mu
 
 
 @dataclass
 class Solution:
     """What the unilateral problem gave: ``qdd`` (or ``dv`` for an impulse), the units it
     covered and per unit ``force`` (k, 3): [normal, tangent 1, tangent 2] (forces, or
-    impulses), ``sliding`` (k,) bool, and the complementarity ``residual``."""
+    impulses), ``sliding`` (k,) bool, the complementarity ``residual``, and for an impulse
+    ``loop_impulse`` (nloops, 6): what each loop took to stay closed."""
     value: np.ndarray
     units: object
     force: np.ndarray
     sliding: np.ndarray
     residual: float
+    loop_impulse: np.ndarray = None
 
 
 def _problem(units, v, sliding_ok, slide=None):
@@ -200,7 +212,7 @@ def impulse(model, q, v, units, restitution=True, response=None) -> Solution:
         return Solution(np.zeros(model.nv), units, np.zeros((0, 3)), np.zeros(0, dtype=bool), 0.0)
     response = response or Response(model, q)
     kinds, mus, normals, G, F, owner, sliding = _problem(units, v, False)
-    ZF = response.apply(F)
+    ZF, MU = response.apply(F, loops=True)
     A = G @ ZF
     w0 = G @ v
     r = w0.copy()
@@ -209,7 +221,9 @@ def impulse(model, q, v, units, restitution=True, response=None) -> Solution:
             if s == 0 and w0[k] < 0:
                 r[k] = (1.0 + units.e[u]) * w0[k]
     lam, res = lcp.solve(A, r, kinds, mus, normals)
-    return Solution(ZF @ lam, units, _unpack(units, lam, owner, sliding, v), sliding, res)
+    sol = Solution(ZF @ lam, units, _unpack(units, lam, owner, sliding, v), sliding, res)
+    sol.loop_impulse = (MU @ lam).reshape(-1, 6)
+    return sol
 
 
 def position_correction(model, q, units, response=None):

@@ -22,7 +22,10 @@ class Event:
     impulse it applied, [normal, tangent 1, tangent 2] per unit of ``units`` (every contact
     and limit at its boundary, not only the ones that struck), ``dv`` the jump
     of the generalized velocity (new model's), ``kinetic_before`` / ``kinetic_after`` the
-    kinetic energy around it (their difference is the impulse's work, never positive)."""
+    kinetic energy around it (their difference is the impulse's work, never positive).  For an
+    impact on a closed chain, ``loop_impulse`` (nloops, 6): the impulse each loop took to stay
+    closed, [linear; angular] in the loop's rows (``linkdyn.loops.loop_jacobian``: the virtual
+    link's frame); for a redundant loop one valid split."""
     t: float
     kind: str
     name: str
@@ -32,6 +35,7 @@ class Event:
     kinetic_after: float
     note: str = ""
     units: list = field(default_factory=list)
+    loop_impulse: np.ndarray = field(default_factory=lambda: np.zeros((0, 6)))
 
     @property
     def energy_loss(self) -> float:

@@ -159,7 +159,7 @@ class TimeStepping:
             q1 = self._project(q1, gaps1)
         return q1, v1, events
 
-    def _event(self, q, v, v1, hit, touching, P, t, tau):
+    def _event(self, q, v, v1, hit, touching, P, t, tau, loop_impulse=None):
         """An impact event: the impulses of the step, and the kinetic energy before and after
         them (from the free motion's velocity v + h a_free to v1: what the impulses took,
         without the work of gravity and the torques in the step)."""
@@ -171,7 +171,8 @@ class TimeStepping:
                      float(kinetic_energy(self.model, q, v_free)), float(kinetic_energy(self.model, q, v1)),
                      note=f"{len(touching)} units push in this step (time stepping: the impact is at the step; "
                           "its impulses include what holds the units against gravity and the torques for the step)",
-                     units=[names[u] for u in touching])
+                     units=[names[u] for u in touching],
+                     loop_impulse=np.zeros((self.model.nloops, 6)) if loop_impulse is None else loop_impulse)
 
     def _step_python(self, q, v, tau, dt, t):
         model, cat, h = self.model, self.catalog, dt
@@ -187,7 +188,7 @@ class TimeStepping:
             self._gaps_end = gaps_end[cand]
             kinds, mus, normals, G, r, unit, slot, vn = self._problem(units, v_free, v, h)
             resp = cd.Response(model, q)
-            ZF = resp.apply(G.T)
+            ZF, MU = resp.apply(G.T, loops=True)
             A = G @ ZF
             lam, res = lcp.solve(A, r, kinds, mus, normals, self.warm[cand[unit], slot], max_iter=LCP_SWEEPS,
                                  tol=LCP_TOL, exact=False)
@@ -206,7 +207,8 @@ class TimeStepping:
                 full = np.zeros((cat.size, 3))
                 full[cand] = P
                 self._h = h
-                events.append(self._event(q, v, v1, cand[hit], cand[np.flatnonzero(P[:, 0] > 0.0)], full, t, tau))
+                events.append(self._event(q, v, v1, cand[hit], cand[np.flatnonzero(P[:, 0] > 0.0)], full, t, tau,
+                                          (MU @ lam).reshape(-1, 6)))
         else:
             self.warm[:] = 0.0
             v1 = v_free

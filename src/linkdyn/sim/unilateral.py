@@ -140,7 +140,7 @@ class Unilateral:
             return v1, None
         ev = Event(t, "impact", ", ".join(hit), sol.force.copy(), sol.value.copy(), k0, k1,
                    note=f"{len(units)} units at their boundary: " + ", ".join(units.name),
-                   units=list(units.name))
+                   units=list(units.name), loop_impulse=sol.loop_impulse.copy())
         return v1, ev
 
     def correct(self, q, v, active=None):
