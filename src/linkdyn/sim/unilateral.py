@@ -201,6 +201,7 @@ class Unilateral:
                         slip = units.T[k] @ v
                         if np.hypot(*slip) > cd.V_SLIDE:
                             slide[k] = slip / np.hypot(*slip)
+                            watch_slip.append((u, slide[k]))     # a slide that stops is an event
             accel = self._accel_fn(tau, active, slide) if len(active) else None
 
             def trial(h, q=q, v=v):
@@ -210,10 +211,16 @@ class Unilateral:
             f1 = self._event_values(q1, v1, watch_gap, watch_slip)
             h = remaining
             touched = active
-            if len(f1) and f1.min() < -LOC_TOL:
-                crossed = watch_gap[f1 < -LOC_TOL]
+            fg, fs = f1[:len(watch_gap)], f1[len(watch_gap):]
+            if len(fs) and fs.min() < -LOC_TOL:
+                # a sliding contact's slip went through zero: its friction, held along the slip's
+                # first direction, would push it the other way (doing work); stop the piece there
+                h, q1, v1 = self._locate(trial, remaining, q, v, watch_gap, watch_slip)
+                self.stats["located"] += 1
+            elif len(fg) and fg.min() < -LOC_TOL:
+                crossed = watch_gap[fg < -LOC_TOL]
                 vn = cat.units(q1, v1, crossed).N @ v1
-                if f1.min() < -PEN_LOCATE or vn.min() < -V_REPORT:
+                if fg.min() < -PEN_LOCATE or vn.min() < -V_REPORT:
                     h, q1, v1 = self._locate(trial, remaining, q, v, watch_gap, watch_slip)
                     self.stats["located"] += 1
                 else:                           # a slow, shallow touch: taken up by the correction
