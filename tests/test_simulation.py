@@ -250,3 +250,90 @@ def test_bad_input_is_reported():
         sim.cut("l_hip", "world")
     with pytest.raises(ValueError, match="action"):
         sim.at(0.1, "jump")
+
+
+# --------------------------------------------------------------------------------------
+# reliability (issue 17)
+def _pendulum_sim(**kw):
+    b = ld.ModelBuilder("pendulum")
+    b.add_body("rod", "world", ld.Revolute("y"), inertia=ld.Inertia(1.0, [0, 0, -0.5], np.eye(3) * 1e-3))
+    return ld.Simulation(b.build(), np.array([0.5]), **kw)
+
+
+@pytest.mark.parametrize("dt,until", [(0.3, 1.0), (0.6, 1.0), (5.0, 1.0), (1e-3, 0.0105)])
+def test_run_ends_exactly_at_until(dt, until):
+    sim = _pendulum_sim(dt=dt)
+    rec = sim.run(until=until, progress=False)
+    assert sim.t == pytest.approx(until, abs=1e-12) and rec.t[-1] == pytest.approx(until, abs=1e-12)
+    assert len(np.unique(rec.t)) == len(rec.t)                       # no sample twice
+    sim.run(until=until + 2 * dt, progress=False)                    # and it goes on from there
+    assert sim.t == pytest.approx(until + 2 * dt, abs=1e-12)
+
+
+def test_a_blow_up_is_one_clear_error_and_the_recording_is_kept():
+    sim = _pendulum_sim(dt=1e-3, controller=lambda t, q, v: np.array([1e200 if t > 0.0095 else 0.0]))
+    with pytest.raises(FloatingPointError, match=r"blew up in the step from t = 0.01 s .*largest \|tau\|: 1e\+200"):
+        sim.run(until=0.05, progress=False)
+    assert len(sim.recording.t) >= 10 and np.isfinite(sim.recording.energy).all()
+
+
+def test_an_interrupt_inside_a_sample_takes_it_back_and_events_fire_once():
+    """Ctrl-C while a sample is appended leaves every column the same length; an event
+    interrupted inside its action stays due and fires (once) on resume."""
+    sim = sc.high_bar_simulation(dt=1e-3, release=0.02, record_every=1, posture=None)
+    seg = sim._segment
+    real = seg.loop_forces
+
+    class Boom(list):                                                # Ctrl-C once, inside an append
+        armed = True
+
+        def append(self, x):
+            if Boom.armed:
+                Boom.armed = False
+                raise KeyboardInterrupt
+            super().append(x)
+    seg.loop_forces = Boom(real)
+    sim.run(until=0.005, progress=False)                             # interrupted in its first sample
+    seg.loop_forces = list(seg.loop_forces)
+    a = seg.arrays()
+    assert all(len(getattr(seg, f)) == len(seg.t) for f in ("q", "v", "kinetic", "loop_error", "loop_forces"))
+    assert np.isfinite(a["loop_forces"]).all()
+    calls = []
+    real_cut = sim.cut
+
+    def cut_once_interrupted(*args, **kw):
+        calls.append(sim.t)
+        if len(calls) == 1:
+            raise KeyboardInterrupt
+        return real_cut(*args, **kw)
+    sim.cut = cut_once_interrupted
+    sim.run(until=0.05, progress=False)                              # interrupted inside the release
+    assert [e.kind for e in sim.recording.events if e.kind == "cut"] == []
+    sim.run(until=0.05, progress=False)                              # resumed: it is still due
+    assert len(calls) == 2 and [e.kind for e in sim.recording.events].count("cut") == 1
+
+
+def test_recordings_save_atomically_with_exact_names_and_load_back(tmp_path):
+    sim = sc.high_bar_simulation(dt=1e-3, release=0.02, record_every=5, posture=None)
+    rec = sim.run(until=0.05, progress=False)
+    p = sim.save(tmp_path / "run.rec")
+    assert p == tmp_path / "run.rec" and sorted(x.name for x in tmp_path.iterdir()) == ["run.rec"]
+    back = ld.sim.Recording.load(p)
+    assert np.array_equal(back.t, rec.t) and np.array_equal(back.energy, rec.energy)
+    assert [e.kind for e in back.events] == [e.kind for e in rec.events]
+    for e0, e1 in zip(rec.events, back.events):
+        assert np.array_equal(e0.dv, e1.dv) and np.array_equal(np.asarray(e0.impulse), e1.impulse)
+    assert back.segments[1].model.joint_names == tuple(rec.segments[1].model.joint_names)
+    assert np.array_equal(back.segments[1].arrays()["q"], rec.segments[1].arrays()["q"])
+    with pytest.warns(UserWarning, match="no file suffix"):
+        assert sim.save(tmp_path / "bare") == tmp_path / "bare.npz"
+    # a save that fails half-way leaves the previous file as it was
+    good = p.read_bytes()
+
+    class Bad:
+        def __array__(self, *a, **k):
+            raise KeyboardInterrupt
+    from linkdyn.sim.recording import atomic_savez
+    with pytest.raises(KeyboardInterrupt):
+        atomic_savez(p, ok=np.zeros(3), bad=Bad())
+    assert p.read_bytes() == good and sorted(x.name for x in tmp_path.iterdir()) == ["bare.npz", "run.rec"]

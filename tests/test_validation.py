@@ -442,3 +442,29 @@ def test_builder_errors_leave_no_partial_body():
         b.add_body("c", "a", ld.Revolute(), lower=[1.0], upper=[0.0])
     b.add_body("c", "a", ld.Revolute(), inertia=ld.Inertia(1.0))     # the name is still free
     assert b.build().body_names == ("world", "a", "c")
+
+
+# ------------------------------------------------------------------------------------------
+# model files: regular files only, bounded reads (issue 17)
+@pytest.mark.parametrize("loader", ["load_urdf", "load_mjcf"])
+def test_loaders_refuse_devices_fifos_directories_and_huge_files(tmp_path, loader):
+    import os
+    import time
+    from linkdyn.model import _files
+    load = getattr(ld, loader)
+    err = ld.model.urdf.URDFError if loader == "load_urdf" else ld.model.mjcf.MJCFError
+    link = tmp_path / "zero.xml"
+    os.symlink("/dev/zero", link)
+    fifo = tmp_path / "pipe.xml"
+    os.mkfifo(fifo)
+    for path, kind in ((link, "a device"), (fifo, "a FIFO"), (tmp_path, "a directory")):
+        t0 = time.perf_counter()
+        with pytest.raises(err, match=f"{path.name}.*is {kind}"):
+            load(path)
+        assert time.perf_counter() - t0 < 1.0
+    big = tmp_path / "big.xml"
+    big.write_bytes(b" " * 2048)
+    with pytest.raises(err, match="larger than the limit of 1024"):
+        _files.read_model_file(big, err, max_bytes=1024)
+    with pytest.raises(FileNotFoundError):
+        load(tmp_path / "missing.xml")

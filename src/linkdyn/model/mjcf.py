@@ -134,6 +134,7 @@ from pathlib import Path
 import numpy as np
 
 from . import joints as J
+from ._files import read_model_file
 from .builder import Inertia, ModelBuilder
 from .safexml import parse_xml
 
@@ -348,10 +349,8 @@ _I3, _Z3 = np.eye(3), np.zeros(3)
 # --------------------------------------------------------------------------------------------
 # reading the XML safely, with <include>
 def _read_limited(path: Path, shown: str) -> bytes:
-    size = path.stat().st_size          # FileNotFoundError for a missing file
-    if size > MAX_FILE_BYTES:
-        raise MJCFError(f"{shown}: the file is {size} bytes, more than the limit of {MAX_FILE_BYTES}")
-    return path.read_bytes()
+    """A regular file's bytes, read with a bound (``linkdyn.model._files``)."""
+    return read_model_file(path, MJCFError, MAX_FILE_BYTES, "MJCF file")
 
 
 def _parse_xml(text, source):

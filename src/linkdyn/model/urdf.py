@@ -66,6 +66,7 @@ import numpy as np
 
 from . import joints as J
 from .. import spatial
+from ._files import read_model_file
 from .builder import Inertia, ModelBuilder
 from .safexml import parse_xml
 
@@ -93,10 +94,11 @@ def load_urdf(path, floating_base: bool = False, gravity=(0.0, 0.0, -9.81), join
     ``model.damping`` and ``model.friction``, which RNEA and ABA then apply (viscous and
     Coulomb joint friction); off by default, so that the rigid-body results are the same as
     Pinocchio's, which stores these values but leaves them out of its algorithms.  Raises
-    ``FileNotFoundError`` for a missing file and :class:`URDFError` for a malformed one.
+    ``FileNotFoundError`` for a missing file and :class:`URDFError` for a malformed one, for
+    anything that is not a regular file (a device, a FIFO) or a file above 64 MB.
     """
     path = Path(path)
-    data = path.read_bytes()
+    data = read_model_file(path, URDFError, what="URDF file")
     return _build(data, str(path), floating_base, gravity, default_name=path.stem, joint_friction=joint_friction)
 
 

@@ -119,9 +119,13 @@ class Trajectory:
     def energy(self) -> np.ndarray:
         return self.kinetic + self.potential
 
-    def save(self, path) -> None:
-        np.savez_compressed(path, t=self.t, q=self.q, v=self.v, tau=self.tau,
-                            kinetic=self.kinetic, potential=self.potential, loop_error=self.loop_error)
+    def save(self, path):
+        """An ``.npz`` of the arrays, written whole or not at all (temporary file, fsync,
+        rename); ``path`` as given (``.npz`` added, with a warning, when it has no suffix).
+        Returns the path written."""
+        from .recording import atomic_savez
+        return atomic_savez(path, t=self.t, q=self.q, v=self.v, tau=self.tau, kinetic=self.kinetic,
+                            potential=self.potential, loop_error=self.loop_error)
 
 
 def simulate(model, q0, v0, duration: float, dt: float = 1e-3, controller=None, method: str = "rk4",

@@ -82,6 +82,50 @@ class Segment:
                 "unit_point": field(self.unit_point, (len(self.unit_names), 3))}
 
 
+def atomic_savez(path, **arrays):
+    """``np.savez_compressed`` to exactly ``path`` (``.npz`` added, with a warning, when it has
+    no suffix), whole or not at all: a temporary file in the same folder, flushed to disk, then
+    renamed over ``path``; an interrupt or a crash leaves the previous file as it was.  Returns
+    the path written."""
+    import os
+    import tempfile
+    import warnings
+    from pathlib import Path
+    path = Path(path)
+    if not path.suffix:
+        path = path.with_suffix(".npz")
+        warnings.warn(f"no file suffix given: writing {path}", stacklevel=3)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=str(path.parent))
+    try:
+        with os.fdopen(fd, "wb") as f:
+            np.savez_compressed(f, **arrays)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+    return path
+
+
+@dataclass(frozen=True)
+class SavedModel:
+    """What a saved recording keeps of a segment's model: its name, joint names, sizes and
+    loop names (``Recording.load``)."""
+    name: str
+    joint_names: tuple
+    nq: int
+    nv: int
+    loop_names: tuple
+
+    @property
+    def nloops(self) -> int:
+        return len(self.loop_names)
+
+
 class Recording:
     """Everything a :class:`~linkdyn.sim.Simulation` recorded: ``segments`` (list of
     :class:`Segment`), ``events`` (list of :class:`Event`), and the whole run's time series
@@ -138,11 +182,15 @@ class Recording:
         qs = [np.full((len(t), width), np.nan) if x is None else x for t, x in zip(ts, qs)]
         return np.concatenate(ts), np.concatenate(qs)
 
-    def save(self, path) -> None:
+    def save(self, path):
         """An ``.npz`` with each segment's arrays (``seg{k}_t``, ``seg{k}_q``, ...), the joint
-        and loop names of each segment's model, and the events (JSON)."""
+        and loop names of each segment's model, and the events (JSON, with their impulses and
+        velocity jumps); :meth:`load` reads it back.  The file is written whole or not at all
+        (a temporary file in the same folder, flushed to disk, then renamed over ``path``), so
+        an interrupted save leaves the previous file as it was.  ``path`` is used as given; a
+        path without a suffix gets ``.npz`` (with a warning).  Returns the path written."""
         data = {}
-        meta = {"segments": [], "events": []}
+        meta = {"format": "linkdyn-recording-1", "segments": [], "events": []}
         for k, s in enumerate(self.segments):
             for name, arr in s.arrays().items():
                 data[f"seg{k}_{name}"] = arr
@@ -151,10 +199,33 @@ class Recording:
                                      "loops": [lp.name for lp in m.loops], "units": list(s.unit_names)})
         for e in self.events:
             meta["events"].append({"t": e.t, "kind": e.kind, "name": e.name, "impulse": np.asarray(e.impulse).tolist(),
+                                   "dv": np.asarray(e.dv).tolist(), "loop_impulse": np.asarray(e.loop_impulse).tolist(),
                                    "kinetic_before": e.kinetic_before, "kinetic_after": e.kinetic_after,
                                    "note": e.note, "units": list(e.units)})
         data["meta"] = np.array(json.dumps(meta))
-        np.savez_compressed(path, **data)
+        return atomic_savez(path, **data)
+
+    @classmethod
+    def load(cls, path) -> "Recording":
+        """A recording saved by :meth:`save`: its segments (with the saved arrays and a
+        :class:`SavedModel` naming each segment's joints, loops and sizes in place of the
+        model) and its events."""
+        with np.load(path, allow_pickle=False) as z:
+            meta = json.loads(str(z["meta"]))
+            rec = cls()
+            for k, sm in enumerate(meta["segments"]):
+                arrays = {name[len(f"seg{k}_"):]: z[name] for name in z.files if name.startswith(f"seg{k}_")}
+                model = SavedModel(sm["model"], tuple(sm["joint_names"]), sm["nq"], sm["nv"], tuple(sm["loops"]))
+                seg = Segment(model, unit_names=list(sm["units"]))
+                for name, arr in arrays.items():
+                    setattr(seg, name, list(arr))
+                rec.segments.append(seg)
+        for e in meta["events"]:
+            rec.events.append(Event(e["t"], e["kind"], e["name"], np.asarray(e["impulse"], dtype=float),
+                                    np.asarray(e.get("dv", []), dtype=float), e["kinetic_before"], e["kinetic_after"],
+                                    e.get("note", ""), list(e.get("units", [])),
+                                    np.asarray(e.get("loop_impulse", []), dtype=float).reshape(-1, 6)))
+        return rec
 
     def __repr__(self):
         t = self.t

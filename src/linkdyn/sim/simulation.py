@@ -170,31 +170,36 @@ class Simulation:
         return tau
 
     def _record(self):
+        """Append one sample: every value is computed first, then the fields are appended
+        together; an interrupt (Ctrl-C) among the appends takes the sample back out, so every
+        field of the segment always has the same length."""
         m, seg = self.model, self._segment
         if seg.t and seg.t[-1] == self.t:
             return
-        seg.t.append(self.t)
-        seg.q.append(self.q.copy())
-        seg.v.append(self.v.copy())
-        seg.tau.append(self.tau.copy())
-        seg.kinetic.append(float(kinetic_energy(m, self.q, self.v)))
-        seg.potential.append(float(potential_energy(m, self.q)))
+        row = [("t", self.t), ("q", self.q.copy()), ("v", self.v.copy()), ("tau", self.tau.copy()),
+               ("kinetic", float(kinetic_energy(m, self.q, self.v))), ("potential", float(potential_energy(m, self.q)))]
         if m.nloops:
             from ..loops.dynamics import constrained_dynamics
             from ..loops.kinematics import loop_error
-            seg.loop_error.append(float(np.abs(loop_error(m, self.q)).max()))
-            seg.loop_forces.append(constrained_dynamics(m, self.q, self.v, self.tau, forces=True)[1])
+            row += [("loop_error", float(np.abs(loop_error(m, self.q)).max())),
+                    ("loop_forces", constrained_dynamics(m, self.q, self.v, self.tau, forces=True)[1])]
         else:
-            seg.loop_error.append(0.0)
-            seg.loop_forces.append(np.zeros((0, 6)))
+            row += [("loop_error", 0.0), ("loop_forces", np.zeros((0, 6)))]
         if self._uni is not None:
             cat = self._uni.catalog
-            n = len(seg.unit_names)
-            point = np.zeros((n, 3))
+            point = np.zeros((len(seg.unit_names), 3))
             point[:] = cat.units(self.q, None).point
-            seg.unit_force.append(self._uni.unit_forces(self.q, self.v, self.tau))
-            seg.unit_gap.append(cat.gaps(self.q))
-            seg.unit_point.append(point)
+            row += [("unit_force", self._uni.unit_forces(self.q, self.v, self.tau)), ("unit_gap", cat.gaps(self.q)),
+                    ("unit_point", point)]
+        lists = [getattr(seg, name) for name, _ in row]
+        n = len(seg.t)
+        try:
+            for lst, (_, x) in zip(lists, row):
+                lst.append(x)
+        except BaseException:
+            for lst in lists:
+                del lst[n:]
+            raise
 
     def _switch(self, change: structure.Change, kind: str, note: str = ""):
         """Move to the model of a structure change, recording the samples around it."""
@@ -288,10 +293,12 @@ class Simulation:
         return lambda sim: float(sim.v[sim.model.v_slice(joint)][k]) if joint in sim.model._joint_index else 0.0
 
     def _fire_due(self):
+        """Run the scheduled events that are due and the watches that trigger; an event counts
+        as done only once its action has returned (an interrupt inside it leaves it due)."""
         for s in self._scheduled:
             if not s.done and s.t <= self.t + 0.5 * self.dt:
-                s.done = True
                 self._resolve(s.action)(*s.args, **s.kwargs)
+                s.done = True
         for w in self._watches:
             if w.fired and w.once:
                 continue
@@ -301,45 +308,67 @@ class Simulation:
             else:
                 val = float(val)
                 hit = w.last is not None and (w.last > 0) != (val > 0) and w.last != 0
-            w.last = val
             if hit:
-                w.fired = True
                 self._resolve(w.action)(*w.args, **w.kwargs)
+                w.fired = True
                 w.last = w.condition(self)
+            else:
+                w.last = val
 
     # ------------------------------------------------------------------------------ run
-    def step(self) -> None:
-        """One step of ``dt``, then the events that are due."""
+    def step(self, dt: float | None = None) -> None:
+        """One step of ``dt`` (default the simulation's; ``run`` takes a shorter last step to
+        end exactly at its time), then the events that are due."""
+        h = self.dt if dt is None else float(dt)
         self.tau = self._torque()
-        if self._uni is not None:
-            q, v, events = self._uni.step(self.q, self.v, self.tau, self.dt, self.t)
-            self.recording.events.extend(events)
-        else:
-            q, v = self._step(self.model, self.q, self.v, self.tau, self.dt)
+        try:
+            if self._uni is not None:
+                q, v, events = self._uni.step(self.q, self.v, self.tau, h, self.t)
+            else:
+                q, v = self._step(self.model, self.q, self.v, self.tau, h)
+                events = []
+        except (ValueError, FloatingPointError, np.linalg.LinAlgError) as exc:
+            # a finite state whose step fails inside (an RK4 stage went non-finite, a matrix lost
+            # its rank, the loops flew apart) is a blow-up: say so, where, and keep the recording
+            if not (np.isfinite(self.q).all() and np.isfinite(self.v).all() and np.isfinite(self.tau).all()):
+                raise
+            raise FloatingPointError(self._blow_up_message(h, f"{type(exc).__name__}: {exc}")) from exc
         if not (np.isfinite(q).all() and np.isfinite(v).all()):
-            raise FloatingPointError(
-                f"the state became non-finite in the step from t = {self.t:.6g} s (largest |v| before it: "
-                f"{np.abs(self.v).max():.3g}): the motion is too fast or too stiff for dt = {self.dt:g} "
-                "(a stiff controller, a singular configuration); the recording keeps the run so far")
+            raise FloatingPointError(self._blow_up_message(h, "the state became non-finite"))
+        self.recording.events.extend(events)
         self.q, self.v = q, v
-        self._steps += 1
-        self.t = self._t_start + self._steps * self.dt        # no drift from summing dt
+        if dt is None:
+            self._steps += 1
+            self.t = self._t_start + self._steps * self.dt        # no drift from summing dt
+        else:
+            self.t += h
+            self._t_start, self._steps = self.t, 0                # a shorter step: count from here
         if self._steps % self.record_every == 0:
             self._record()
         self._fire_due()
 
+    def _blow_up_message(self, h, what):
+        return (f"the simulation blew up in the step from t = {self.t:.6g} s (step {self._steps + 1} of "
+                f"dt = {h:g} s; largest |v| before it: {np.abs(self.v).max():.3g}, largest |tau|: "
+                f"{np.abs(self.tau).max():.3g}): {what}.  The motion is too fast or too stiff for the step "
+                "(a stiff controller, huge torques, a singular configuration); the recording keeps the run so far")
+
     def run(self, until: float, progress=None) -> Recording:
-        """Step until time ``until``.  ``progress``: show a progress bar (tqdm; default: when the
-        run is longer than 2 000 steps).  Ctrl-C stops the run and keeps what was recorded."""
+        """Step until time ``until``, exactly: whole steps of ``dt``, then a shorter last one for
+        what is left.  ``progress``: show a progress bar (tqdm; default: when the run is longer
+        than 2 000 steps).  Ctrl-C stops the run (saying so), keeps what was recorded and leaves
+        the simulation ready to go on."""
         if not math.isfinite(until) or until < self.t:
             raise ValueError(f"until: expected a time after the present {self.t:.6g}, got {until!r}")
         self._fire_due()
-        n = int(round((until - self.t) / self.dt))
+        n = int(math.floor((until - self.t) / self.dt + 1e-9))
+        rest = until - (self.t + n * self.dt)
+        last = rest if rest > 1e-9 * self.dt else 0.0
         bar = None
         if progress or (progress is None and n > 2000):
             try:
                 from tqdm.auto import tqdm
-                bar = tqdm(total=n, unit="step", desc=f"simulating to t = {until:g} s", leave=False)
+                bar = tqdm(total=n + (last > 0), unit="step", desc=f"simulating to t = {until:g} s", leave=False)
             except ImportError:
                 bar = None
         try:
@@ -347,9 +376,17 @@ class Simulation:
                 self.step()
                 if bar is not None:
                     bar.update(1)
+            if last > 0:
+                self.step(last)
+                if bar is not None:
+                    bar.update(1)
         except KeyboardInterrupt:
+            msg = f"interrupted at t = {self.t:.4f} s; the recording keeps the run so far"
             if bar is not None:
-                bar.write(f"interrupted at t = {self.t:.4f} s; the recording keeps the run so far")
+                bar.write(msg)
+            else:
+                import sys
+                print(msg, file=sys.stderr)
         finally:
             if bar is not None:
                 bar.close()
@@ -357,9 +394,9 @@ class Simulation:
         return self.recording
 
     # --------------------------------------------------------------------------- output
-    def save(self, path) -> None:
-        """The recording as an ``.npz`` (see :meth:`Recording.save`)."""
-        self.recording.save(path)
+    def save(self, path):
+        """The recording as an ``.npz`` (see :meth:`Recording.save`); returns the path written."""
+        return self.recording.save(path)
 
     def animate(self, path, **kwargs):
         """Write an animation of the run (``.html``, ``.gif`` or ``.mp4``; linkdyn.viz)."""
