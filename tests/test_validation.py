@@ -468,3 +468,21 @@ def test_loaders_refuse_devices_fifos_directories_and_huge_files(tmp_path, loade
         _files.read_model_file(big, err, max_bytes=1024)
     with pytest.raises(FileNotFoundError):
         load(tmp_path / "missing.xml")
+
+
+def test_model_values_and_argument_types_are_checked():
+    b = ld.ModelBuilder("m")
+    with pytest.raises(ValueError, match=r"add_body\('huge'\).inertia: .*overflows"):
+        b.add_body("huge", "world", ld.Revolute("z"), inertia=ld.Inertia(1e200, [1e200, 0, 0], np.eye(3)))
+    with pytest.raises(ValueError, match=r"add_body\('neg'\).inertia: .*positive semi-definite"):
+        b.add_body("neg", "world", ld.Revolute("z"), inertia=ld.Inertia(1.0, [0, 0, 0], np.diag([0.1, -0.1, 0.1])))
+    b.add_body("ok", "world", ld.Revolute("z"), inertia=ld.Inertia(1.0, [0, 0, 0], np.diag([0.1, 0.1, 0.2])))
+    m = b.build()
+    with pytest.raises(TypeError, match="frame"):
+        ld.frame_pose(m, ld.neutral(m), True)
+    with pytest.raises(TypeError, match="dt"):
+        ld.integrate(m, ld.neutral(m), np.zeros(m.nv), dt="0.1")
+    with pytest.raises(ValueError, match="record_every"):
+        ld.Simulation(m, record_every=2.7)
+    with pytest.raises(ValueError, match="dt"):
+        ld.Simulation(m, dt="0.001")

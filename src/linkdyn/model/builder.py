@@ -45,9 +45,14 @@ class Inertia:
             raise ValueError("Inertia: com and inertia must be finite")
         if not np.allclose(Ic, Ic.T, atol=1e-9 * max(1.0, np.abs(Ic).max())):
             raise ValueError("Inertia.inertia: the rotational inertia must be symmetric")
+        # (the triangle inequality of the principal moments is not enforced: real robot files
+        # break it, e.g. ANYmal's feet and the Allegro hand's links in example-robot-data)
         if np.linalg.eigvalsh(0.5 * (Ic + Ic.T)).min() < -1e-12 * max(1.0, np.abs(Ic).max()):
             raise ValueError("Inertia.inertia: the rotational inertia must be positive semi-definite")
-        return spatial.spatial_inertia(m, c, 0.5 * (Ic + Ic.T))
+        I6 = spatial.spatial_inertia(m, c, 0.5 * (Ic + Ic.T))
+        if not np.isfinite(I6).all():
+            raise ValueError(f"Inertia: mass {m:g} with the centre of mass at {c.tolist()} overflows the spatial inertia")
+        return I6
 
 
 def as_pose(placement, what: str = "placement"):
@@ -216,7 +221,10 @@ class ModelBuilder:
         if inertia is None:
             I6 = np.zeros((6, 6))
         elif isinstance(inertia, Inertia):
-            I6 = inertia.matrix()
+            try:
+                I6 = inertia.matrix()
+            except ValueError as exc:
+                raise ValueError(f"add_body({name!r}).inertia: {exc}") from None
         else:
             I6 = np.asarray(inertia, dtype=float)
             if I6.shape != (6, 6) or not np.isfinite(I6).all():

@@ -273,10 +273,9 @@ def integrate(model, q, v, dt: float = 1.0) -> np.ndarray:
         out = np.empty(model.nq)
         if _integrate.fn(model._mi, q, v, dt, out) == OK:
             return out
-    try:
-        dt = float(dt)
-    except (TypeError, ValueError):
-        raise TypeError(f"dt: expected a real number, got {dt!r}") from None
+    if isinstance(dt, (bool, np.bool_)) or not isinstance(dt, (int, float, np.integer, np.floating)):
+        raise TypeError(f"dt: expected a real number, got {dt!r}")
+    dt = float(dt)
     if not math.isfinite(dt):
         raise ValueError(f"dt: must be finite, got {dt}")
     args = as_states(model, q=q, v=v)

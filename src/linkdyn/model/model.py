@@ -249,6 +249,8 @@ class Model:
 
     def frame_id(self, name) -> int:
         """Index of frame ``name`` (a link, a user frame, or a joint's child frame)."""
+        if isinstance(name, (bool, np.bool_)):
+            raise TypeError(f"frame: expected a frame name or index, got {name!r}")
         if isinstance(name, (int, np.integer)):
             if 0 <= name < self.nframes:
                 return int(name)

@@ -91,9 +91,11 @@ class Simulation:
             raise ValueError(f"contact_method: expected one of {list(_CONTACT_METHODS)}, got {contact_method!r}")
         if integrator not in _STEPS:
             raise ValueError(f"integrator: expected one of {list(_STEPS)}, got {integrator!r}")
-        if not (dt > 0 and math.isfinite(dt)):
+        if isinstance(dt, (bool, np.bool_)) or not isinstance(dt, (int, float, np.integer, np.floating)) \
+                or not (dt > 0 and math.isfinite(dt)):
             raise ValueError(f"dt: expected a positive number, got {dt!r}")
-        if int(record_every) < 1:
+        if isinstance(record_every, (bool, np.bool_)) or not isinstance(record_every, (int, np.integer)) \
+                or record_every < 1:
             raise ValueError(f"record_every: expected a positive integer, got {record_every!r}")
         self.model = model
         self.q = neutral(model) if q is None else np.array(q, dtype=float)
