@@ -49,7 +49,8 @@ class Inertia:
         # break it, e.g. ANYmal's feet and the Allegro hand's links in example-robot-data)
         if np.linalg.eigvalsh(0.5 * (Ic + Ic.T)).min() < -1e-12 * max(1.0, np.abs(Ic).max()):
             raise ValueError("Inertia.inertia: the rotational inertia must be positive semi-definite")
-        I6 = spatial.spatial_inertia(m, c, 0.5 * (Ic + Ic.T))
+        with np.errstate(over="ignore", invalid="ignore"):
+            I6 = spatial.spatial_inertia(m, c, 0.5 * (Ic + Ic.T))
         if not np.isfinite(I6).all():
             raise ValueError(f"Inertia: mass {m:g} with the centre of mass at {c.tolist()} overflows the spatial inertia")
         return I6
