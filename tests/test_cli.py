@@ -22,3 +22,21 @@ def test_robot_demo_and_info(tmp_path, capsys):
     urdf = example_robot_data_dir() / "ur_description/urdf/ur5_robot.urdf"
     assert cli.main(["info", str(urdf)]) == 0
     assert "shoulder_pan_joint" in capsys.readouterr().out
+
+
+def test_bare_command_version_and_info_errors(tmp_path, capsys):
+    import pytest
+    import linkdyn as ld
+    from linkdyn.models.mjcf_examples import incline_xml
+    assert cli.main([]) == 0 and "usage: linkdyn" in capsys.readouterr().out
+    with pytest.raises(SystemExit) as e:
+        cli.main(["--version"])
+    assert e.value.code == 0 and f"linkdyn {ld.__version__}" in capsys.readouterr().out
+    with pytest.raises(SystemExit) as e:
+        cli.main(["info", str(tmp_path / "missing.urdf")])
+    err = capsys.readouterr().err
+    assert e.value.code == 2 and "missing.urdf" in err and "Traceback" not in err
+    xml = tmp_path / "box.xml"
+    xml.write_text(incline_xml(0.3, 0.5))
+    assert cli.main(["info", str(xml)]) == 0 and "root" in capsys.readouterr().out
+    assert ld.viz.__name__ == "linkdyn.viz" and ld.models.scenarios.__name__ == "linkdyn.models.scenarios"

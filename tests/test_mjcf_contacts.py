@@ -2,7 +2,6 @@
 MuJoCo's collision filters (contype/conaffinity, <exclude>, <pair>), default classes and the
 warnings for what linkdyn leaves out.  The set of touching pairs, their distances, contact
 points and friction are checked against MuJoCo's own collision detection."""
-import math
 import warnings
 
 import numpy as np

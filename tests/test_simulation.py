@@ -1,17 +1,17 @@
 """Simulation of structure-varying chains (issue 5): the integrator's order on the joints'
 manifolds, events, recording, energy bookkeeping across connections and cuts, and the scenes
-of seed 004 sec. 5."""
+of Nakamura and Yamane 2000, sec. 5."""
 import json
 
 import numpy as np
 import pytest
 
 import linkdyn as ld
-
-G = 9.81
 from conftest import assert_close, world_momentum
 from linkdyn.model.configuration import dexpinv
 from linkdyn.models import scenarios as sc
+
+G = 9.81
 
 
 # --------------------------------------------------------------------------------------

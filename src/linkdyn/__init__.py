@@ -33,3 +33,12 @@ from .models.dh import DHLink, from_dh
 from .sim import Simulation
 
 __version__ = "0.1.0"
+
+
+def __getattr__(name):
+    """``ld.viz`` (plots, animations) and ``ld.symbolic`` are imported on first use: they load
+    matplotlib and SymPy, which the dynamics does not need."""
+    if name in ("viz", "symbolic"):
+        import importlib
+        return importlib.import_module(f".{name}", __name__)
+    raise AttributeError(f"module 'linkdyn' has no attribute {name!r}")

@@ -165,7 +165,11 @@ def _plot(model, traj, path, title):
 
 def _info(args) -> int:
     import linkdyn as ld
-    model = ld.load_urdf(args.path, floating_base=args.floating)
+    path = args.path
+    if str(path).lower().endswith((".xml", ".mjcf")):
+        model = ld.load_mjcf(path)
+    else:
+        model = ld.load_urdf(path, floating_base=args.floating)
     print(model)
     for i in range(1, model.nbody):
         j = model.joints[i]
@@ -176,12 +180,14 @@ def _info(args) -> int:
 
 def main(argv=None) -> int:
     from linkdyn.models import ROBOTS
+    import linkdyn
     p = argparse.ArgumentParser(prog="linkdyn", description="Dynamics of link systems.")
-    sub = p.add_subparsers(dest="cmd", required=True)
+    p.add_argument("--version", action="version", version=f"linkdyn {linkdyn.__version__}")
+    sub = p.add_subparsers(dest="cmd")
     d = sub.add_parser("demo", help="a structure-varying scene (highbar, swing, drop: writes an animation) or a "
                                      "real robot from example-robot-data (reports energy conservation)")
     d.add_argument("robot", nargs="?", default="highbar", choices=sorted(SCENES) + sorted(ROBOTS),
-                   help="a scene of seed 004 sec. 5 or a robot (default: highbar)")
+                   help="a scene of Nakamura and Yamane (2000, sec. 5) or a robot (default: highbar)")
     d.add_argument("--duration", type=float, default=None, help="seconds to simulate (default: the scene's own, "
                                                                "2 s for a robot)")
     d.add_argument("--dt", type=float, default=1e-3)
@@ -191,11 +197,19 @@ def main(argv=None) -> int:
     d.add_argument("--quiet", action="store_true", help="no progress bar")
     d.add_argument("--plot", default=None, help="a robot's run: write a PNG of joint angles and energies")
     d.set_defaults(func=_demo)
-    i = sub.add_parser("info", help="load a URDF and list its joints")
+    i = sub.add_parser("info", help="load a URDF or MJCF (.xml) file and list its joints")
     i.add_argument("path")
     i.add_argument("--floating", action="store_true", help="attach the root link by a free joint")
     i.set_defaults(func=_info)
     args = p.parse_args(argv)
+    if args.cmd is None:
+        p.print_help()
+        return 0
+    if args.cmd == "info":
+        try:
+            return args.func(args)
+        except (OSError, ValueError, NotImplementedError) as exc:       # a missing or malformed file
+            p.exit(2, f"linkdyn info: {exc}\n")
     return args.func(args)
 
 

@@ -1,4 +1,4 @@
-"""Structure-varying chains (seed 004 sec. 4): links that connect and disconnect at run time.
+"""Structure-varying chains (Nakamura and Yamane 2000 sec. 4): links that connect and disconnect at run time.
 
 Every connection is a new loop closure (sec. 4.2): a virtual link is added under one link,
 pointing to the other, with a joint of any kind, and no parent/child relation is reversed; a
@@ -70,7 +70,7 @@ def connect(model, q, frame, to="world", joint: Joint | None = None, name: str |
 
 
 # ---------------------------------------------------------------------------------------
-# velocities across a structure change (seed 004 sec. 4.3)
+# velocities across a structure change (Nakamura and Yamane 2000 sec. 4.3)
 @dataclass
 class Jump:
     """A velocity jump: ``v`` after, ``dv`` = v after - v before, ``impulses`` (nloops, 6) each
@@ -123,7 +123,7 @@ class Change:
 
 def connect_state(model, q, v, frame, to="world", joint: Joint | None = None, name: str | None = None) -> Change:
     """:func:`connect` at the state (q, v): the new model, q, and the velocity after the jump
-    the new joint imposes (:func:`velocity_jump`; seed 004 sec. 4.3).  The impulse acts on the
+    the new joint imposes (:func:`velocity_jump`; Nakamura and Yamane 2000 sec. 4.3).  The impulse acts on the
     new loop only: the other loops were closed and stay closed."""
     new, qn = connect(model, q, frame, to, joint, name)
     _, vn = map_state(model, new, q, v)
@@ -132,7 +132,7 @@ def connect_state(model, q, v, frame, to="world", joint: Joint | None = None, na
 
 
 def cut(model, q, v, name) -> Change:
-    """Cut the loop or joint ``name`` (seed 004 sec. 4.4); velocities are kept (a cut releases,
+    """Cut the loop or joint ``name`` (Nakamura and Yamane 2000 sec. 4.4); velocities are kept (a cut releases,
     it does not strike: no jump).
 
     * a loop (the name of a loop or of its cut joint): its virtual link is removed;

@@ -141,7 +141,7 @@ def jcalc(kind, a, a2, q, qa, v, va, has_v, R, p, S, vJ, cJ, T):
         S[va + 1, 1] = 1.0
         S[va + 2, 5] = 1.0
     elif kind == FREE:
-        # seed 004 sec. 2.5: the floating base as one 6-DoF joint; S = 1
+        # Nakamura and Yamane 2000 sec. 2.5: the floating base as one 6-DoF joint; S = 1
         quat_to_rot(q, qa + 3, R)
         p[0], p[1], p[2] = q[qa], q[qa + 1], q[qa + 2]
         for k in range(6):

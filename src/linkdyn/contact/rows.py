@@ -386,7 +386,7 @@ class UnitCatalog:
             bg, brows, bdrift = ball_limits_model(m, q, v if with_drift else None)
             for r in bsel:
                 b = sel[r] - ncp - ncl
-                va, i, j = int(self._ball_va[b]), int(self._ball_body[b]), int(self._ball_j[b])
+                va = int(self._ball_va[b])
                 gap[r] = bg[b]
                 N[r, va:va + 3] = brows[b]
                 if with_drift:

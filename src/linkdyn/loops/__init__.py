@@ -1,4 +1,4 @@
-"""Closed kinematic chains (seed 004 secs. 2-3): loop closures described by virtual links,
+"""Closed kinematic chains (Nakamura and Yamane 2000 secs. 2-3): loop closures described by virtual links,
 loop Jacobians, the W, S, H of the virtually cut open chain, closed-chain inverse and forward
 dynamics."""
 from .kinematics import (ClosedChain, LoopAnalysis, LoopClosureError, analyze, close_loops, independent_rows,  # noqa: F401

@@ -1,4 +1,4 @@
-"""Compiled loop-closure kinematics (seed 004 secs. 2.2-2.3).
+"""Compiled loop-closure kinematics (Nakamura and Yamane 2000 secs. 2.2-2.3).
 
 A loop k joins frame A (the virtual link's frame, pose ``a_pose`` on body ``a``) to frame B
 (pose ``b_pose`` on the real link ``b``).  Everything is expressed in frame A:
@@ -294,7 +294,7 @@ def constrained_solve(mi, mf, ws, li, lf, lam, lw, q, v, tau, mode, alpha, beta,
     * FD: out = q'' of  M q'' + b = tau + J^T lambda,  J q'' = -J' q' - 2 alpha J q' + beta^2 e
       (seed 002 eq. 6.10 with Baumgarte's stabilization; e the loop error);
     * VELOCITY: out = dv with M dv = J^T mu, J (v + dv) = 0: the projection of v in the
-      kinetic-energy metric, i.e. the velocity jump of a perfectly inelastic closure (seed 004
+      kinetic-energy metric, i.e. the velocity jump of a perfectly inelastic closure (Nakamura and Yamane 2000
       sec. 4.3, eqs. 20-33);
     * POSITION: out = dq with M dq = J^T mu, J dq = e: a Newton step on the loop error in the
       same metric (apply with ``integrate``).

@@ -1,6 +1,6 @@
-"""Dynamics of closed chains (seed 004 secs. 2.1-2.4; seed 002 eq. 6.10).
+"""Dynamics of closed chains (Nakamura and Yamane 2000 secs. 2.1-2.4; seed 002 eq. 6.10).
 
-Inverse dynamics through the virtually cut open chain (seed 004 eqs. 1-4):
+Inverse dynamics through the virtually cut open chain (Nakamura and Yamane 2000 eqs. 1-4):
 
     tau_O = RNEA(theta_J, theta_J', theta_J'')     every joint of the cut tree driven
     tau_G = W^T tau_O                              (1)  generalized forces
@@ -84,7 +84,7 @@ def _check_consistent(model, JC, bias, v, a, tol):
                          "or velocities built from theta_G' with H")
     if ra > tol * scale:
         raise ValueError(f"a: violates the loop constraints (|J_C a + J_C' v| = {ra:.3g}); build a from "
-                         "theta_G'' with LoopAnalysis.accelerations (seed 004 eq. 13)")
+                         "theta_G'' with LoopAnalysis.accelerations (Nakamura and Yamane 2000 eq. 13)")
 
 
 def _check_closed(model, e, JC, v, tol):
@@ -99,14 +99,14 @@ def _check_closed(model, e, JC, v, tol):
 
 
 def inverse_dynamics(model, q, v, a, actuated, weights=None, analysis=None, tol=1e-8) -> ClosedChainID:
-    """Actuator torques for the motion (q, v, a) of a closed chain (seed 004 eqs. 1-4).
+    """Actuator torques for the motion (q, v, a) of a closed chain (Nakamura and Yamane 2000 eqs. 1-4).
 
     ``a`` is the acceleration of every velocity (nv,), consistent with the loops
     (``LoopAnalysis.accelerations(qdd_G, loop_bias(q, v))`` builds one from theta_G'').
     ``actuated``: joint names.  With as many actuators as degrees of freedom, S^T tau_A =
     tau_G is solved exactly; with more (redundant actuation), tau_A is the minimum-norm
     solution, weighted by ``weights`` (N_A,: minimizes sum tau_A^2 / weights... i.e.
-    tau_A^T diag(1/weights) tau_A) (seed 004 ref. [8]); with fewer, a motion the actuators
+    tau_A^T diag(1/weights) tau_A) (Nakamura and Yamane 2000 ref. [8]); with fewer, a motion the actuators
     cannot produce raises ValueError (a producible one is solved exactly).  The constraint
     forces are those of seed 002 eq. 6.10: J_C^T lam = tau_O - tau (applied).
     """
@@ -150,7 +150,7 @@ def _min_norm_forces(JC, gen_force):
 
 
 def _generalized_terms(model, q, v, an, bias):
-    """b = W^T tau_O at theta_G'' = 0 (seed 004 sec. 2.4 step 2)."""
+    """b = W^T tau_O at theta_G'' = 0 (Nakamura and Yamane 2000 sec. 2.4 step 2)."""
     a0 = an.accelerations(np.zeros(an.dof), bias)
     return an.W.T @ rnea(model, q, v, a0)
 
@@ -159,7 +159,7 @@ def forward_dynamics(model, q, v, tau, actuated=None, method="kkt", analysis=Non
                      baumgarte=(0.0, 0.0), tol=1e-8) -> np.ndarray:
     """Accelerations q'' (nv,) of every velocity of a closed chain under the applied torques
     ``tau`` (see the module docstring), by ``method`` "kkt" (default), "projected" or
-    "unit_vector" (seed 004 eqs. 17-19).  ``baumgarte`` = (alpha, beta) adds
+    "unit_vector" (Nakamura and Yamane 2000 eqs. 17-19).  ``baumgarte`` = (alpha, beta) adds
     -2 alpha J q' + beta^2 e to the constraint acceleration of the "kkt" form (e the loop
     error; zero on a closed state); the other two need a closed, velocity-consistent state."""
     _need_loops(model, "forward_dynamics")
@@ -283,7 +283,7 @@ def constrained_dynamics(model, q, v, tau, baumgarte=(0.0, 0.0), forces=False):
 
 def velocity_projection(model, q, v, impulses=False):
     """dv with J_C (v + dv) = 0 and the least kinetic energy of the change (M-metric): the
-    jump that a perfectly inelastic closure of the loops imposes (seed 004 sec. 4.3; see
+    jump that a perfectly inelastic closure of the loops imposes (Nakamura and Yamane 2000 sec. 4.3; see
     :func:`linkdyn.structure.velocity_jump`).  With ``impulses`` also (nloops, 6): each loop's
     impulse [linear; angular] of the real link on the virtual link, virtual link's frame.
     Stacks of states as in :func:`constrained_dynamics`."""

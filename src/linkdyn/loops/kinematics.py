@@ -1,8 +1,8 @@
-"""Kinematics of closed chains: loop errors, loop Jacobians, and the W, S, H of seed 004.
+"""Kinematics of closed chains: loop errors, loop Jacobians, and the W, S, H of Nakamura and Yamane 2000.
 
 A closed chain is a tree (``Model``) plus loop closures (``ModelBuilder.add_loop``): each loop
 has a virtual link, whose cut joint is a joint of the tree, that must coincide with its real
-link (seed 004 sec. 3.2).  theta_J are all the tree's velocities (nv), cut joints included.
+link (Nakamura and Yamane 2000 sec. 3.2).  theta_J are all the tree's velocities (nv), cut joints included.
 
     J_L theta_J' = 0 for every loop (eq. 5), stacked into J_C (eq. 6);
     m independent rows (J_Cm, eq. 7) by a rank-revealing QR with a stated tolerance;
@@ -67,7 +67,7 @@ def loop_error(model, q) -> np.ndarray:
 
 
 def loop_jacobian(model, q) -> np.ndarray:
-    """J_C (6 nloops, nv) of seed 004 eqs. 5-6: J_C q' stacks, for every loop, the velocity of
+    """J_C (6 nloops, nv) of Nakamura and Yamane 2000 eqs. 5-6: J_C q' stacks, for every loop, the velocity of
     the virtual link minus that of its real link, in the virtual link's frame."""
     _need_loops(model, "loop_jacobian")
     args = _single(model, "loop_jacobian", q=q)
@@ -75,7 +75,7 @@ def loop_jacobian(model, q) -> np.ndarray:
 
 
 def loop_bias(model, q, v) -> np.ndarray:
-    """J_C' q' (6 nloops,): the loops' relative acceleration at q'' = 0 (seed 004 eq. 16)."""
+    """J_C' q' (6 nloops,): the loops' relative acceleration at q'' = 0 (Nakamura and Yamane 2000 eq. 16)."""
     _need_loops(model, "loop_bias")
     args = _single(model, "loop_bias", q=q, v=v)
     return _terms(model, args.q, args.v, ACC)[2]
@@ -118,7 +118,7 @@ def _pick_columns(A, m, tiers, tol):
 
 
 class LoopAnalysis:
-    """The seed's closed-chain quantities at one configuration (seed 004 secs. 2.1-2.2).
+    """The seed's closed-chain quantities at one configuration (Nakamura and Yamane 2000 secs. 2.1-2.2).
 
     ``JC`` (6 nl, N_J) loop Jacobians; ``rows`` the m independent rows (J_Cm = JC[rows]);
     ``m``, ``dof`` (N_F); ``S_dofs`` / ``G_dofs`` the velocity indices of theta_S (dependent)
@@ -149,7 +149,7 @@ class LoopAnalysis:
         self.S = W[self.A_dofs]
 
     def Hdot_qdot(self, bias):
-        """H' theta_G' = -J_S^-1 J_Cm' theta_J' (seed 004 eq. 16) from the loop bias J_C' q'."""
+        """H' theta_G' = -J_S^-1 J_Cm' theta_J' (Nakamura and Yamane 2000 eq. 16) from the loop bias J_C' q'."""
         return -np.linalg.solve(self.JS, bias[self.rows]) if self.m else np.zeros(0)
 
     def accelerations(self, qdd_G, bias):
@@ -184,7 +184,7 @@ def dof_indices(model, names, what="actuated"):
 
 def analyze(model, q, actuated=None, generalized=None, tol=RANK_TOL) -> LoopAnalysis:
     """The closed-chain analysis at q: J_C, m independent constraints, N_F = N_J - m, the split
-    into theta_S and theta_G, H, W and S (seed 004 eqs. 5-12, Fig. 2).
+    into theta_S and theta_G, H, W and S (Nakamura and Yamane 2000 eqs. 5-12, Fig. 2).
 
     ``actuated``: joint names (their velocities are theta_A).  ``generalized``: joint names
     to use as theta_G; by default they are chosen for a well-conditioned J_S, preferring cut
@@ -221,7 +221,7 @@ def analyze(model, q, actuated=None, generalized=None, tol=RANK_TOL) -> LoopAnal
 
 
 def close_loops(model, q, hold=None, tol=1e-12, max_iter=60) -> np.ndarray:
-    """Solve the loop closures for q (seed 004 sec. 2.2 at the position level): Newton on the
+    """Solve the loop closures for q (Nakamura and Yamane 2000 sec. 2.2 at the position level): Newton on the
     loop error, dq = J^+ e (least squares, minimum norm) over the velocities not in ``hold``
     (joint names whose coordinates stay as given, e.g. the generalized coordinates theta_G),
     moving q with ``integrate`` (quaternions stay unit).  From a rough guess this assembles
@@ -275,7 +275,7 @@ class ClosedChain:
     """A closed chain followed through a motion: it keeps its generalized coordinates theta_G
     from one configuration to the next, so that they mean the same joints over time, and makes
     the choice again only when J_S comes near singularity (condition number above
-    ``max_cond``), from the well-conditioned choice at that configuration (seed 004 sec. 2.2).
+    ``max_cond``), from the well-conditioned choice at that configuration (Nakamura and Yamane 2000 sec. 2.2).
     The hand-over is silent; ``changes`` lists (q, old theta_G joints, new) for each one.
 
         chain = ld.loops.ClosedChain(model, actuated=["crank"])

@@ -9,7 +9,7 @@
 ``build`` orders the bodies depth-first (so ``parent[i] < i`` and each subtree is a
 contiguous range), merges bodies on fixed joints into their parent (their inertia is added,
 their name becomes a frame), and computes the derived topology once: children, subtree ends,
-and the parent/child/brother pointers of seed 004 sec. 3.1.
+and the parent/child/brother pointers of Nakamura and Yamane 2000 sec. 3.1.
 """
 from __future__ import annotations
 
@@ -132,7 +132,7 @@ class ModelBuilder:
     def from_model(cls, model, name: str | None = None, without_loops=()) -> "ModelBuilder":
         """A builder holding ``model``'s tree (bodies merged over fixed joints stay merged, their
         names stay frames), frames, limits, joint terms and loop closures: extend it and build
-        again.  Structure changes (seed 004 sec. 4: connecting and cutting links) go this way,
+        again.  Structure changes (Nakamura and Yamane 2000 sec. 4: connecting and cutting links) go this way,
         building a new model rather than changing one a running computation uses.  Loops named
         in ``without_loops`` are left out (their virtual links with them)."""
         drop = set(without_loops)
@@ -274,7 +274,7 @@ class ModelBuilder:
 
     def add_loop(self, name: str, parent, real, joint: J.Joint | None = None, placement=None,
                  real_placement=None, joint_name: str | None = None) -> None:
-        """Close a kinematic loop (seed 004 sec. 3.2): a *virtual link* ``name`` hangs from
+        """Close a kinematic loop (Nakamura and Yamane 2000 sec. 3.2): a *virtual link* ``name`` hangs from
         ``parent`` through the cut joint ``joint`` (any kind; default ``Fixed()``, a weld) with
         its joint frame at ``placement`` in ``parent``'s frame, and must coincide with its *real
         link*: the frame at ``real_placement`` on body ``real``.  The virtual link has kinematic

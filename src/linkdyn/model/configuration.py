@@ -1,7 +1,7 @@
 """Moving on the configuration manifold: neutral, random, integrate, difference, normalize.
 
 Vector-like joints add ``v dt``.  Quaternion joints move by the exponential map
-(Rodrigues' formula, seed 004 eqs. 34-38): a ball joint's q <- q (x) exp(w dt / 2) with w in
+(Rodrigues' formula, Nakamura and Yamane 2000 eqs. 34-38): a ball joint's q <- q (x) exp(w dt / 2) with w in
 the child frame; a free joint moves on SE(3), (R, p) <- (R, p) exp6([v; w] dt), exactly as
 Pinocchio's ``integrate``; a planar joint on SE(2).  ``difference`` is the inverse:
 ``integrate(q0, difference(q0, q1)) == q1``.
@@ -30,7 +30,7 @@ def _quat_mul(ax, ay, az, aw, bx, by, bz, bw):
 
 @njit(inline="always", cache=True)
 def _quat_exp(wx, wy, wz):
-    """exp of the rotation vector w as a unit quaternion (Rodrigues, seed 004 eq. 36)."""
+    """exp of the rotation vector w as a unit quaternion (Rodrigues, Nakamura and Yamane 2000 eq. 36)."""
     th = math.sqrt(wx * wx + wy * wy + wz * wz)
     if th < 1e-8:
         s = 0.5 - th * th / 48.0           # sin(th/2)/th

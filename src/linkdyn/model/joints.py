@@ -333,7 +333,8 @@ class Planar(Joint):
 
 
 class FreeFlyer(Joint):
-    """Free-floating 6-DoF joint (seed 004 sec. 2.5): q = [x, y, z, qx, qy, qz, qw], v = [v; w] (child frame)."""
+    """Free-floating 6-DoF joint (Nakamura and Yamane 2000 sec. 2.5): q = [x, y, z, qx, qy, qz, qw],
+    v = [v; w] (child frame)."""
 
     def __init__(self):
         self._set(FREE)

@@ -26,12 +26,12 @@ on one movable joint, also numbered ``i``.  Shapes, with ``nb = nbody``:
     frame_p     (nf, 3)
     lower, upper (nq,)      position limits; velocity_limit, effort_limit (nv,)
 
-Loop closures (seed 004 sec. 3.2): ``loops`` (tuple of :class:`Loop`), ``is_virtual`` (nb,)
+Loop closures (Nakamura and Yamane 2000 sec. 3.2): ``loops`` (tuple of :class:`Loop`), ``is_virtual`` (nb,)
 marks virtual links (zero-inertia end links carrying a cut joint) and ``real`` (nb,) points
 from a virtual link to its real link (-1 elsewhere).
 
 Derived topology: ``children`` (list of arrays), ``subtree_end`` (above), and the pointer
-description of seed 004 sec. 3.1:
+description of Nakamura and Yamane 2000 sec. 3.1:
 ``first_child`` and ``brother`` (-1 where there is none).
 """
 from __future__ import annotations
@@ -198,7 +198,7 @@ class Model:
             [self.jnt_qadr[i] + J.QUAT_OFFSET[k] for i, k in enumerate(self.jnt_type) if k in J.QUAT_OFFSET],
             dtype=np.int64))
 
-        # loop closures (seed 004 sec. 3.2): virtual links and their real links
+        # loop closures (Nakamura and Yamane 2000 sec. 3.2): virtual links and their real links
         self.loops = tuple(Loop(k, **lp, cut_v=(slice(int(self.jnt_vadr[lp["virtual"]]),
                                                        int(self.jnt_vadr[lp["virtual"]] + self.jnt_nv[lp["virtual"]]))
                                                  if lp["virtual"] is not None else slice(0, 0)))

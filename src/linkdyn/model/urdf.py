@@ -280,7 +280,7 @@ def _build(text, source, floating_base, gravity, default_name, joint_friction=Fa
         if parent == child:
             raise ctx.error(where, f"kinematic loop: link {child!r} is its own parent")
         if child in joint_of_child:
-            # a second parent joint closes a kinematic loop (seed 004 sec. 3.2): its child link is
+            # a second parent joint closes a kinematic loop (Nakamura and Yamane 2000 sec. 3.2): its child link is
             # the real link of a virtual link that hangs from the parent through this joint
             if type_ == "floating":
                 raise ctx.error(where, f"link {child!r} already has the parent joint {joint_of_child[child]!r}; "

@@ -16,6 +16,16 @@ from .dh import (DHLink, cartesian_arm, cylindrical_arm, dh_transform, from_dh, 
 from .human import human_figure, human_figure_16, standing_configuration
 from .mechanisms import five_bar, four_bar, slider_crank, spatial_loop
 
+
+
+def __getattr__(name):
+    """``linkdyn.models.scenarios`` and ``linkdyn.models.mjcf_examples`` load on first use."""
+    if name in ("scenarios", "mjcf_examples"):
+        import importlib
+        return importlib.import_module(f".{name}", __name__)
+    raise AttributeError(f"module 'linkdyn.models' has no attribute {name!r}")
+
+
 ALL_KINDS = ("revolute", "prismatic", "cylindrical", "universal", "spherical", "spherical_zyx", "planar", "fixed")
 
 

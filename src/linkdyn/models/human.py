@@ -1,4 +1,4 @@
-"""Human figures: the 40-DoF figure of seed 004 (Fig. 13) and its 16-DoF version (sec. 5.1, 5.2).
+"""Human figures: the 40-DoF figure of Nakamura and Yamane 2000 (Fig. 13) and its 16-DoF version (sec. 5.1, 5.2).
 
 Seed 004 (Nakamura, Yamane, Nagashima) sec. 4.5 models a human with 12 spherical and 4 revolute
 joints, 40 DoF on 17 links, the spherical joints taken as single 3-DoF joints rather than three
@@ -477,7 +477,7 @@ def standing_configuration(model) -> np.ndarray:
 
 def human_figure(mass: float = 70.0, height: float = 1.75, sex: str = "male", floating: bool = True,
                  name: str = "human", contacts: bool = True):
-    """The 40-DoF human figure of seed 004 Fig. 13: 17 links, 12 spherical + 4 revolute joints.
+    """The 40-DoF human figure of Nakamura and Yamane 2000 Fig. 13: 17 links, 12 spherical + 4 revolute joints.
 
     Bodies (joint -> body): ``root_joint`` (free, or welded with ``floating=False``) -> ``pelvis``;
     ``waist`` -> ``torso``; ``neck`` -> ``head``; ``{l,r}_sternoclavicular`` -> ``{l,r}_clavicle``;
@@ -556,7 +556,7 @@ def _parts_16(mass, height, sex):
 
 def human_figure_16(mass: float = 70.0, height: float = 1.75, sex: str = "male", floating: bool = True,
                     name: str = "human16", contacts: bool = True):
-    """The 16-DoF human figure of seed 004 sec. 5.1 (high bar) and 5.2 (swing): 4 DoF per limb.
+    """The 16-DoF human figure of Nakamura and Yamane 2000 sec. 5.1 (high bar) and 5.2 (swing): 4 DoF per limb.
 
     ``root_joint`` (free, or welded) -> ``trunk`` (one rigid segment: de Leva's head, upper, middle
     and lower trunk and the two clavicles of :func:`human_figure`, merged in the standing pose);

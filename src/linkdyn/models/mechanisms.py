@@ -1,5 +1,5 @@
 """Closed-chain mechanisms: the four-bar linkage, the slider-crank, the five-bar parallel arm
-and spatial one-loop linkages with spherical and universal cut joints (seed 004 sec. 2).
+and spatial one-loop linkages with spherical and universal cut joints (Nakamura and Yamane 2000 sec. 2).
 
 Each is a tree plus one loop closure (``ModelBuilder.add_loop``).  Links are slender rods
 (uniform, of the given mass per metre) along their local x axis; planar mechanisms move in

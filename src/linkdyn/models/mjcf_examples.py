@@ -49,7 +49,6 @@ def humanoid_xml(drop: float = 0.3, tilt: float = 0.0, roll: float = 0.0, fricti
     corners, head) against the plane, the kind both simulators model the same way; the capsules
     and boxes are drawn only (``contype="0" conaffinity="0"``).  ``integrator`` and
     ``timestep`` go to MuJoCo's ``<option>``."""
-    sole = -0.065
     z0 = 0.06 + 0.84 + 0.065 + drop
     r_foot = 0.01
     feet = "".join(f'<geom class="contact" size="{r_foot}" pos="{x} {y} {-0.055 + r_foot - r_foot}"/>'
@@ -72,7 +71,6 @@ def humanoid_xml(drop: float = 0.3, tilt: float = 0.0, roll: float = 0.0, fricti
         </body>
       </body>"""
     def arm(side, y):
-        s = 1 if y > 0 else -1
         return f"""
         <body name="{side}_upper_arm" pos="0 {y} 0.17">
           <joint name="{side}_shoulder" type="ball" range="0 120"/>

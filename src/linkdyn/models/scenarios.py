@@ -1,4 +1,4 @@
-"""Human figures in structure-varying scenes (seed 004 sec. 5): the high bar (Fig. 14), the
+"""Human figures in structure-varying scenes (Nakamura and Yamane 2000 sec. 5): the high bar (Fig. 14), the
 swing (Fig. 15), and a figure that drops and lands on its feet (pseudo-closed chains with
 the ground, Fig. 11).  Each scene is a function returning ``(model, q)`` or a ready
 :class:`~linkdyn.sim.Simulation` with its events scheduled (``*_simulation``).
@@ -43,7 +43,7 @@ def _rotate_base_about(model, q, point, axis, angle):
 
 
 def on_bar(figure=None, grip: str = "revolute", bar_height: float | None = None, swing: float = 0.0):
-    """(model, q): ``figure`` (default the 16-DoF figure of seed 004 sec. 5.1) hanging from a
+    """(model, q): ``figure`` (default the 16-DoF figure of Nakamura and Yamane 2000 sec. 5.1) hanging from a
     bar along the world y axis by both hands, each on a cut joint of kind ``grip``:
     "revolute" (about the bar, the seed's high bar), "spherical" or "weld".  The bar is part of
     the world, marked by the frame "bar" on the world at the middle of the hands; the two
@@ -69,7 +69,7 @@ def on_bar(figure=None, grip: str = "revolute", bar_height: float | None = None,
 
 
 def high_bar(mass: float = 70.0, height: float = 1.75, swing: float = 0.0):
-    """The high bar of seed 004 sec. 5.1: the 16-DoF figure (4 DoF per limb) hanging by both
+    """The high bar of Nakamura and Yamane 2000 sec. 5.1: the 16-DoF figure (4 DoF per limb) hanging by both
     hands on 1-DoF revolute joints about the bar, turned by ``swing`` rad about the bar.
     Returns (model, q)."""
     return on_bar(human_figure_16(mass=mass, height=height), "revolute", swing=swing)
@@ -95,13 +95,13 @@ def high_bar_simulation(dt: float = 1e-3, release: float = 1.0, swing: float = 0
 
 
 def figure_on_bar_40(grip: str = "revolute"):
-    """The 40-DoF figure of seed 004 Fig. 13 (46 velocities with its floating base) hanging from
+    """The 40-DoF figure of Nakamura and Yamane 2000 Fig. 13 (46 velocities with its floating base) hanging from
     a bar by both hands (two loops).  Returns (model, q)."""
     return on_bar(human_figure(), grip)
 
 
 # ---------------------------------------------------------------------------------------
-# the swing (seed 004 sec. 5.2, Fig. 15)
+# the swing (Nakamura and Yamane 2000 sec. 5.2, Fig. 15)
 def swing(mass: float = 70.0, height: float = 1.75, rope_length: float = 2.5, swing_angle: float = 0.5,
           friction: float = 0.3, ground_clearance: float = 0.25):
     """The swing of Nakamura and Yamane (2000, sec. 5.2, Fig. 15): the 16-DoF figure sits on a
@@ -240,7 +240,7 @@ def swing_simulation(dt: float = 1e-3, seat_breaks: float = 1.2, record_every: i
 
 
 # ---------------------------------------------------------------------------------------
-# drop and land (pseudo-closed chains with the ground, seed 004 Fig. 11)
+# drop and land (pseudo-closed chains with the ground, Nakamura and Yamane 2000 Fig. 11)
 def posture_controller(model, q_ref, frequency: float = 12.0, damping_ratio: float = 1.0, stance: bool = True,
                        stance_gap: float = 1e-3, passive=()):
     """Computed-torque control of the posture ``q_ref`` of ``model`` by every joint but the

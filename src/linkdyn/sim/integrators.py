@@ -2,7 +2,7 @@
 
 The state is (q, v); v' comes from the articulated body algorithm (for a closed chain: the
 closed-chain forward dynamics, ``linkdyn.loops``) and q moves by ``linkdyn.integrate`` (the
-exponential map for ball and free joints, seed 004 eqs. 34-38), so quaternions stay of unit
+exponential map for ball and free joints, Nakamura and Yamane 2000 eqs. 34-38), so quaternions stay of unit
 norm without renormalization tricks.  A closed chain is projected back onto its constraint
 manifold after every step: the loops are closed by Newton's method and the velocity is
 projected in the kinetic-energy metric, so the loop error stays at round-off level.

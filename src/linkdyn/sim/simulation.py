@@ -1,4 +1,4 @@
-"""Simulation of structure-varying chains with events (seed 004 secs. 4-5).
+"""Simulation of structure-varying chains with events (Nakamura and Yamane 2000 secs. 4-5).
 
     sim = ld.Simulation(model, q, dt=1e-3)
     sim.connect("r_grip", "bar", joint=ld.Revolute("y"))     # a loop appears; velocities jump
@@ -8,9 +8,9 @@
     sim.save("run.npz"); sim.animate("run.html")
 
 Between events the state moves with RK4 (or semi-implicit Euler) on the configuration
-manifold (quaternions by the exponential map, seed 004 eqs. 34-38), a closed chain by its
+manifold (quaternions by the exponential map, Nakamura and Yamane 2000 eqs. 34-38), a closed chain by its
 multiplier-form dynamics, projected back onto its loops after every step.  A connection
-builds the new model and applies the velocity jump of seed 004 sec. 4.3; a cut keeps the
+builds the new model and applies the velocity jump of Nakamura and Yamane 2000 sec. 4.3; a cut keeps the
 velocities.  Conditional events are checked after every step and fire at the end of the step
 in which their condition became true (their time is accurate to one step).
 """
@@ -224,7 +224,7 @@ class Simulation:
     # ------------------------------------------------------------------------ structure
     def connect(self, frame, to="world", joint=None, name=None) -> Event:
         """Join ``frame`` to ``to`` now by ``joint`` (default a weld; axes in ``frame``'s
-        coordinates), with the velocity jump of seed 004 sec. 4.3.  Returns the event (its
+        coordinates), with the velocity jump of Nakamura and Yamane 2000 sec. 4.3.  Returns the event (its
         ``impulse`` and ``energy_loss``)."""
         change = structure.connect_state(self.model, self.q, self.v, frame, to, joint, name)
         return self._switch(change, "connect", f"{frame} - {to}")
@@ -249,7 +249,7 @@ class Simulation:
 
     def cut(self, a, b=None) -> Event:
         """Cut now: ``cut(loop_or_joint)`` or ``cut(frame, to)`` for the loop joining them
-        (seed 004 sec. 4.4).  Velocities are kept."""
+        (Nakamura and Yamane 2000 sec. 4.4).  Velocities are kept."""
         name = self._loop_between(a, b)
         change = structure.cut(self.model, self.q, self.v, name)
         return self._switch(change, "cut", name)
