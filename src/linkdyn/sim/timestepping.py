@@ -153,19 +153,17 @@ class TimeStepping:
             hit = np.flatnonzero(pushing & (vn < -V_REPORT) & (prev <= 0.0))
             if len(hit):
                 self.stats["impacts"] += 1
-                self._h = h
-                events.append(self._event(q, v, v1, hit, np.flatnonzero(pushing), self.force * h, t, tau))
+                events.append(self._event(q, v, v1, hit, np.flatnonzero(pushing), self.force * h, t, tau, h))
         if gaps1.min(initial=np.inf) < -PEN_PROJECT:
             q1 = self._project(q1, gaps1)
         return q1, v1, events
 
-    def _event(self, q, v, v1, hit, touching, P, t, tau, loop_impulse=None):
+    def _event(self, q, v, v1, hit, touching, P, t, tau, h, loop_impulse=None):
         """An impact event: the impulses of the step, and the kinetic energy before and after
         them (from the free motion's velocity v + h a_free to v1: what the impulses took,
         without the work of gravity and the torques in the step)."""
         from ..dynamics.energy import kinetic_energy
         names = self.catalog.names
-        h = self._h
         v_free = v + h * self._a_free(q, v, tau)
         return Event(t, "impact", ", ".join(names[u] for u in hit), P[touching].copy(), v1 - v_free,
                      float(kinetic_energy(self.model, q, v_free)), float(kinetic_energy(self.model, q, v1)),
@@ -206,8 +204,7 @@ class TimeStepping:
                 self.stats["impacts"] += 1
                 full = np.zeros((cat.size, 3))
                 full[cand] = P
-                self._h = h
-                events.append(self._event(q, v, v1, cand[hit], cand[np.flatnonzero(P[:, 0] > 0.0)], full, t, tau,
+                events.append(self._event(q, v, v1, cand[hit], cand[np.flatnonzero(P[:, 0] > 0.0)], full, t, tau, h,
                                           (MU @ lam).reshape(-1, 6)))
         else:
             self.warm[:] = 0.0

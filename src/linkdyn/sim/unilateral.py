@@ -86,13 +86,6 @@ class Unilateral:
             return sol.value
         return accel
 
-    def solve_at(self, q, v, tau):
-        """The acceleration-level solution at (q, v) with the units at their boundary active
-        (for recording forces)."""
-        active = self._active(q, v)
-        units = self.catalog.units(q, v, active, with_drift=True)
-        return cd.acceleration(self.model, q, v, tau, units, warm=self.warm)
-
     def unit_forces(self, q, v, tau):
         """(size, 3) contact and limit forces at (q, v) (normal, two tangents), catalog order:
         the acceleration-level solution with the units at their boundary active."""
