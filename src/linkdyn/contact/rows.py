@@ -328,7 +328,19 @@ class UnitCatalog:
 
     def gaps(self, q, kin=None):
         """The gaps of every unit (in catalog order: contact pairs, coordinate limits, ball
-        limits), cheap: no Jacobians.  Contacts outside a bounded plane's extent get +inf."""
+        limits), cheap: no Jacobians.  Contacts outside a bounded plane's extent get +inf.
+        The last answer is kept: a step asks for the gaps at the same q several times."""
+        memo = self.__dict__.get("_gap_memo")
+        if memo is not None and kin is None and (memo[0] is q or (memo[0].shape == np.shape(q)
+                                                                and np.array_equal(memo[0], q))):
+            return memo[1].copy()
+        out = self._gaps(q, kin)
+        if kin is None:
+            self._gap_memo = (q if isinstance(q, np.ndarray) and not q.flags.writeable else np.array(q, dtype=float),
+                              out.copy())
+        return out
+
+    def _gaps(self, q, kin):
         m = self.model
         out = np.empty(self.size)
         ncp, ncl = len(self.pairs), len(self.coord_limits)

@@ -88,6 +88,11 @@ def high_bar_simulation(dt: float = 1e-3, release: float = 1.0, swing: float = 0
     from ..sim import Simulation
     model, q = high_bar(swing=-swing)
     if posture is not None:
+        # the posture held: as hung, with the knees bent by 0.1 rad (straight knees would sit on
+        # their limit stop, a contact to keep solving at every step); the loops go through the
+        # arms, so they stay closed
+        for side in ("l", "r"):
+            q[model.q_slice(f"{side}_knee")] = 0.1
         options.setdefault("controller", posture_controller(model, q, frequency=posture))
     sim = Simulation(model, q, dt=dt, record_every=record_every, **options)
     sim.at(release, "cut", "r_grip", "bar")
@@ -274,13 +279,18 @@ def posture_controller(model, q_ref, frequency: float = 12.0, damping_ratio: flo
     from ..loops.kinematics import analyze, loop_bias, loop_jacobian
     ref_model, ref = model, np.asarray(q_ref, dtype=float)
     w2, c = frequency ** 2, 2.0 * damping_ratio * frequency
+    underactuated, refs = set(), {}
 
     def control(t, q, v, m):
         act = np.ones(m.nv, dtype=bool)
         for i in range(1, m.nbody):
             if m.jnt_type[i] == J.FREE or m.is_virtual[i] or m._joint_names[i] in passive:
                 act[m.jnt_vadr[i]:m.jnt_vadr[i] + m.jnt_nv[i]] = False
-        a_star = -w2 * difference(m, structure.map_state(ref_model, m, ref), q) - c * v
+        if m not in refs:                         # the posture on this structure (models are immutable)
+            if len(refs) > 16:
+                refs.clear()
+            refs[m] = structure.map_state(ref_model, m, ref)
+        a_star = -w2 * difference(m, refs[m], q) - c * v
         tau = np.zeros(m.nv)
         # the contact points on a plane now (the soles on the ground, the thighs on a seat)
         on, cat = np.zeros(0, dtype=np.int64), None
@@ -289,7 +299,7 @@ def posture_controller(model, q_ref, frequency: float = 12.0, damping_ratio: flo
             if cat is not None:
                 gaps = cat.gaps(q)
                 on = np.flatnonzero(gaps <= stance_gap)
-        if m.nloops and not len(on):
+        if m.nloops and not len(on) and m not in underactuated:
             names = [n for n in m.joint_names if act[m.v_index(n)]]
             an = analyze(m, q, actuated=names)
             a = an.accelerations(a_star[an.G_dofs], loop_bias(m, q, v))
@@ -297,7 +307,8 @@ def posture_controller(model, q_ref, frequency: float = 12.0, damping_ratio: flo
                 tau[an.A_dofs] = inverse_dynamics(m, q, v, a, names, analysis=an).tau_A
                 return tau
             except ValueError:      # underactuated (a figure hanging from a bar swings freely about
-                pass                # it): the least-squares form below, with the loops as its rows
+                underactuated.add(m)  # it): the least-squares form below, with the loops as its rows
+                # (remembered per model: the loop analysis is most of a step's cost)
         M, b = crba(m, q), nonlinear_effects(m, q, v)
         if m.nloops or len(on):
             JL = loop_jacobian(m, q) if m.nloops else np.zeros((0, m.nv))
@@ -371,28 +382,31 @@ def _constrained_torque(m, M, b, a_star, act, J, drift):
     scale = max(float(np.trace(M)) / nv, 1e-12)
     eps = 1e-8
     n = nv + nc
-    H = np.zeros((n, n))
-    H[np.flatnonzero(act), np.flatnonzero(act)] = 1.0
-    H[np.flatnonzero(base), np.flatnonzero(base)] = eps
-    H[nv:, nv:] = np.eye(nc) * eps / scale ** 2
-    C = np.zeros((nb + nc, n))
+    h = np.empty(n)                                   # the diagonal of H
+    h[:nv] = np.where(act, 1.0, eps)
+    h[nv:] = eps / scale ** 2
+    C = np.empty((nb + nc, n))
     C[:nb, :nv] = M[base]
     C[:nb, nv:] = -J[:, base].T
     C[nb:, :nv] = J
-    g = np.concatenate([np.where(act, a_star, 0.0), np.zeros(nc)])
+    C[nb:, nv:] = 0.0
+    g = np.zeros(n)
+    g[:nv][act] = a_star[act]
     d = np.concatenate([-b[base], -drift])
     # H is diagonal: z = H^-1 (g - C^T mu) with the Schur complement (C H^-1 C^T) mu = C H^-1 g - d,
     # Cholesky-factored with a relative 1e-12 on its diagonal (dependent rows, e.g. redundant
     # contact points, get the least-norm split)
-    h_inv = 1.0 / np.diag(H)
+    h_inv = 1.0 / h
     CH = C * h_inv
     S = CH @ C.T
     S[np.diag_indices_from(S)] += 1e-12 * max(float(np.abs(np.diag(S)).max()), 1e-300)
-    try:
-        mu = scipy.linalg.cho_solve(scipy.linalg.cho_factor(S, check_finite=False), CH @ g - d, check_finite=False)
+    L, info = scipy.linalg.lapack.dpotrf(S, lower=1, clean=0)      # LAPACK directly: this is per step
+    if info == 0:
+        mu, info = scipy.linalg.lapack.dpotrs(L, CH @ g - d, lower=1)
+    if info == 0:
         z = h_inv * (g - C.T @ mu)
-    except np.linalg.LinAlgError:
-        K = np.block([[H, C.T], [C, np.zeros((nb + nc, nb + nc))]])
+    else:
+        K = np.block([[np.diag(h), C.T], [C, np.zeros((nb + nc, nb + nc))]])
         z = np.linalg.lstsq(K, np.concatenate([g, d]), rcond=1e-12)[0]
     a, lam = z[:nv], z[nv:n]
     tau = np.zeros(nv)

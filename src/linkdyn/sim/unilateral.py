@@ -149,7 +149,7 @@ class Unilateral:
             if model.nloops:
                 q, v = project(model, q, v)
         near, gaps = self._near(q)
-        if active is not None:
+        if active is not None and len(near):
             near = np.intersect1d(near, active)
         if len(near):
             units = cat.units(q, v, near)
@@ -179,12 +179,15 @@ class Unilateral:
         for _ in range(64):
             if remaining <= LOC_DT:
                 break
-            v, ev = self.impact(q, v, t + (dt - remaining))
-            if ev is not None:
-                events.append(ev)
-            active = self._active(q, v)
             near, gaps0 = self._near(q)
-            watch_gap = np.setdiff1d(np.flatnonzero(np.isfinite(gaps0)), near)
+            if len(near):                       # (nothing at its boundary: nothing to strike or hold)
+                v, ev = self.impact(q, v, t + (dt - remaining))
+                if ev is not None:
+                    events.append(ev)
+                active = self._active(q, v)
+            else:
+                active = near
+            watch_gap = np.flatnonzero(np.isfinite(gaps0) & (gaps0 > GAP_TOL))     # (not ``near``)
             watch_slip = []
             slide = [False] * len(active)
             if len(active):
