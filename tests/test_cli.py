@@ -9,6 +9,9 @@ def test_scene_demo_writes_animation_plot_and_recording(tmp_path, capsys):
     assert cli.main(["demo", "highbar", "--duration", "1.2", "--out", str(tmp_path), "--quiet", "--format", "gif"]) == 0
     out = capsys.readouterr().out
     assert "cut     r_grip__bar" in out and "energy drift" in out
+    for check in ("largest limit violation", "smallest normal force", "deepest penetration", "largest loop error",
+                  "energy ledger residual"):
+        assert f"ok   {check}" in out, check
     for name in ("highbar.gif", "highbar.png", "highbar.npz"):
         assert (tmp_path / name).stat().st_size > 1000, name
     data = np.load(tmp_path / "highbar.npz")
@@ -40,3 +43,13 @@ def test_bare_command_version_and_info_errors(tmp_path, capsys):
     xml.write_text(incline_xml(0.3, 0.5))
     assert cli.main(["info", str(xml)]) == 0 and "root" in capsys.readouterr().out
     assert ld.viz.__name__ == "linkdyn.viz" and ld.models.scenarios.__name__ == "linkdyn.models.scenarios"
+
+
+def test_scene_demo_exits_non_zero_when_a_check_fails(tmp_path, monkeypatch, capsys):
+    """The verdict is the checks': a run whose checks fail (tolerances made impossible here)
+    makes ``linkdyn demo`` exit with 1 and name the failed check."""
+    from linkdyn.sim import checks
+    monkeypatch.setattr(checks, "LOOP_TOL", -1.0)
+    assert cli.main(["demo", "highbar", "--duration", "0.1", "--out", str(tmp_path), "--quiet", "--format", "gif"]) == 1
+    cap = capsys.readouterr()
+    assert "FAIL largest loop error" in cap.out and "a check failed (largest loop error)" in cap.err

@@ -220,28 +220,44 @@ def thigh_offset(model, q, side):
 
 
 def swing_simulation(dt: float = 1e-3, seat_breaks: float = 1.2, record_every: int = 10,
-                     posture: float | None = 8.0, **options):
+                     posture: float | None = 8.0, friction: float = 0.1, **options):
     """Fig. 15 as a simulation: the figure swings on the seat; at ``seat_breaks`` s the seat
-    comes off the left rope (that weld is cut) and hangs from the right rope.  Stepped by time
-    stepping (``contact_method="timestep"`` unless ``options`` say otherwise).  ``posture``:
-    the figure keeps its sitting posture with the posture controller at this frequency (rad/s;
-    the seat and the ropes carry it: ``posture_controller``'s stance); None: a passive figure.
+    comes off the left rope (that weld is cut) and hangs from the right rope, tilts, and the
+    thighs slide off it.  Stepped by time stepping (``contact_method="timestep"`` unless
+    ``options`` say otherwise).  ``friction``: between the thighs and the seat (the paper's
+    sideways prismatic joints are frictionless; 0.1 is a smooth board).
 
-    What happens after the break differs from the paper's figure: there the thighs slide off
-    along frictionless sideways prismatic joints; here they rest on the seat with friction and
-    the figure holds both ropes with a held posture, so the figure, the ropes and the seat move
-    as one parallelogram: the seat tilts sideways by a few degrees, the left thigh lifts off and
-    the right one stays (tan of the tilt < ``friction``).  A passive figure (``posture=None``)
-    tips backwards off the seat, since nothing holds its thighs down."""
+    ``posture``: the figure keeps its sitting posture with the posture controller at this
+    frequency (rad/s; the seat and the ropes carry it: ``posture_controller``'s stance) until
+    the seat breaks; from then on its arms give (shoulders and elbows passive, the hands still
+    on the ropes) while the trunk and the legs keep their posture.  Held arms would make the
+    figure, the two ropes and the seat one rigid parallelogram: the seat could only tilt by a
+    few degrees and the thighs would lift off it rather than slide.  None: a passive figure
+    (which tips backwards off the seat while it swings: nothing holds its thighs down)."""
     from ..sim import Simulation
-    model, q, w = swing()
+    model, q, w = swing(friction=friction)
     options.setdefault("contact_method", "timestep")
     if posture is not None:
-        options.setdefault("controller", posture_controller(model, q, frequency=posture,
-                                                            passive=("l_rope_top", "r_rope_top")))
+        ropes = ("l_rope_top", "r_rope_top")
+        seated = posture_controller(model, q, frequency=posture, passive=ropes)
+        falling = posture_controller(model, q, frequency=posture,
+                                     passive=ropes + ("l_shoulder", "r_shoulder", "l_elbow", "r_elbow"))
+
+        def control(t, q_, v, m):
+            return (seated if t < seat_breaks else falling)(t, q_, v, m)
+        options.setdefault("controller", control)
     sim = Simulation(model, q, dt=dt, record_every=record_every, **options)
     sim.at(seat_breaks, "cut", "seat_l_end__l_rope_end")
     return sim
+
+
+def thighs_on_seat(segment):
+    """Per sample of a swing recording's ``segment``: how many thigh contact points are over the
+    seat (inside its extent, within 1 cm of its top)."""
+    a = segment.arrays()
+    cols = [k for k, n in enumerate(segment.unit_names) if "_thigh_contact" in n and n.endswith("/seat_top")]
+    g = a["unit_gap"][:, cols]
+    return (np.isfinite(g) & (g < 0.01)).sum(axis=1)
 
 
 # ---------------------------------------------------------------------------------------

@@ -45,7 +45,8 @@ class Event:
 @dataclass
 class Segment:
     """Samples under one model: ``t`` (K,), ``q`` (K, nq), ``v`` (K, nv), ``kinetic``,
-    ``potential``, ``loop_error`` (K,), ``loop_forces`` (K, nloops, 6) in ``model.loops`` order;
+    ``potential``, ``work`` (K, 3) the run's energy ledger so far (``Simulation.work``: actuators,
+    limits and contacts, structure changes), ``loop_error`` (K,), ``loop_forces`` (K, nloops, 6) in ``model.loops`` order;
     for the unilateral units ``unit_names`` (contacts "point/plane", limits "joint.lower", ...),
     ``unit_force`` (K, nunits, 3): [normal, tangent 1, tangent 2] per unit (zero when not in
     contact; the tangents are the plane's x and y), ``unit_gap`` (K, nunits) and
@@ -57,6 +58,7 @@ class Segment:
     tau: list = field(default_factory=list)
     kinetic: list = field(default_factory=list)
     potential: list = field(default_factory=list)
+    work: list = field(default_factory=list)
     loop_error: list = field(default_factory=list)
     loop_forces: list = field(default_factory=list)
     unit_names: list = field(default_factory=list)
@@ -75,7 +77,7 @@ class Segment:
             return np.asarray(values, dtype=float).reshape((n,) + shape)
         return {"t": np.asarray(self.t, dtype=float), "q": field(self.q, (m.nq,)), "v": field(self.v, (m.nv,)),
                 "tau": field(self.tau, (m.nv,)), "kinetic": field(self.kinetic, ()),
-                "potential": field(self.potential, ()), "loop_error": field(self.loop_error, ()),
+                "potential": field(self.potential, ()), "work": field(self.work, (3,)), "loop_error": field(self.loop_error, ()),
                 "loop_forces": field(self.loop_forces, (m.nloops, 6)),
                 "unit_force": field(self.unit_force, (len(self.unit_names), 3)),
                 "unit_gap": field(self.unit_gap, (len(self.unit_names),)),

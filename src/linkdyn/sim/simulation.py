@@ -25,7 +25,7 @@ import numpy as np
 from .. import structure
 from ..dynamics.energy import kinetic_energy, potential_energy
 from ..kinematics import frame_pose
-from ..model.configuration import neutral
+from ..model.configuration import difference, neutral
 from .integrators import rk4_step, semi_implicit_euler_step
 from .recording import Event, Recording
 
@@ -114,6 +114,7 @@ class Simulation:
         self._watches: list[_Watch] = []
         self._steps = 0
         self.tau = np.zeros(model.nv)
+        self._work = np.zeros(3)            # actuators, limits and contacts, structure changes (J)
         if model.nloops:
             from .integrators import project
             self.q, self.v = project(model, self.q, self.v)
@@ -141,7 +142,29 @@ class Simulation:
                 import warnings
                 warnings.warn(f"the initial state violates {len(names)} limit(s) or contact(s) ({', '.join(names[:6])}"
                               f"{', ...' if len(names) > 6 else ''}); they are projected back", stacklevel=3)
+            e0 = self._energy()
             self.q, self.v = uni.correct(self.q, self.v)
+            self._work[1] += self._energy() - e0
+
+    def _energy(self):
+        return float(kinetic_energy(self.model, self.q, self.v)) + float(potential_energy(self.model, self.q))
+
+    @property
+    def work(self) -> np.ndarray:
+        """The energy ledger of the run so far (J), three terms: the work of the actuators
+        (``controller``'s torques, held over each step: tau . (q1 - q0) on the configuration
+        manifold), of the limits and contacts (impacts, friction, the corrections that project
+        penetrations out; negative when they take energy) and of the structure changes (the
+        velocity jumps when links connect).  E(t) - E(0) - sum(work) is the integrator's error
+        (``linkdyn.sim.checks``)."""
+        return self._work.copy()
+
+    def checks(self, energy_tol: float | None = None):
+        """The checks of the run so far (``linkdyn.sim.checks.check``): the largest limit
+        violation, the smallest normal force, the deepest penetration, the largest loop error
+        and the energy ledger's residual, each with its tolerance."""
+        from .checks import check
+        return check(self.recording, self.contact_method, energy_tol)
 
     @property
     def contact_stats(self) -> dict:
@@ -179,7 +202,8 @@ class Simulation:
         if seg.t and seg.t[-1] == self.t:
             return
         row = [("t", self.t), ("q", self.q.copy()), ("v", self.v.copy()), ("tau", self.tau.copy()),
-               ("kinetic", float(kinetic_energy(m, self.q, self.v))), ("potential", float(potential_energy(m, self.q)))]
+               ("kinetic", float(kinetic_energy(m, self.q, self.v))), ("potential", float(potential_energy(m, self.q))),
+               ("work", self._work.copy())]
         if m.nloops:
             from ..loops.dynamics import constrained_dynamics
             from ..loops.kinematics import loop_error
@@ -212,6 +236,7 @@ class Simulation:
         jump = change.jump
         imp = jump.impulses[-1] if jump is not None and len(jump.impulses) else np.zeros(6)
         t1 = float(kinetic_energy(self.model, self.q, self.v))
+        self._work[2] += t1 - t0
         ev = Event(self.t, kind, change.name, np.array(imp), jump.dv if jump is not None else np.zeros(self.model.nv),
                    t0, t1, note)
         self.recording.events.append(ev)
@@ -264,9 +289,32 @@ class Simulation:
             raise TypeError(f"action: expected 'connect', 'cut' or a callable taking the simulation, got {action!r}")
         return lambda *a, **k: action(self, *a, **k)
 
+    def _check_names(self, action, args, kwargs):
+        """Names given to a scheduled "connect" or "cut" must name something of the model now
+        (a frame, body, joint or loop, or a loop "<frame>__<to>" a connection will make), so a
+        typo fails when it is scheduled, not when its time comes."""
+        if action not in ("connect", "cut"):
+            return
+        import difflib
+        m = self.model
+        known = set(m.frame_names) | set(m.body_names) | set(m.joint_names) | {"world"}
+        known |= {lp.name for lp in m.loops} | {lp.joint_name for lp in m.loops}
+        names = [x for x in list(args[:2]) + [kwargs.get("frame"), kwargs.get("to")] if isinstance(x, str)]
+        for x in names:
+            parts = x.split("__") if "__" in x and x not in known else [x]
+            for p in parts:
+                if p.endswith("_joint") and p[:-6] in known:
+                    continue
+                if p not in known:
+                    near = difflib.get_close_matches(p, sorted(known), n=3)
+                    hint = f"; did you mean {', '.join(repr(n) for n in near)}?" if near else ""
+                    raise ValueError(f"{action}: model {m.name!r} has no frame, body, joint or loop {p!r}{hint}")
+
     def at(self, t: float, action, *args, **kwargs) -> None:
-        """Schedule ``action`` ("connect", "cut" or a callable taking the simulation) at time t."""
+        """Schedule ``action`` ("connect", "cut" or a callable taking the simulation) at time t.
+        Names are checked now (a ValueError with the nearest names for a typo)."""
         self._resolve(action)
+        self._check_names(action, args, kwargs)
         self._scheduled.append(_Scheduled(float(t), action, args, kwargs))
         self._scheduled.sort(key=lambda s: s.t)
 
@@ -277,6 +325,7 @@ class Simulation:
         if not callable(condition):
             raise TypeError("condition: expected a callable taking the simulation")
         self._resolve(action)
+        self._check_names(action, args, kwargs)
         self._watches.append(_Watch(condition, action, args, kwargs, once))
 
     def below(self, frame, axis: str = "z", value: float = 0.0):
@@ -323,6 +372,7 @@ class Simulation:
         end exactly at its time), then the events that are due."""
         h = self.dt if dt is None else float(dt)
         self.tau = self._torque()
+        w0 = self._uni.work if self._uni is not None else 0.0
         try:
             if self._uni is not None:
                 q, v, events = self._uni.step(self.q, self.v, self.tau, h, self.t)
@@ -338,6 +388,10 @@ class Simulation:
         if not (np.isfinite(q).all() and np.isfinite(v).all()):
             raise FloatingPointError(self._blow_up_message(h, "the state became non-finite"))
         self.recording.events.extend(events)
+        if self.tau.any():
+            self._work[0] += float(self.tau @ difference(self.model, self.q, q))
+        if self._uni is not None:
+            self._work[1] += self._uni.work - w0
         self.q, self.v = q, v
         if dt is None:
             self._steps += 1

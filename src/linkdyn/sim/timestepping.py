@@ -103,6 +103,10 @@ class TimeStepping:
             self._prm = np.array([CANDIDATE, BETA, V_BOUNCE, LCP_SWEEPS, LCP_TOL])
         self.stats = {"impacts": 0, "small_impacts": 0, "small_impact_energy": 0.0, "steps_in_contact": 0,
                       "projections": 0, "lcp_residual": 0.0}
+        #: the energy (J) the impulses have put in so far (negative: taken): per step the kinetic
+        #: energy from the free motion's velocity to the step's (at the step's start), plus the
+        #: potential energy the projections out of penetrations change
+        self.work = 0.0
 
     @property
     def empty(self):
@@ -170,15 +174,34 @@ class TimeStepping:
         self.stats["lcp_residual"] = max(self.stats["lcp_residual"], info[2])
         events = []
         pushing = self.force[:, 0] > 0.0
+        hit = np.flatnonzero(pushing & (vn < -V_REPORT) & (prev <= 0.0))
+        if self.force.any():
+            self.work += self._impulse_work(q, v, v1, tau, h)
         if pushing.any():
             self.stats["steps_in_contact"] += 1
-            hit = np.flatnonzero(pushing & (vn < -V_REPORT) & (prev <= 0.0))
             if len(hit):
                 self.stats["impacts"] += 1
                 events.append(self._event(q, v, v1, hit, np.flatnonzero(pushing), self.force * h, t, tau, h))
         if gaps1.min(initial=np.inf) < -PEN_PROJECT:
             q1 = self._project(q1, gaps1)
         return q1, v1, events
+
+    def _impulse_work(self, q, v, v1, tau, h, v_free=None):
+        """The energy the step's impulses took or gave, for the ledger (``Simulation.work``).
+
+        They change the kinetic energy from the free motion's v_free to v1 by
+        P . G v1 - |v1 - v_free|^2_M / 2: the work on the velocity after them (zero for a unit
+        that holds, by complementarity) less the energy of the jump.  Part of that jump is the
+        scheme's own: a unit resting under gravity is stopped from falling by the g h the free
+        motion gave it in the step, (g h)^2 / 2 per unit mass, which the free motion had put in.
+        So the jump's energy is counted only beyond the free motion's own, |v_free - v|^2_M / 2:
+        an impact's loss (to within that, O(h^2) per step)."""
+        from ..dynamics.energy import kinetic_energy
+        m = self.model
+        if v_free is None:
+            v_free = v + h * self._a_free(q, v, tau)
+        w = float(kinetic_energy(m, q, v1)) - float(kinetic_energy(m, q, v_free))
+        return w + min(float(kinetic_energy(m, q, v1 - v_free)), float(kinetic_energy(m, q, v_free - v)))
 
     def _event(self, q, v, v1, hit, touching, P, t, tau, h, loop_impulse=None):
         """An impact event: the impulses of the step, and the kinetic energy before and after
@@ -222,6 +245,8 @@ class TimeStepping:
             if np.any(P[:, 0] > 0.0):
                 self.stats["steps_in_contact"] += 1
             hit = np.flatnonzero((P[:, 0] > 0.0) & (vn < -V_REPORT) & (units.gap <= -h * vn))
+            if lam.any():
+                self.work += self._impulse_work(q, v, v1, tau, h, v_free)
             if len(hit):
                 self.stats["impacts"] += 1
                 full = np.zeros((cat.size, 3))
@@ -242,6 +267,14 @@ class TimeStepping:
         return q1, v1, events
 
     def _project(self, q, gaps):
+        """Project the penetrations out; the potential energy this changes goes to ``work``."""
+        from ..dynamics.energy import potential_energy
+        pe0 = float(potential_energy(self.model, q))
+        q = self._project_out(q, gaps)
+        self.work += float(potential_energy(self.model, q)) - pe0
+        return q
+
+    def _project_out(self, q, gaps):
         model, cat = self.model, self.catalog
         for _ in range(5):
             self.stats["projections"] += 1

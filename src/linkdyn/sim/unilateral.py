@@ -58,6 +58,11 @@ POS_TOL = 1e-12
 LOC_TOL, LOC_DT = 1e-10, 1e-12
 
 
+def _energy(model, q, v):
+    from ..dynamics.energy import kinetic_energy, potential_energy
+    return float(kinetic_energy(model, q, v)) + float(potential_energy(model, q))
+
+
 class Unilateral:
     """The limits and contacts of one model in a simulation (rebuilt on a structure change)."""
 
@@ -68,6 +73,11 @@ class Unilateral:
         self.warm = {}
         self.last = None               # the last acceleration-level Solution (for recording)
         self.stats = {"impacts": 0, "small_impacts": 0, "small_impact_energy": 0.0, "located": 0, "touches": 0, "pieces": 0}
+        #: the energy (J) the limit and contact forces have put in so far (negative: taken):
+        #: impacts, the approach velocities removed by ``correct``, the power of the forces of
+        #: held units over each piece (sliding friction; trapezoidal), and the potential energy
+        #: the projections out of penetrations change
+        self.work = 0.0
 
     @property
     def empty(self):
@@ -123,6 +133,7 @@ class Unilateral:
         k0 = float(kinetic_energy(self.model, q, v))
         v1 = v + sol.value
         k1 = float(kinetic_energy(self.model, q, v1))
+        self.work += k1 - k0
         hit = [units.name[u] for u in np.flatnonzero(vn < -V_TOL)]
         if not np.any(sol.force):               # the others' impulses already stopped it
             return v1, None
@@ -140,6 +151,7 @@ class Unilateral:
         """Close the loops, project penetrations out, remove the approach velocity of the units
         in ``active`` (catalog indices; default: every unit at its boundary)."""
         model, cat = self.model, self.catalog
+        q_in, v_in = q, v
         for _ in range(5):
             gaps = cat.gaps(q)
             if gaps.min(initial=np.inf) >= -POS_TOL:
@@ -156,7 +168,16 @@ class Unilateral:
             if np.any(units.N @ v < 0.0):
                 units.e = np.zeros(len(units))
                 v = v + cd.impulse(model, q, v, units, restitution=False).value
+        if q is not q_in or v is not v_in:
+            self.work += _energy(model, q, v) - _energy(model, q_in, v_in)
         return q, v
+
+    def _power(self, q, v, tau, active, slide):
+        """The power (W) of the forces of the held units ``active`` at (q, v)."""
+        units = self.catalog.units(q, v, active, with_drift=True)
+        sol = cd.acceleration(self.model, q, v, tau, units, warm=self.warm, slide=slide)
+        f = sol.force
+        return float(f[:, 0] @ (units.N @ v) + np.einsum("kj,kjn,n->", f[:, 1:], units.T, v))
 
     # ------------------------------------------------------------------------------------
     def _event_values(self, q, v, watch_gap, watch_slip):
@@ -204,6 +225,7 @@ class Unilateral:
                 return self._step(model, q, v, tau, h, accel=accel, project_loops=False)
             q1, v1 = trial(remaining)
             self.stats["pieces"] += 1
+            p0 = self._power(q, v, tau, active, slide) if len(active) else 0.0
             f1 = self._event_values(q1, v1, watch_gap, watch_slip)
             h = remaining
             touched = active
@@ -222,6 +244,8 @@ class Unilateral:
                 else:                           # a slow, shallow touch: taken up by the correction
                     touched = np.union1d(active, crossed)
                     self.stats["touches"] += 1
+            if len(active):
+                self.work += 0.5 * h * (p0 + self._power(q1, v1, tau, active, slide))
             if model.nloops:
                 q1, v1 = project(model, q1, v1)
             q, v = self.correct(q1, v1, touched)
