@@ -86,6 +86,10 @@ def _joint_curves(segs, joints):
     return curves
 
 
+#: impacts labelled in the events panel (the largest by impulse)
+MAX_LABELS = 8
+
+
 def _event_lines(ax, events):
     for e in events:
         ax.axvline(e.t, color="0.5", lw=0.8, ls=":", zorder=0)
@@ -276,14 +280,22 @@ def plot_run(run, path, joints=None, *, model=None, title: str | None = None, dp
                 transform=ax.transAxes, ha="center", va="center", color="0.4")
     ax.set_ylabel("loop force |f| [N]")
 
-    # 5. event impulses
+    # 5. event impulses (every one drawn; labels and dotted lines for the structure changes and
+    # the largest impacts: a limb chattering on its stop makes hundreds)
+    impacts = sorted((e for e in events if e.kind == "impact"), key=lambda e: -impulse_size(e))
+    labelled = {id(e) for e in events if e.kind != "impact"} | {id(e) for e in impacts[:MAX_LABELS]}
     ax = axs[4]
     if events:
         te = np.array([e.t for e in events])
         pe = np.array([impulse_size(e) for e in events])
         ax.stem(te, pe, basefmt="k-")
         for x, y, e in zip(te, pe, events):
-            ax.annotate(event_label(e), (x, y), xytext=(3, 3), textcoords="offset points", fontsize=6, rotation=20)
+            if id(e) in labelled:
+                ax.annotate(event_label(e), (x, y), xytext=(3, 3), textcoords="offset points", fontsize=6, rotation=20)
+        if len(labelled) < len(events):
+            ax.text(0.99, 0.95, f"labels: the structure changes and the {MAX_LABELS} largest impacts of "
+                    f"{sum(e.kind == 'impact' for e in events)}", transform=ax.transAxes, ha="right", va="top",
+                    fontsize=6, color="0.4")
         top = np.nanmax(pe) if np.isfinite(pe).any() else 0.0
         ax.set_ylim(0.0, 1.35 * top if top > 0 else 1.0)
     else:
@@ -295,7 +307,7 @@ def plot_run(run, path, joints=None, *, model=None, title: str | None = None, dp
     ax.set_xlim(t[0], t[-1] if t[-1] > t[0] else t[0] + 1.0)
 
     for ax in axs:
-        _event_lines(ax, events)
+        _event_lines(ax, [e for e in events if id(e) in labelled])
         ax.grid(True, lw=0.3, alpha=0.5)
         ax.yaxis.set_label_coords(-0.08, 0.5)
     fig.savefig(path, dpi=dpi)
