@@ -10,6 +10,7 @@
 Conventions (the same as Pinocchio's): spatial vectors [linear; angular], quaternions
 [x, y, z, w], a free joint's q = [x, y, z, qx, qy, qz, qw] with v = [v; w] in the body frame.
 """
+from . import _kernels  # noqa: F401  (first: the kernels' cache is set up before any is defined)
 from .model import joints  # noqa: F401  (ld.joints.Revolute, ...)
 from . import spatial
 from . import analysis, contact, loops, models, sim, structure

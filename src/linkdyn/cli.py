@@ -199,6 +199,64 @@ def _info(args) -> int:
     return 0
 
 
+def _warmup_tasks():
+    """(label, callable) pairs that together compile what the demos and the common entry points
+    use: the dynamics of trees with every joint kind, one state and a stack of states, the
+    Jacobians, the closed chains, the event-driven and the time-stepping schemes."""
+    import linkdyn as ld
+    from linkdyn.models import scenarios as sc
+
+    def dynamics():
+        m = ld.models.human_figure()
+        q, v = ld.random_configuration(m, np.random.default_rng(0)), np.zeros(m.nv)
+        ld.rnea(m, q, v, v), ld.crba(m, q), ld.aba(m, q, v, v), ld.nonlinear_effects(m, q, v)
+        ld.kinetic_energy(m, q, v), ld.potential_energy(m, q)
+
+    def batched():
+        m = ld.models.human_figure()
+        Q = ld.random_configuration(m, np.random.default_rng(0), size=4)
+        V = np.zeros((4, m.nv))
+        ld.rnea(m, Q, V, V), ld.aba(m, Q, V, V), ld.crba(m, Q)
+
+    def kinematics():
+        m = ld.models.human_figure()
+        q = ld.random_configuration(m, np.random.default_rng(0))
+        frame = m.frame_names[-1]
+        ld.forward_kinematics(m, q), ld.frame_pose(m, q, frame), ld.jacobian(m, q, frame, "world")
+        ld.joint_jacobians(m, q), ld.frame_velocity(m, q, np.zeros(m.nv), frame)
+
+    def scene(make, steps):
+        def run():
+            sim = make(dt=1e-3, record_every=10)
+            sim.run(until=steps * 1e-3, progress=False)
+            sim.checks()
+        return run
+    return [("dynamics (rnea, crba, aba)", dynamics), ("batched dynamics", batched), ("kinematics and Jacobians", kinematics),
+            ("closed chains and events (high bar)", scene(sc.high_bar_simulation, 3)),
+            ("time stepping (drop)", scene(sc.drop_simulation, 3)),
+            ("time stepping with loops (swing)", scene(sc.swing_simulation, 2))]
+
+
+def _warmup(args) -> int:
+    """Compile (or load from the cache) everything the demos and the common calls use."""
+    from tqdm import tqdm
+
+    from linkdyn import _kernels
+    tasks = _warmup_tasks()
+    print(f"linkdyn: compiling its kernels for this machine, once; they are cached in {_kernels.cache_dir()}",
+          file=sys.stderr)
+    _kernels._CompileNotice.quiet = True
+    t0 = time.perf_counter()
+    bar = tqdm(tasks, desc="compiling linkdyn's kernels", unit="task", file=sys.stderr, disable=args.quiet)
+    for label, task in bar:
+        bar.set_postfix_str(label)
+        task()
+    n = _kernels._CompileNotice.count
+    print(f"linkdyn: ready in {time.perf_counter() - t0:.1f} s ({n} kernels compiled, the rest loaded from the cache)",
+          file=sys.stderr)
+    return 0
+
+
 def main(argv=None) -> int:
     from linkdyn.models import ROBOTS
     import linkdyn
@@ -218,6 +276,10 @@ def main(argv=None) -> int:
     d.add_argument("--quiet", action="store_true", help="no progress bar")
     d.add_argument("--plot", default=None, help="a robot's run: write a PNG of joint angles and energies")
     d.set_defaults(func=_demo)
+    w = sub.add_parser("warmup", help="compile linkdyn's kernels for this machine now (once; cached), "
+                                       "so that the first real call starts at once")
+    w.add_argument("--quiet", action="store_true", help="no progress bar")
+    w.set_defaults(func=_warmup)
     i = sub.add_parser("info", help="load a URDF or MJCF (.xml) file and list its joints")
     i.add_argument("path")
     i.add_argument("--floating", action="store_true", help="attach the root link by a free joint")

@@ -70,7 +70,7 @@ def frame_jacobian_kernel(mi, mf, ws, q, b, fR, fp, ref, J):
     parent, jtype, qadr, vadr, jnq, jnv, _, _, _, _, _, _, _ = unpack_model(mi, mf)
     nb, nq, nv = model_sizes(mi)
     oR, op, liR, lip, vel, acc, frc, S, vJ, cJ, I6, pA, U, Dinv, u, tmp, W6, W3 = unpack_data(ws, nb, nv)
-    support_pass(mi, mf, ws, q, _EMPTY, _EMPTY, POS, True, False, b)     # the path to body b only
+    support_pass(mi, mf, ws, q, q[:0], q[:0], np.int64(POS), np.bool_(True), np.bool_(False), b)     # the path to body b only
     J[:, :] = 0.0
     R, p, col, t = W3[0], W3[2, 0], tmp[0], tmp[1]
     if ref != WORLD:
@@ -108,7 +108,7 @@ def joint_jacobians_kernel(mi, mf, ws, q, J):
     parent, jtype, qadr, vadr, jnq, jnv, _, _, _, _, _, _, _ = unpack_model(mi, mf)
     nb, nq, nv = model_sizes(mi)
     oR, op, liR, lip, vel, acc, frc, S, vJ, cJ, I6, pA, U, Dinv, u, tmp, W6, W3 = unpack_data(ws, nb, nv)
-    kinematics_pass(mi, mf, ws, q, _EMPTY, _EMPTY, POS, True, False)
+    kinematics_pass(mi, mf, ws, q, q[:0], q[:0], np.int64(POS), np.bool_(True), np.bool_(False))
     col = tmp[0]
     for j in range(1, nb):
         for d in range(vadr[j], vadr[j] + jnv[j]):
@@ -152,7 +152,7 @@ def frame_motion_kernel(mi, mf, ws, q, v, a, b, fR, fp, ref, classical, out):
         return st
     nb, nq, nv = model_sizes(mi)
     oR, op, liR, lip, vel, acc, frc, S, vJ, cJ, I6, pA, U, Dinv, u, tmp, W6, W3 = unpack_data(ws, nb, nv)
-    support_pass(mi, mf, ws, q, v, a, ACC, True, False, b)      # the path to body b only
+    support_pass(mi, mf, ws, q, v, a, np.int64(ACC), np.bool_(True), np.bool_(False), b)      # the path to body b only
     R, p, t = W3[0], W3[2, 0], tmp[0]
     express(ref, oR, op, b, fR, fp, vel[b], out[0], R, p, t)
     express(ref, oR, op, b, fR, fp, acc[b], out[1], R, p, t)
@@ -174,7 +174,7 @@ def frame_pose_kernel(mi, mf, ws, q, b, fR, fp, T):
         return st
     nb, nq, nv = model_sizes(mi)
     oR, op, liR, lip, vel, acc, frc, S, vJ, cJ, I6, pA, U, Dinv, u, tmp, W6, W3 = unpack_data(ws, nb, nv)
-    support_pass(mi, mf, ws, q, _EMPTY, _EMPTY, POS, True, False, b)
+    support_pass(mi, mf, ws, q, q[:0], q[:0], np.int64(POS), np.bool_(True), np.bool_(False), b)
     _frame_pose_nb(oR, op, b, fR, fp, T[:3, :3], T[:3, 3])
     T[3, 0], T[3, 1], T[3, 2], T[3, 3] = 0.0, 0.0, 0.0, 1.0
     return OK
@@ -204,7 +204,7 @@ def forward_kinematics_kernel(mi, mf, ws, q, v, a, level, R, p, V, A):
         return st
     nb, nq, nv = model_sizes(mi)
     oR, op, liR, lip, vel, acc, frc, S, vJ, cJ, I6, pA, U, Dinv, u, tmp, W6, W3 = unpack_data(ws, nb, nv)
-    kinematics_pass(mi, mf, ws, q, v, a, level, True, False)
+    kinematics_pass(mi, mf, ws, q, v, a, np.int64(level), np.bool_(True), np.bool_(False))
     R[:] = oR
     p[:] = op
     if level >= VEL:
@@ -223,7 +223,7 @@ def com_kernel(mi, mf, ws, q, c, Jc):
     parent, jtype, qadr, vadr, jnq, jnv, _, _, _, _, inertia, _, _ = unpack_model(mi, mf)
     nb, nq, nv = model_sizes(mi)
     oR, op, liR, lip, vel, acc, frc, S, vJ, cJ, I6, pA, U, Dinv, u, tmp, W6, W3 = unpack_data(ws, nb, nv)
-    kinematics_pass(mi, mf, ws, q, _EMPTY, _EMPTY, POS, True, False)
+    kinematics_pass(mi, mf, ws, q, q[:0], q[:0], np.int64(POS), np.bool_(True), np.bool_(False))
     # subtree sums: tmp[i, 0] = mass, tmp[i, 1:4] = sum m x (world)
     for i in range(nb):
         for k in range(4):

@@ -13,7 +13,9 @@ codes below, and the public layer turns it into a message that names the argumen
 """
 import math
 
-from numba import njit
+import numpy as np
+
+from numba import njit, types
 
 from ..model.joints import FREE, PRISMATIC, REVOLUTE, SPHERICAL
 from .jcalc import jcalc, rodrigues
@@ -89,18 +91,6 @@ def _tree_times_axis_rotation(Rt, k, c, s, out):
         out[r, k] = Rt[r, k]
         out[r, k1] = c * x + s * y
         out[r, k2] = c * y - s * x
-
-
-@njit(cache=True)
-def kinematics_pass(mi, mf, ws, q, v, a, level, world, with_gravity):
-    """``forward_pass`` of every body."""
-    forward_pass(mi, mf, ws, q, v, a, level, world, with_gravity, -1)
-
-
-@njit(cache=True)
-def support_pass(mi, mf, ws, q, v, a, level, world, with_gravity, target):
-    """``forward_pass`` of the bodies that support body ``target``."""
-    forward_pass(mi, mf, ws, q, v, a, level, world, with_gravity, target)
 
 
 @njit(inline="always", cache=True)
@@ -215,3 +205,25 @@ def _matmul3(A, B, out):
     for r in range(3):
         for c in range(3):
             out[r, c] = A[r, 0] * B[0, c] + A[r, 1] * B[1, c] + A[r, 2] * B[2, c]
+
+
+# One compiled signature for every caller (explicit: arrays of any layout convert to these), so
+# that the pass, the biggest piece of code in linkdyn, compiles once and not once per caller's
+# array layouts or literal flags (~13 s each on a cold cache)
+_ARR = types.Array(types.float64, 1, "A")
+_PASS_SIG = (types.Array(types.int64, 2, "C", readonly=True), types.Array(types.float64, 1, "C", readonly=True),
+             types.Array(types.float64, 1, "C"), _ARR, _ARR, _ARR, types.int64, types.boolean, types.boolean)
+
+
+@njit(types.void(*_PASS_SIG, types.int64), cache=True)
+def support_pass(mi, mf, ws, q, v, a, level, world, with_gravity, target):
+    """``forward_pass`` of the bodies that support body ``target``."""
+    forward_pass(mi, mf, ws, q, v, a, level, world, with_gravity, target)
+
+
+@njit(types.void(*_PASS_SIG), cache=True)
+def kinematics_pass(mi, mf, ws, q, v, a, level, world, with_gravity):
+    """``forward_pass`` of every body (through ``support_pass``: the pass is compiled once, not
+    once per entry; callers pass ``np.int64``/``np.bool_`` flags and mutable arrays so that Numba
+    compiles one signature for all of them, not one per literal value: ~13 s each)."""
+    support_pass(mi, mf, ws, q, v, a, level, world, with_gravity, np.int64(-1))

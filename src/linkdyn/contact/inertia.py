@@ -47,7 +47,7 @@ from .._kernels.layout import model_sizes, unpack_data, unpack_model, unpack_pac
 from .._kernels.passes import OK, POS, SINGULAR, check_q, kinematics_pass
 from .._kernels.spatial_nb import dot6, force_act_inplace, inertia_to_parent_add, mat6_vec, motion_inv_act
 from ..dynamics.aba import spd_inverse
-from ..kinematics import _EMPTY, _frame, _ref, express
+from ..kinematics import _frame, _ref, express
 
 __all__ = ["inverse_inertia", "inverse_inertia_block", "inverse_inertia_kernel"]
 
@@ -87,7 +87,7 @@ def inverse_inertia_kernel(mi, mf, ws, q, fb, fR, fp, ref, G, T, out):
     parent, jtype, qadr, vadr, jnq, jnv, _, _, _, _, inertia, armature, _ = unpack_model(mi, mf)
     nb, nq, nv = model_sizes(mi)
     oR, op, liR, lip, vel, acc, frc, S, vJ, cJ, I6, pA, U, Dinv, u, tmp, W6, W3 = unpack_data(ws, nb, nv)
-    kinematics_pass(mi, mf, ws, q, _EMPTY, _EMPTY, POS, True, False)
+    kinematics_pass(mi, mf, ws, q, q[:0], q[:0], np.int64(POS), np.bool_(True), np.bool_(False))
 
     # --- ABA's pass 2 without bias forces: Î_i, U = Î S, D^-1 (eq. 25) ------------------
     for i in range(nb):

@@ -593,7 +593,7 @@ def _model_kernel(C, I, q, v, want, g, rows, drift):
         if want == 0:
             status = _gaps_kernel(C[j], q[qa:qa + n], g[u:])
         else:
-            status = _rows_kernel(C[j], q[qa:qa + n], v[va:va + 3], want, g[u:], rows[u:], drift[u:])
+            status = _rows_kernel(C[j], q[qa:qa + n], v[va:va + 3], np.int64(want), g[u:], rows[u:], drift[u:])
         if status != 0:
             return 4 * j + status
     return -1

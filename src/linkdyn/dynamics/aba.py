@@ -64,7 +64,7 @@ def aba_kernel(mi, mf, ws, q, v, tau, fext, qdd):
     damping, friction = unpack_joint_terms(mi, mf)
     nb, nq, nv = model_sizes(mi)
     oR, op, liR, lip, vel, acc, frc, S, vJ, c, IA, pA, U, Dinv, u, tmp, W6, W3 = unpack_data(ws, nb, nv)
-    kinematics_pass(mi, mf, ws, q, v, tau[:0], VEL, False, False)
+    kinematics_pass(mi, mf, ws, q, v, tau[:0], np.int64(VEL), np.bool_(False), np.bool_(False))
     # pass 1: I^A_i = I_i, p^A_i = v_i x* I_i v_i - f_ext
     for i in range(1, nb):
         IA[i, :, :] = inertia[i]

@@ -44,7 +44,7 @@ def crba_kernel(mi, mf, ws, q, M):
     st = check_q(mi, q)
     if st != OK:
         return st
-    kinematics_pass(mi, mf, ws, q, _EMPTY, _EMPTY, POS, True, False)
+    kinematics_pass(mi, mf, ws, q, q[:0], q[:0], np.int64(POS), np.bool_(True), np.bool_(False))
     crba_from_kinematics(mi, mf, ws, M)
     return OK
 
@@ -104,7 +104,7 @@ def unit_vector_kernel(mi, mf, ws, q, M):
     parent, jtype, qadr, vadr, jnq, jnv, _, _, _, _, inertia, armature, _ = unpack_model(mi, mf)
     nb, nq, nv = model_sizes(mi)
     oR, op, liR, lip, vel, acc, frc, S, vJ, cJ, I6, pA, U, Dinv, u, tmp, W6, W3 = unpack_data(ws, nb, nv)
-    kinematics_pass(mi, mf, ws, q, _EMPTY, _EMPTY, POS, False, False)
+    kinematics_pass(mi, mf, ws, q, q[:0], q[:0], np.int64(POS), np.bool_(False), np.bool_(False))
     for j in range(nv):
         # RNEA with v = 0, q'' = e_j, no gravity: a_i = X_i a_p + S_i e_j, f_i = I_i a_i
         acc[0, :] = 0.0
@@ -131,7 +131,7 @@ def jacobian_sum_kernel(mi, mf, ws, q, M):
     parent, jtype, qadr, vadr, jnq, jnv, _, _, _, _, inertia, armature, _ = unpack_model(mi, mf)
     nb, nq, nv = model_sizes(mi)
     oR, op, liR, lip, vel, acc, frc, S, vJ, cJ, oI, pA, Jw, Dinv, u, tmp, W6, W3 = unpack_data(ws, nb, nv)
-    kinematics_pass(mi, mf, ws, q, _EMPTY, _EMPTY, POS, True, False)
+    kinematics_pass(mi, mf, ws, q, q[:0], q[:0], np.int64(POS), np.bool_(True), np.bool_(False))
     # world-frame dof motions (rows of Jw) and world-frame body inertias oI_i
     for j in range(1, nb):
         for d in range(vadr[j], vadr[j] + jnv[j]):

@@ -21,7 +21,7 @@ def energy_kernel(mi, mf, ws, q, v, out):
     parent, jtype, qadr, vadr, jnq, jnv, _, _, _, _, inertia, armature, g = unpack_model(mi, mf)
     nb, nq, nv = model_sizes(mi)
     oR, op, liR, lip, vel, acc, frc, S, vJ, cJ, I6, pA, U, Dinv, u, tmp, W6, W3 = unpack_data(ws, nb, nv)
-    kinematics_pass(mi, mf, ws, q, v, v[:0], VEL, True, False)
+    kinematics_pass(mi, mf, ws, q, v, v[:0], np.int64(VEL), np.bool_(True), np.bool_(False))
     T = 0.0
     Ug = 0.0
     for i in range(1, nb):

@@ -170,7 +170,7 @@ def coriolis_kernel(mi, mf, ws, q, v, mode, out):
     # per body (rows of B6[i]): 0 velocity, 1-2 composite inertia (mh, Ib), 3-4 its rate, 5 momentum
     oR, op, vel, S, B6, dS, Ag, tmp, W6 = (dat[_OR], dat[_OP], dat[_VEL], dat[_S], dat[_I6], dat[_U], dat[_DINV],
                                           dat[_TMP], dat[_W6])
-    kinematics_pass(mi, mf, ws, q, v, _EMPTY, VEL, True, False)
+    kinematics_pass(mi, mf, ws, q, v, q[:0], np.int64(VEL), np.bool_(True), np.bool_(False))
     W = W6[0]
     for i in range(1, nb):
         Bi = B6[i]

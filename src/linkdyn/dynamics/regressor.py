@@ -105,7 +105,7 @@ def regressor_kernel(mi, mf, ws, q, v, a, joint_terms, Y):
     oR, op, vel, acc, S, tmp, W6 = dat[_OR], dat[_OP], dat[_VEL], dat[_ACC], dat[_S], dat[_TMP], dat[_W6]
     A = _view(W6, 0, (12, 6))
     # forward: v_i, a_i (a_0 = -g) in the body frames, poses in the world
-    kinematics_pass(mi, mf, ws, q, v, a, ACC, True, True)
+    kinematics_pass(mi, mf, ws, q, v, a, np.int64(ACC), np.bool_(True), np.bool_(True))
     Y[:, :] = 0.0
     for i in range(1, nb):
         for d in range(vadr[i], vadr[i] + jnv[i]):

@@ -30,8 +30,8 @@ def rnea_kernel(mi, mf, ws, q, v, a, fext, tau):
         return st
     if not all_finite(fext):
         return BAD_F
-    kinematics_pass(mi, mf, ws, q, v, a, ACC, False, True)
-    rnea_from_kinematics(mi, mf, ws, v, a, fext, False, tau)
+    kinematics_pass(mi, mf, ws, q, v, a, np.int64(ACC), np.bool_(False), np.bool_(True))
+    rnea_from_kinematics(mi, mf, ws, v[::1], a[::1], fext, np.bool_(False), tau)
     return OK
 
 

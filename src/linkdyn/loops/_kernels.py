@@ -91,7 +91,7 @@ def loop_terms(mi, mf, ws, li, lf, q, v, level, e, JL, g):
     oR, op, liR, lip, vel, acc, frc, S, vJ, cJ, I6, pA, Jw, Dinv, zero, tmp, W6, W3 = unpack_data(ws, nb, nv)
     for d in range(nv):
         zero[d] = 0.0
-    kinematics_pass(mi, mf, ws, q, v if level == ACC else zero, zero, level if level == ACC else POS, True, False)
+    kinematics_pass(mi, mf, ws, q, v if level == ACC else zero, zero, np.int64(level if level == ACC else POS), np.bool_(True), np.bool_(False))
     Ra, Rb, Rab = W3[0], W3[1], W3[2]
     X = W6[0]            # six scratch 6-vectors (tmp has only nb rows)
     pa, pb, pab, t1, t2, t3 = X[0, :3], X[0, 3:], X[1, :3], X[2], X[3], X[4]
@@ -318,12 +318,12 @@ def constrained_solve(mi, mf, ws, li, lf, lam, lw, q, v, tau, mode, alpha, beta,
         return st
     H, JR, JP, Y, Lam, g, c, mu, piv, x, b, t, e, PP, SS = _carve(lw, nv, nl)
     # the loops' error, rows and (FD) bias; the kinematics pass runs inside
-    loop_terms(mi, mf, ws, li, lf, q, v, ACC if mode == FD else VEL, e, JR, g)
+    loop_terms(mi, mf, ws, li, lf, q[::1], v[::1], np.int64(ACC if mode == FD else VEL), e, JR, g)
     # b and M on that same pass (it ran without gravity; the bias adds it body by body)
     if mode == FD:
         for d in range(nv):
             t[d] = 0.0
-        rnea_from_kinematics(mi, mf, ws, v, t, _NO_FORCE, True, b)   # b = C v + g (+ joint friction)
+        rnea_from_kinematics(mi, mf, ws, v[::1], t[::1], np.zeros((0, 6)), np.bool_(True), b)   # b = C v + g (+ joint friction)
         for d in range(nv):
             x[d] = tau[d] - b[d]
     else:

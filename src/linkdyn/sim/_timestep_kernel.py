@@ -31,14 +31,14 @@ def _gaps(mi, mf, ws, q, geo, lim_q, lim_s, lim_b, bC, bI, v0, ncp, out):
     cbody, cpos, crad, pbody, pR, pp, pext, pair_c, pair_p = geo
     nb, nq, nv = model_sizes(mi)
     if ncp:
-        kinematics_pass(mi, mf, ws, q, q[:0], q[:0], POS, True, False)
+        kinematics_pass(mi, mf, ws, q, q[:0], q[:0], np.int64(POS), np.bool_(True), np.bool_(False))
         oR, op = unpack_data(ws, nb, nv)[:2]
         contact_gaps(oR, op, cbody, cpos, crad, pbody, pR, pp, pext, pair_c, pair_p, out[:ncp])
     ncl = lim_q.shape[0]
     for k in range(ncl):
         out[ncp + k] = lim_s[k] * (q[lim_q[k]] - lim_b[k])
     if bC.shape[0]:
-        code = _ball_kernel(bC, bI, q, v0, 0, out[ncp + ncl:], np.zeros((0, 3)), np.zeros(0))
+        code = _ball_kernel(bC, bI, q, v0, np.int64(0), out[ncp + ncl:], np.zeros((0, 3)), np.zeros(0))
         if code >= 0:
             return BAD_BALL
     return OK
@@ -63,7 +63,7 @@ def timestep_kernel(buf, q, v, tau, h, geo, mask, pair_mu, pair_e, lim_q, lim_v,
     info[2] = 0.0
     # free motion
     a = np.empty(nv)
-    st = aba_kernel(mi, mf, ws, q, v, tau, no_forces(buf), a)
+    st = aba_kernel(mi, mf, ws, q[::1], v[::1], tau[::1], no_forces(buf), a)
     if st != OK:
         info[0] = st
         return
@@ -77,7 +77,7 @@ def timestep_kernel(buf, q, v, tau, h, geo, mask, pair_mu, pair_e, lim_q, lim_v,
         info[0] = st
         return
     q_end = np.empty(nq)
-    st = integrate_kernel(mi, q, v_free, h, q_end)
+    st = integrate_kernel(mi, q[::1], v_free[::1], h, q_end)
     if st != OK:
         info[0] = st
         return
@@ -99,7 +99,7 @@ def timestep_kernel(buf, q, v, tau, h, geo, mask, pair_mu, pair_e, lim_q, lim_v,
     if k:
         # rows of the candidates: N (k, nv), T (k, 2, nv)
         J0 = np.zeros((6, nv))
-        joint_jacobians_kernel(mi, mf, ws, q, J0)
+        joint_jacobians_kernel(mi, mf, ws, q[::1], J0)
         oR, op = unpack_data(ws, nb, nv)[:2]
         N = np.zeros((k, nv))
         T = np.zeros((k, 2, nv))
@@ -125,7 +125,7 @@ def timestep_kernel(buf, q, v, tau, h, geo, mask, pair_mu, pair_e, lim_q, lim_v,
         brows = np.zeros((size - ncp - ncl, 3))
         bgap = np.zeros(size - ncp - ncl)
         if nball:
-            code = _ball_kernel(bC, bI, q, v0, 1, bgap, brows, np.zeros(0))
+            code = _ball_kernel(bC, bI, q, v0, np.int64(1), bgap, brows, np.zeros(0))
             if code >= 0:
                 info[0] = BAD_BALL
                 return
@@ -192,7 +192,7 @@ def timestep_kernel(buf, q, v, tau, h, geo, mask, pair_mu, pair_e, lim_q, lim_v,
             rr[r] -= b
         # Delassus matrix A = G M^-1 G^T by the Cholesky factor of M
         M = np.empty((nv, nv))
-        crba_kernel(mi, mf, ws, q, M)
+        crba_kernel(mi, mf, ws, q[::1], M)
         L = np.linalg.cholesky(M)
         Y = np.empty((nv, m))                         # M^-1 G^T
         for i in range(m):
@@ -238,7 +238,7 @@ def timestep_kernel(buf, q, v, tau, h, geo, mask, pair_mu, pair_e, lim_q, lim_v,
     else:
         for u in range(size):
             warm[u, 0] = warm[u, 1] = warm[u, 2] = 0.0
-    st = integrate_kernel(mi, q, v1, h, q_out)
+    st = integrate_kernel(mi, q[::1], v1[::1], h, q_out)
     if st != OK:
         info[0] = st
         return

@@ -38,8 +38,6 @@ not pass through a plane.
 """
 from __future__ import annotations
 
-import os
-import sys
 
 import numpy as np
 
@@ -63,24 +61,6 @@ PEN_PROJECT = 1e-5
 #: exact=False): the forces are always feasible (pushing, inside their cones), complementarity
 #: is met to about 1e-6 of the problem's scale (benchmarks/README), far below the scheme's O(h)
 LCP_SWEEPS, LCP_TOL = 100, 1e-5
-
-
-_ANNOUNCED = set()
-
-
-def _announce_compile(kernel):
-    """Say so, once per process, when a kernel is about to be compiled rather than loaded from
-    Numba's on-disk cache (the time-stepping step compiles for minutes on a cold cache)."""
-    if kernel in _ANNOUNCED or kernel.signatures:
-        return
-    _ANNOUNCED.add(kernel)
-    try:
-        cached = os.path.exists(kernel._cache._cache_file._index_path)
-    except AttributeError:                      # Numba internals moved: say nothing rather than guess
-        return
-    if not cached:
-        print("linkdyn: compiling the time-stepping step for this machine (the first time only, a few minutes; "
-              "cached after)", file=sys.stderr, flush=True)
 
 
 class TimeStepping:
@@ -160,7 +140,6 @@ class TimeStepping:
 
     def _step_compiled(self, q, v, tau, h, t):
         from ._timestep_kernel import timestep_kernel
-        _announce_compile(timestep_kernel)
         model, cat = self.model, self.catalog
         prev = self.warm[:, 0].copy()
         q1, v1 = np.empty(model.nq), np.empty(model.nv)
