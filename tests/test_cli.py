@@ -53,3 +53,9 @@ def test_scene_demo_exits_non_zero_when_a_check_fails(tmp_path, monkeypatch, cap
     assert cli.main(["demo", "highbar", "--duration", "0.1", "--out", str(tmp_path), "--quiet", "--format", "gif"]) == 1
     cap = capsys.readouterr()
     assert "FAIL largest loop error" in cap.out and "a check failed (largest loop error)" in cap.err
+
+
+def test_warmup_compiles_or_loads_everything_and_says_where(capsys):
+    assert cli.main(["warmup", "--quiet"]) == 0
+    err = capsys.readouterr().err
+    assert "cached in" in err and "ready in" in err
