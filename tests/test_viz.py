@@ -265,3 +265,17 @@ def test_trajectory_as_recording_computes_loop_forces(swing):
     # less the small acceleration of the centre of mass)
     weight = m.total_mass * 9.81
     assert 0.5 * weight < np.linalg.norm(F[0, :, :3], axis=-1).sum() < 2.0 * weight
+
+
+def test_ball_joints_are_plotted_as_swing_and_twist():
+    """A ball joint's curves are its swing and twist (what its limits bound), not the rotation
+    angle of its quaternion: a rotation of 0.7 rad about x is all swing, one of 0.4 rad about the
+    twist axis z all twist."""
+    from linkdyn import spatial
+    from linkdyn.model import joints as J
+    from linkdyn.viz.plots import _coordinates
+    joint = ld.Spherical(swing=1.0, twist=(-0.5, 0.5), axis="z")
+    x = np.stack([spatial.quat_from_axis_angle([1, 0, 0], 0.7), spatial.quat_from_axis_angle([0, 0, 1], 0.4)])
+    (l1, sw, a1), (l2, tw, a2) = _coordinates(J.SPHERICAL, "shoulder", x, joint)
+    assert (l1, l2) == ("shoulder swing", "shoulder twist") and a1 and a2
+    assert np.allclose(sw, [0.7, 0.0]) and np.allclose(tw, [0.0, 0.4])

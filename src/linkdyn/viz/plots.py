@@ -23,12 +23,27 @@ def _quat_angle(x):
     return 2.0 * np.arctan2(np.linalg.norm(x[..., :3], axis=-1), np.abs(x[..., 3]))
 
 
-def _coordinates(kind, name, x):
+def _swing_twist(joint, x):
+    """(swing, twist) (K,) of a ball joint's coordinates x (K, 4 or 3): the swing-twist
+    decomposition (Baerlocher and Boulic 2001) of its rotation seen in its limit frames (the
+    cone's axis, or z), the angles its limits bound."""
+    from ..contact.swing_twist import limit_rotation, swing_twist_angles
+    out = np.full((len(x), 2), np.nan)
+    for k, xk in enumerate(x):
+        if np.isfinite(xk).all():
+            out[k] = swing_twist_angles(limit_rotation(joint, xk))
+    return out[:, 0], out[:, 1]
+
+
+def _coordinates(kind, name, x, joint=None):
     """[(label, values, angular)] to plot for the coordinates ``x`` (K, nq_joint) of one joint."""
     if kind == J.REVOLUTE:
         return [(name, x[:, 0], True)]
     if kind == J.PRISMATIC:
         return [(name, x[:, 0], False)]
+    if kind in (J.SPHERICAL, J.SPHERICAL_ZYX) and joint is not None:
+        sw, tw = _swing_twist(joint, x)
+        return [(f"{name} swing", sw, True), (f"{name} twist", tw, True)]
     if kind == J.SPHERICAL:
         return [(f"{name} (rotation angle)", _quat_angle(x), True)]
     if kind == J.SPHERICAL_ZYX:
@@ -75,7 +90,8 @@ def _joint_curves(segs, joints):
             m = s.model
             if j in m._joint_index:
                 i = m.joint_id(j)
-                cs = _coordinates(int(m.jnt_type[i]), j, s.q[:, m.q_slice(j)])
+                joint = m.joints[i] if hasattr(m, "joints") else None
+                cs = _coordinates(int(m.jnt_type[i]), j, s.q[:, m.q_slice(j)], joint)
                 parts = [(lab, ang) for lab, _, ang in cs]
                 pieces.append([v for _, v, _ in cs])
             else:
@@ -184,8 +200,10 @@ def plot_run(run, path, joints=None, *, model=None, title: str | None = None, dp
 
     1. the joints ``joints`` (names; default up to :data:`MAX_DEFAULT_JOINTS` movable joints,
        without free joints and loops' cut joints): angles in degrees, lengths (prismatic, planar
-       and free positions) in metres on a right-hand axis; a spherical joint shows the rotation
-       angle of its quaternion (so labelled), a free joint its position and rotation angle;
+       and free positions) in metres on a right-hand axis; a ball joint its swing and twist
+       (the swing-twist decomposition in its limit frames: the angles its limits bound; from a
+       saved recording, without the joints, the rotation angle of its quaternion, so labelled),
+       a free joint its position and rotation angle;
     2. kinetic, potential and total energy;
     3. the largest loop error (log axis);
     4. each loop's constraint force magnitude |f| (``loop_forces[..., :3]``), by loop name;
@@ -226,7 +244,9 @@ def plot_run(run, path, joints=None, *, model=None, title: str | None = None, dp
             lin_ax = lin_ax or ax.twinx()
             lin_ax.plot(t, y, lw=1.2, ls="--", label=f"{lab} [m]", color=f"C{c % 10}")
     rot = any("(rotation angle)" in lab for lab in curves)
-    ax.set_ylabel("joint angle [deg]" + ("\n(ball joints: rotation angle\nof the quaternion, 0..180)" if rot else ""))
+    st = any(lab.endswith(" swing") for lab in curves)
+    ax.set_ylabel("joint angle [deg]" + ("\n(ball joints: rotation angle\nof the quaternion, 0..180)" if rot
+                                         else "\n(ball joints: swing\nand twist)" if st else ""))
     handles, labels = ax.get_legend_handles_labels()
     if lin_ax is not None:
         lin_ax.set_ylabel("joint position [m]")
