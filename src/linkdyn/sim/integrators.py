@@ -163,22 +163,50 @@ def simulate(model, q0, v0, duration: float, dt: float = 1e-3, controller=None, 
         q, v = uni.correct(q, v)
     zero = np.zeros(model.nv)
     nsteps = int(round(duration / dt))
-    ts, qs, vs, taus = [], [], [], []
-    for k in range(nsteps + 1):
-        t = k * dt
-        tau = zero if controller is None else np.asarray(controller(t, q, v), dtype=float)
-        if k % record_every == 0 or k == nsteps:
-            ts.append(t), qs.append(q), vs.append(v), taus.append(tau)
-        if k < nsteps:
-            if uni is not None:
-                q, v, evs = uni.step(q, v, tau, dt, t)
-                events.extend(evs)
-            else:
-                q, v = step(model, q, v, tau, dt)
-    Q, V = np.array(qs), np.array(vs)
+    rows = []                               # (t, q, v, tau): one append per sample, whole or not at all
+    try:
+        for k in range(nsteps + 1):
+            t = k * dt
+            tau = zero if controller is None else np.asarray(controller(t, q, v), dtype=float)
+            if tau.shape != (model.nv,) or not np.isfinite(tau).all():
+                what = "non-finite torques" if tau.shape == (model.nv,) else f"shape {tau.shape}"
+                raise ValueError(f"controller: returned {what} at t = {t:.6g} s (expected ({model.nv},) finite values)")
+            if k % record_every == 0 or k == nsteps:
+                rows.append((t, q, v, tau))
+            if k < nsteps:
+                try:
+                    if uni is not None:
+                        q1, v1, evs = uni.step(q, v, tau, dt, t)
+                        events.extend(evs)
+                    else:
+                        q1, v1 = step(model, q, v, tau, dt)
+                except (ValueError, FloatingPointError, np.linalg.LinAlgError) as exc:
+                    raise FloatingPointError(f"the simulation blew up in the step from t = {t:.6g} s (largest |v| "
+                                             f"before it: {np.abs(v).max():.3g}, largest |tau|: {np.abs(tau).max():.3g}): "
+                                             f"{type(exc).__name__}: {exc}") from exc
+                if not (np.isfinite(q1).all() and np.isfinite(v1).all()):
+                    raise FloatingPointError(f"the simulation blew up in the step from t = {t:.6g} s (largest |v| "
+                                             f"before it: {np.abs(v).max():.3g}): the state became non-finite")
+                q, v = q1, v1
+    except BaseException as exc:            # a failure or Ctrl-C: keep what was computed
+        exc.trajectory = _trajectory(model, rows, events)
+        note = (f"linkdyn: the trajectory up to t = {rows[-1][0]:.6g} s ({len(rows)} samples) is kept as the "
+                "exception's .trajectory" if rows else "")
+        if note and hasattr(exc, "add_note"):
+            exc.add_note(note)
+        raise
+    return _trajectory(model, rows, events)
+
+
+def _trajectory(model, rows, events) -> Trajectory:
+    ts = [r[0] for r in rows]
+    Q = np.array([r[1] for r in rows]).reshape(len(rows), model.nq)
+    V = np.array([r[2] for r in rows]).reshape(len(rows), model.nv)
+    taus = [r[3] for r in rows]
     errs = np.zeros(len(ts))
     if model.nloops:
         from ..loops.kinematics import loop_error
         errs = np.array([np.abs(loop_error(model, x)).max() for x in Q])
-    return Trajectory(np.array(ts), Q, V, np.array(taus), kinetic_energy(model, Q, V), potential_energy(model, Q),
-                      errs, events)
+    kin = kinetic_energy(model, Q, V) if len(ts) else np.zeros(0)
+    pot = potential_energy(model, Q) if len(ts) else np.zeros(0)
+    return Trajectory(np.array(ts), Q, V, np.array(taus).reshape(len(taus), model.nv), kin, pot, errs, list(events))

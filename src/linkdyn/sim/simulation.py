@@ -16,8 +16,11 @@ in which their condition became true (their time is accurate to one step).
 """
 from __future__ import annotations
 
+import contextlib
 import inspect
 import math
+import signal
+import threading
 from dataclasses import dataclass
 
 import numpy as np
@@ -28,6 +31,32 @@ from ..kinematics import frame_pose
 from ..model.configuration import difference, neutral
 from .integrators import rk4_step, semi_implicit_euler_step
 from .recording import Event, Recording
+
+
+@contextlib.contextmanager
+def _deferred_interrupt():
+    """Hold a Ctrl-C (SIGINT) that arrives inside the block until the block is done, then raise
+    it: for the few statements that change the simulation's state together (q, v and t; a
+    structure change and its segment; an event and its "done" mark), which an interrupt
+    between them would leave inconsistent.  Outside the main thread: no effect."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    pending = []
+    try:
+        old = signal.signal(signal.SIGINT, lambda sig, frame: pending.append(frame))
+    except (ValueError, OSError):                 # no signals here (an embedded interpreter)
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, old)
+        if pending:
+            if callable(old):
+                old(signal.SIGINT, pending[0])
+            else:
+                raise KeyboardInterrupt
 
 _STEPS = {"rk4": rk4_step, "euler": semi_implicit_euler_step}
 
@@ -228,7 +257,12 @@ class Simulation:
             raise
 
     def _switch(self, change: structure.Change, kind: str, note: str = ""):
-        """Move to the model of a structure change, recording the samples around it."""
+        """Move to the model of a structure change, recording the samples around it (whole: a
+        Ctrl-C inside waits for it to finish)."""
+        with _deferred_interrupt():
+            return self._switch_now(change, kind, note)
+
+    def _switch_now(self, change, kind, note):
         self._record()                                      # the last sample of the old structure
         t0 = float(kinetic_energy(self.model, self.q, self.v))
         self.model, self.q, self.v = change.model, change.q, change.v
@@ -348,8 +382,13 @@ class Simulation:
         as done only once its action has returned (an interrupt inside it leaves it due)."""
         for s in self._scheduled:
             if not s.done and s.t <= self.t + 0.5 * self.dt:
-                self._resolve(s.action)(*s.args, **s.kwargs)
-                s.done = True
+                if isinstance(s.action, str):             # ours: the change and its mark, whole
+                    with _deferred_interrupt():
+                        self._resolve(s.action)(*s.args, **s.kwargs)
+                        s.done = True
+                else:                                     # a user's action may run long: Ctrl-C reaches it
+                    self._resolve(s.action)(*s.args, **s.kwargs)
+                    s.done = True
         for w in self._watches:
             if w.fired and w.once:
                 continue
@@ -360,8 +399,9 @@ class Simulation:
                 val = float(val)
                 hit = w.last is not None and (w.last > 0) != (val > 0) and w.last != 0
             if hit:
-                self._resolve(w.action)(*w.args, **w.kwargs)
-                w.fired = True
+                with _deferred_interrupt() if isinstance(w.action, str) else contextlib.nullcontext():
+                    self._resolve(w.action)(*w.args, **w.kwargs)
+                    w.fired = True
                 w.last = w.condition(self)
             else:
                 w.last = val
@@ -387,18 +427,19 @@ class Simulation:
             raise FloatingPointError(self._blow_up_message(h, f"{type(exc).__name__}: {exc}")) from exc
         if not (np.isfinite(q).all() and np.isfinite(v).all()):
             raise FloatingPointError(self._blow_up_message(h, "the state became non-finite"))
-        self.recording.events.extend(events)
-        if self.tau.any():
-            self._work[0] += float(self.tau @ difference(self.model, self.q, q))
-        if self._uni is not None:
-            self._work[1] += self._uni.work - w0
-        self.q, self.v = q, v
-        if dt is None:
-            self._steps += 1
-            self.t = self._t_start + self._steps * self.dt        # no drift from summing dt
-        else:
-            self.t += h
-            self._t_start, self._steps = self.t, 0                # a shorter step: count from here
+        dw = float(self.tau @ difference(self.model, self.q, q)) if self.tau.any() else 0.0
+        with _deferred_interrupt():                               # the step is taken whole or not at all
+            self.recording.events.extend(events)
+            self._work[0] += dw
+            if self._uni is not None:
+                self._work[1] += self._uni.work - w0
+            self.q, self.v = q, v
+            if dt is None:
+                self._steps += 1
+                self.t = self._t_start + self._steps * self.dt    # no drift from summing dt
+            else:
+                self.t += h
+                self._t_start, self._steps = self.t, 0            # a shorter step: count from here
         if self._steps % self.record_every == 0:
             self._record()
         self._fire_due()
