@@ -77,14 +77,16 @@ def test_a_new_copy_of_the_sources_loads_what_was_compiled(tmp_path):
 
 
 def test_a_damaged_cache_file_is_dropped_and_compiled_again(tmp_path):
+    import importlib
+    rnea_module = importlib.import_module("linkdyn.dynamics.rnea")
     expected = _reference()
     cache = tmp_path / "cache"
     shutil.copytree(_kernels.cache_dir(), cache / _kernels.cache_dir().name)
-    damaged = list((cache / _kernels.cache_dir().name / "dynamics").glob("rnea.rnea_packed-*.nbi"))
-    assert damaged
-    for f in damaged:
-        f.write_bytes(f.read_bytes()[:20])                       # truncated, as by a crash mid-write
-    for f in (cache / _kernels.cache_dir().name / "dynamics").glob("rnea.rnea_packed-*.nbc"):
+    index = pathlib.Path(rnea_module._rnea_packed._cache._cache_file._index_path)   # the kernel rnea runs
+    assert index.is_relative_to(_kernels.cache_dir())
+    copy = cache / index.relative_to(_kernels.cache_dir().parent)
+    copy.write_bytes(copy.read_bytes()[:20])                     # truncated, as by a crash mid-write
+    for f in copy.parent.glob(copy.name[:-len(".nbi")] + "*.nbc"):
         f.write_bytes(b"garbage")
     out = _run(RUN_RNEA, SRC.parent, LINKDYN_CACHE_DIR=str(cache))
     value, count, _ = out.stdout.split()

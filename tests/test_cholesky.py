@@ -21,7 +21,7 @@ import linkdyn as ld
 from conftest import TREES, assert_close, build_tree, needs_pin, random_q
 from linkdyn._kernels.passes import OK, SINGULAR
 from linkdyn.dynamics.cholesky import (SINGULAR_TOL, MassMatrixCholesky, dof_parent,
-                                       ltdl_factor, ltdl_inverse_congruence, ltdl_solve, ltdl_solve_many,
+                                       _ltdl_factor, _ltdl_inverse_congruence, _ltdl_solve, _ltdl_solve_many,
                                        mass_matrix_cholesky, solve_mass_matrix)
 
 try:
@@ -290,7 +290,7 @@ def test_kernels_recover_a_known_factor(case):
     n = len(lam)
     H = L.T @ np.diag(D) @ L
     LD = H.copy()
-    assert ltdl_factor(LD, lam) == OK
+    assert _ltdl_factor(LD, lam) == OK
     np.testing.assert_allclose(np.diag(LD), D, rtol=1e-8)
     Lgot = np.tril(LD, -1) + np.eye(n)
     assert np.abs(Lgot - L).max() <= 1e-7 * max(1.0, np.abs(L).max())
@@ -298,15 +298,15 @@ def test_kernels_recover_a_known_factor(case):
     rng = np.random.default_rng(n)
     b = rng.standard_normal(n)
     x = b.copy()
-    ltdl_solve(LD, lam, x)
+    _ltdl_solve(LD, lam, x)
     # residual test (H may be ill conditioned: D spans 4 decades)
     assert np.abs(H @ x - b).max() <= 1e-9 * (1 + np.abs(H).max() * np.abs(x).max())
     B = rng.standard_normal((n, 3))
     X = B.copy()
-    ltdl_solve_many(LD, lam, X)
+    _ltdl_solve_many(LD, lam, X)
     for c in range(3):
         xc = B[:, c].copy()
-        ltdl_solve(LD, lam, xc)
+        _ltdl_solve(LD, lam, xc)
         np.testing.assert_allclose(X[:, c], xc, rtol=1e-12, atol=1e-14 * np.abs(xc).max())
 
 
@@ -314,19 +314,19 @@ def test_kernel_reports_singular_pivot():
     lam = np.array([-1, 0, 1], dtype=np.int64)
     # rank 2: the last two dofs move the same thing (H = [[2,1,1],[1,1,1],[1,1,1]])
     H = np.array([[2.0, 1.0, 1.0], [1.0, 1.0, 1.0], [1.0, 1.0, 1.0]])
-    assert ltdl_factor(H.copy(), lam) == SINGULAR
+    assert _ltdl_factor(H.copy(), lam) == SINGULAR
     # a zero row (a dof that moves nothing)
     H0 = np.diag([1.0, 2.0, 0.0])
-    assert ltdl_factor(H0.copy(), lam) == SINGULAR
+    assert _ltdl_factor(H0.copy(), lam) == SINGULAR
     # ... but a tiny, well separated pivot is not singular: the test is relative to H_kk
     Ht = np.diag([1e6, 1.0, 1e-9])
-    assert ltdl_factor(Ht.copy(), lam) == OK
+    assert _ltdl_factor(Ht.copy(), lam) == OK
     # near rank loss: D_0 = eps * H_00 after the descendants are eliminated (H_00 is the
     # original diagonal entry, not D_0 itself); singular iff eps <= SINGULAR_TOL
     lam2 = np.array([-1, 0], dtype=np.int64)
     for eps, want in ((1e-14, SINGULAR), (1e-13, SINGULAR), (1e-11, OK), (1e-8, OK)):
         H2 = np.array([[1.0 + eps, 1.0], [1.0, 1.0]]) * 3.0
-        assert ltdl_factor(H2, lam2) == want, eps
+        assert _ltdl_factor(H2, lam2) == want, eps
 
 
 # --------------------------------------------------------------------------------------
@@ -393,7 +393,7 @@ def test_inverse_congruence_equals_dense(name):
         np.testing.assert_array_equal(Lam, Lam.T)
     # the kernel with m = 0
     Y0, L0 = np.empty((model.nv, 0)), np.empty((0, 0))
-    ltdl_inverse_congruence(fac.LD, fac.lam, np.zeros((0, model.nv)), Y0, L0)
+    _ltdl_inverse_congruence(fac.LD, fac.lam, np.zeros((0, model.nv)), Y0, L0)
 
 
 def test_inverse_congruence_on_talos_feet():

@@ -486,3 +486,23 @@ def test_model_values_and_argument_types_are_checked():
         ld.Simulation(m, record_every=2.7)
     with pytest.raises(ValueError, match="dt"):
         ld.Simulation(m, dt="0.001")
+
+
+def test_no_compiled_kernel_is_reachable_by_a_public_name():
+    """The compiled kernels trust their arguments (wrong sizes would read out of bounds), so
+    none is reachable from a public name: every module-level Numba function of a public module
+    is private (underscore), and the private modules (``linkdyn._kernels``,
+    ``linkdyn.loops._kernels``, ``linkdyn.sim._timestep_kernel``) say so by their names.  Every
+    public entry point validates its input first."""
+    import importlib
+    import pkgutil
+
+    from numba.core.registry import CPUDispatcher
+    public = []
+    for info in pkgutil.walk_packages(ld.__path__, "linkdyn."):
+        if any(part.startswith("_") for part in info.name.split(".")[1:]):
+            continue
+        mod = importlib.import_module(info.name)
+        public += [f"{info.name}.{n}" for n, o in vars(mod).items()
+                   if not n.startswith("_") and isinstance(o, CPUDispatcher)]
+    assert public == []

@@ -15,10 +15,12 @@ from numba import njit, prange
 from numba import types as nt
 
 from ._api import OUT1, OUT2, PACKED, VEC, Entry, as_states, batch_workspace, raise_for_status, run, vectors
-from ._kernels.batch import chunk, pick
-from ._kernels.layout import model_sizes, unpack_data, unpack_model, unpack_packed
-from ._kernels.passes import ACC, NO_MASS, OK, POS, VEL, check_inputs, check_q, kinematics_pass, support_pass
-from ._kernels.spatial_nb import motion_act, motion_inv_act
+from ._kernels.batch import chunk as _chunk, pick as _pick
+from ._kernels.layout import (model_sizes as _model_sizes, unpack_data as _unpack_data, unpack_model as _unpack_model,
+    unpack_packed as _unpack_packed)
+from ._kernels.passes import (ACC, NO_MASS, OK, POS, VEL, check_inputs as _check_inputs, check_q as _check_q,
+    kinematics_pass as _kinematics_pass, support_pass as _support_pass)
+from ._kernels.spatial_nb import motion_act as _motion_act, motion_inv_act as _motion_inv_act
 
 WORLD, LOCAL, LOCAL_WORLD_ALIGNED = 0, 1, 2
 _REFS = {"world": WORLD, "local": LOCAL, "local_world_aligned": LOCAL_WORLD_ALIGNED}
@@ -44,13 +46,13 @@ def _frame_pose_nb(oR, op, b, fR, fp, R, p):
 
 
 @njit(inline="always", cache=True)
-def express(ref, oR, op, b, fR, fp, vb, out, R, p, tmp):
+def _express(ref, oR, op, b, fR, fp, vb, out, R, p, tmp):
     """A motion vector ``vb`` of body b (body frame, at the body origin) seen from frame f
     (pose bMf on body b) in reference ``ref``; ``R``, ``p``, ``tmp`` are scratch."""
     if ref == WORLD:
-        motion_act(oR[b], op[b], vb, out)
+        _motion_act(oR[b], op[b], vb, out)
         return
-    motion_inv_act(fR, fp, vb, tmp)          # local at the frame
+    _motion_inv_act(fR, fp, vb, tmp)          # local at the frame
     if ref == LOCAL:
         for k in range(6):
             out[k] = tmp[k]
@@ -62,15 +64,15 @@ def express(ref, oR, op, b, fR, fp, vb, out, R, p, tmp):
 
 
 @njit(cache=True)
-def frame_jacobian_kernel(mi, mf, ws, q, b, fR, fp, ref, J):
+def _frame_jacobian_kernel(mi, mf, ws, q, b, fR, fp, ref, J):
     """J (6, nv): columns of the dofs that support body b, zero elsewhere."""
-    st = check_q(mi, q)
+    st = _check_q(mi, q)
     if st != OK:
         return st
-    parent, jtype, qadr, vadr, jnq, jnv, _, _, _, _, _, _, _ = unpack_model(mi, mf)
-    nb, nq, nv = model_sizes(mi)
-    oR, op, liR, lip, vel, acc, frc, S, vJ, cJ, I6, pA, U, Dinv, u, tmp, W6, W3 = unpack_data(ws, nb, nv)
-    support_pass(mi, mf, ws, q, q[:0], q[:0], np.int64(POS), np.bool_(True), np.bool_(False), b)     # the path to body b only
+    parent, jtype, qadr, vadr, jnq, jnv, _, _, _, _, _, _, _ = _unpack_model(mi, mf)
+    nb, nq, nv = _model_sizes(mi)
+    oR, op, liR, lip, vel, acc, frc, S, vJ, cJ, I6, pA, U, Dinv, u, tmp, W6, W3 = _unpack_data(ws, nb, nv)
+    _support_pass(mi, mf, ws, q, q[:0], q[:0], np.int64(POS), np.bool_(True), np.bool_(False), b)     # the path to body b only
     J[:, :] = 0.0
     R, p, col, t = W3[0], W3[2, 0], tmp[0], tmp[1]
     if ref != WORLD:
@@ -78,14 +80,14 @@ def frame_jacobian_kernel(mi, mf, ws, q, b, fR, fp, ref, J):
     j = b
     while j > 0:
         for d in range(vadr[j], vadr[j] + jnv[j]):
-            motion_act(oR[j], op[j], S[d], col)       # dof d in the world, at the origin
+            _motion_act(oR[j], op[j], S[d], col)       # dof d in the world, at the origin
             if ref == WORLD:
                 for k in range(6):
                     J[k, d] = col[k]
             else:
                 if ref == LOCAL:
                     # world -> frame: X_f^-1
-                    motion_inv_act(R, p, col, t)
+                    _motion_inv_act(R, p, col, t)
                     for k in range(6):
                         J[k, d] = t[k]
                 else:
@@ -99,63 +101,63 @@ def frame_jacobian_kernel(mi, mf, ws, q, b, fR, fp, ref, J):
 
 
 @njit(cache=True)
-def joint_jacobians_kernel(mi, mf, ws, q, J):
+def _joint_jacobians_kernel(mi, mf, ws, q, J):
     """J (6, nv): every dof's motion in world coordinates at the world origin (the world
     Jacobian of each body is J restricted to the columns of its support)."""
-    st = check_q(mi, q)
+    st = _check_q(mi, q)
     if st != OK:
         return st
-    parent, jtype, qadr, vadr, jnq, jnv, _, _, _, _, _, _, _ = unpack_model(mi, mf)
-    nb, nq, nv = model_sizes(mi)
-    oR, op, liR, lip, vel, acc, frc, S, vJ, cJ, I6, pA, U, Dinv, u, tmp, W6, W3 = unpack_data(ws, nb, nv)
-    kinematics_pass(mi, mf, ws, q, q[:0], q[:0], np.int64(POS), np.bool_(True), np.bool_(False))
+    parent, jtype, qadr, vadr, jnq, jnv, _, _, _, _, _, _, _ = _unpack_model(mi, mf)
+    nb, nq, nv = _model_sizes(mi)
+    oR, op, liR, lip, vel, acc, frc, S, vJ, cJ, I6, pA, U, Dinv, u, tmp, W6, W3 = _unpack_data(ws, nb, nv)
+    _kinematics_pass(mi, mf, ws, q, q[:0], q[:0], np.int64(POS), np.bool_(True), np.bool_(False))
     col = tmp[0]
     for j in range(1, nb):
         for d in range(vadr[j], vadr[j] + jnv[j]):
-            motion_act(oR[j], op[j], S[d], col)
+            _motion_act(oR[j], op[j], S[d], col)
             for k in range(6):
                 J[k, d] = col[k]
     return OK
 
 
 @njit(cache=True)
-def joint_jacobians_packed(buf, q, J):
-    """``joint_jacobians_kernel`` on a model packed in one buffer (Model._packed)."""
-    mi, mf, ws = unpack_packed(buf)
-    return joint_jacobians_kernel(mi, mf, ws, q, J)
+def _joint_jacobians_packed(buf, q, J):
+    """``_joint_jacobians_kernel`` on a model packed in one buffer (Model._packed)."""
+    mi, mf, ws = _unpack_packed(buf)
+    return _joint_jacobians_kernel(mi, mf, ws, q, J)
 
 
-_joint_jacobians = Entry(joint_jacobians_packed, PACKED, VEC, OUT2)
+_joint_jacobians = Entry(_joint_jacobians_packed, PACKED, VEC, OUT2)
 
 
 @njit(cache=True)
-def frame_jacobian_packed(buf, q, b, fR, fp, ref, J):
-    """``frame_jacobian_kernel`` on a model packed in one buffer (Model._packed)."""
-    mi, mf, ws = unpack_packed(buf)
-    return frame_jacobian_kernel(mi, mf, ws, q, b, fR, fp, ref, J)
+def _frame_jacobian_packed(buf, q, b, fR, fp, ref, J):
+    """``_frame_jacobian_kernel`` on a model packed in one buffer (Model._packed)."""
+    mi, mf, ws = _unpack_packed(buf)
+    return _frame_jacobian_kernel(mi, mf, ws, q, b, fR, fp, ref, J)
 
 
 _FRAME_R = nt.Array(nt.float64, 2, "C", readonly=True)      # model.frame_R[f]
 _FRAME_P = nt.Array(nt.float64, 1, "C", readonly=True)      # model.frame_p[f]
-_frame_jacobian = Entry(frame_jacobian_packed, PACKED, VEC, nt.int64, _FRAME_R, _FRAME_P, nt.int64, OUT2)
+_frame_jacobian = Entry(_frame_jacobian_packed, PACKED, VEC, nt.int64, _FRAME_R, _FRAME_P, nt.int64, OUT2)
 
 
 @njit(cache=True)
-def frame_motion_kernel(mi, mf, ws, q, v, a, b, fR, fp, ref, classical, out):
+def _frame_motion_kernel(mi, mf, ws, q, v, a, b, fR, fp, ref, classical, out):
     """out[0] = frame velocity, out[1] = frame acceleration (seed 000 eqs. 4-5) in ``ref``.
 
     With ``classical`` and ``ref`` local_world_aligned, out[1] is the acceleration of the
     frame origin as a point, x'' = R (a_lin + w x v_lin), and the angular acceleration;
     with a = 0 it is J' q' of that reference (seed 002 eq. for x'' = J q'' + J' q')."""
-    st = check_inputs(mi, q, v, a, True)
+    st = _check_inputs(mi, q, v, a, True)
     if st != OK:
         return st
-    nb, nq, nv = model_sizes(mi)
-    oR, op, liR, lip, vel, acc, frc, S, vJ, cJ, I6, pA, U, Dinv, u, tmp, W6, W3 = unpack_data(ws, nb, nv)
-    support_pass(mi, mf, ws, q, v, a, np.int64(ACC), np.bool_(True), np.bool_(False), b)      # the path to body b only
+    nb, nq, nv = _model_sizes(mi)
+    oR, op, liR, lip, vel, acc, frc, S, vJ, cJ, I6, pA, U, Dinv, u, tmp, W6, W3 = _unpack_data(ws, nb, nv)
+    _support_pass(mi, mf, ws, q, v, a, np.int64(ACC), np.bool_(True), np.bool_(False), b)      # the path to body b only
     R, p, t = W3[0], W3[2, 0], tmp[0]
-    express(ref, oR, op, b, fR, fp, vel[b], out[0], R, p, t)
-    express(ref, oR, op, b, fR, fp, acc[b], out[1], R, p, t)
+    _express(ref, oR, op, b, fR, fp, vel[b], out[0], R, p, t)
+    _express(ref, oR, op, b, fR, fp, acc[b], out[1], R, p, t)
     if classical and ref == LOCAL_WORLD_ALIGNED:
         # d/dt (R v_lin) = R (a_lin + w x v_lin), in world coordinates: add w_w x v_w
         w0, w1, w2 = out[0, 3], out[0, 4], out[0, 5]
@@ -167,44 +169,44 @@ def frame_motion_kernel(mi, mf, ws, q, v, a, b, fR, fp, ref, classical, out):
 
 
 @njit(cache=True)
-def frame_pose_kernel(mi, mf, ws, q, b, fR, fp, T):
+def _frame_pose_kernel(mi, mf, ws, q, b, fR, fp, T):
     """T (4, 4): the world pose oMf = oMb bMf of a frame on body b."""
-    st = check_q(mi, q)
+    st = _check_q(mi, q)
     if st != OK:
         return st
-    nb, nq, nv = model_sizes(mi)
-    oR, op, liR, lip, vel, acc, frc, S, vJ, cJ, I6, pA, U, Dinv, u, tmp, W6, W3 = unpack_data(ws, nb, nv)
-    support_pass(mi, mf, ws, q, q[:0], q[:0], np.int64(POS), np.bool_(True), np.bool_(False), b)
+    nb, nq, nv = _model_sizes(mi)
+    oR, op, liR, lip, vel, acc, frc, S, vJ, cJ, I6, pA, U, Dinv, u, tmp, W6, W3 = _unpack_data(ws, nb, nv)
+    _support_pass(mi, mf, ws, q, q[:0], q[:0], np.int64(POS), np.bool_(True), np.bool_(False), b)
     _frame_pose_nb(oR, op, b, fR, fp, T[:3, :3], T[:3, 3])
     T[3, 0], T[3, 1], T[3, 2], T[3, 3] = 0.0, 0.0, 0.0, 1.0
     return OK
 
 
 @njit(cache=True)
-def frame_pose_packed(buf, q, b, fR, fp, T):
-    mi, mf, ws = unpack_packed(buf)
-    return frame_pose_kernel(mi, mf, ws, q, b, fR, fp, T)
+def _frame_pose_packed(buf, q, b, fR, fp, T):
+    mi, mf, ws = _unpack_packed(buf)
+    return _frame_pose_kernel(mi, mf, ws, q, b, fR, fp, T)
 
 
 @njit(cache=True)
-def frame_motion_packed(buf, q, v, a, b, fR, fp, ref, classical, out):
-    mi, mf, ws = unpack_packed(buf)
-    return frame_motion_kernel(mi, mf, ws, q, v, a, b, fR, fp, ref, classical, out)
+def _frame_motion_packed(buf, q, v, a, b, fR, fp, ref, classical, out):
+    mi, mf, ws = _unpack_packed(buf)
+    return _frame_motion_kernel(mi, mf, ws, q, v, a, b, fR, fp, ref, classical, out)
 
 
-_frame_pose = Entry(frame_pose_packed, PACKED, VEC, nt.int64, _FRAME_R, _FRAME_P, OUT2)
-_frame_motion_entry = Entry(frame_motion_packed, PACKED, VEC, VEC, VEC, nt.int64, _FRAME_R, _FRAME_P, nt.int64,
+_frame_pose = Entry(_frame_pose_packed, PACKED, VEC, nt.int64, _FRAME_R, _FRAME_P, OUT2)
+_frame_motion_entry = Entry(_frame_motion_packed, PACKED, VEC, VEC, VEC, nt.int64, _FRAME_R, _FRAME_P, nt.int64,
                             nt.boolean, OUT2)
 
 
 @njit(cache=True)
-def forward_kinematics_kernel(mi, mf, ws, q, v, a, level, R, p, V, A):
-    st = check_q(mi, q) if level == POS else check_inputs(mi, q, v, a, level >= ACC)
+def _forward_kinematics_kernel(mi, mf, ws, q, v, a, level, R, p, V, A):
+    st = _check_q(mi, q) if level == POS else _check_inputs(mi, q, v, a, level >= ACC)
     if st != OK:
         return st
-    nb, nq, nv = model_sizes(mi)
-    oR, op, liR, lip, vel, acc, frc, S, vJ, cJ, I6, pA, U, Dinv, u, tmp, W6, W3 = unpack_data(ws, nb, nv)
-    kinematics_pass(mi, mf, ws, q, v, a, np.int64(level), np.bool_(True), np.bool_(False))
+    nb, nq, nv = _model_sizes(mi)
+    oR, op, liR, lip, vel, acc, frc, S, vJ, cJ, I6, pA, U, Dinv, u, tmp, W6, W3 = _unpack_data(ws, nb, nv)
+    _kinematics_pass(mi, mf, ws, q, v, a, np.int64(level), np.bool_(True), np.bool_(False))
     R[:] = oR
     p[:] = op
     if level >= VEL:
@@ -215,15 +217,15 @@ def forward_kinematics_kernel(mi, mf, ws, q, v, a, level, R, p, V, A):
 
 
 @njit(cache=True)
-def com_kernel(mi, mf, ws, q, c, Jc):
+def _com_kernel(mi, mf, ws, q, c, Jc):
     """Centre of mass c (3,) and, if Jc has columns, its Jacobian Jc (3, nv)."""
-    st = check_q(mi, q)
+    st = _check_q(mi, q)
     if st != OK:
         return st
-    parent, jtype, qadr, vadr, jnq, jnv, _, _, _, _, inertia, _, _ = unpack_model(mi, mf)
-    nb, nq, nv = model_sizes(mi)
-    oR, op, liR, lip, vel, acc, frc, S, vJ, cJ, I6, pA, U, Dinv, u, tmp, W6, W3 = unpack_data(ws, nb, nv)
-    kinematics_pass(mi, mf, ws, q, q[:0], q[:0], np.int64(POS), np.bool_(True), np.bool_(False))
+    parent, jtype, qadr, vadr, jnq, jnv, _, _, _, _, inertia, _, _ = _unpack_model(mi, mf)
+    nb, nq, nv = _model_sizes(mi)
+    oR, op, liR, lip, vel, acc, frc, S, vJ, cJ, I6, pA, U, Dinv, u, tmp, W6, W3 = _unpack_data(ws, nb, nv)
+    _kinematics_pass(mi, mf, ws, q, q[:0], q[:0], np.int64(POS), np.bool_(True), np.bool_(False))
     # subtree sums: tmp[i, 0] = mass, tmp[i, 1:4] = sum m x (world)
     for i in range(nb):
         for k in range(4):
@@ -248,7 +250,7 @@ def com_kernel(mi, mf, ws, q, c, Jc):
             ms = tmp[j, 0]
             for d in range(vadr[j], vadr[j] + jnv[j]):
                 # column: (m_sub v_o + w x sum m x) / M for the dof's world motion [v_o; w]
-                motion_act(oR[j], op[j], S[d], U[0])
+                _motion_act(oR[j], op[j], S[d], U[0])
                 for r in range(3):
                     w[r] = U[0, 3 + r]
                     lin[r] = U[0, r]
@@ -259,59 +261,59 @@ def com_kernel(mi, mf, ws, q, c, Jc):
 
 
 @njit(parallel=True, cache=True)
-def frame_jacobian_batch(mi, mf, WS, Q, b, fR, fp, ref, OUT, status):
+def _frame_jacobian_batch(mi, mf, WS, Q, b, fR, fp, ref, OUT, status):
     nt, n = WS.shape[0], OUT.shape[0]
     for t in prange(nt):
-        lo, hi = chunk(t, nt, n)
+        lo, hi = _chunk(t, nt, n)
         for k in range(lo, hi):
-            status[k] = frame_jacobian_kernel(mi, mf, pick(WS, t), pick(Q, k), b, fR, fp, ref, pick(OUT, k))
+            status[k] = _frame_jacobian_kernel(mi, mf, _pick(WS, t), _pick(Q, k), b, fR, fp, ref, _pick(OUT, k))
 
 
 @njit(parallel=True, cache=True)
-def joint_jacobians_batch(mi, mf, WS, Q, OUT, status):
+def _joint_jacobians_batch(mi, mf, WS, Q, OUT, status):
     nt, n = WS.shape[0], OUT.shape[0]
     for t in prange(nt):
-        lo, hi = chunk(t, nt, n)
+        lo, hi = _chunk(t, nt, n)
         for k in range(lo, hi):
-            status[k] = joint_jacobians_kernel(mi, mf, pick(WS, t), pick(Q, k), pick(OUT, k))
+            status[k] = _joint_jacobians_kernel(mi, mf, _pick(WS, t), _pick(Q, k), _pick(OUT, k))
 
 
 @njit(parallel=True, cache=True)
-def frame_pose_batch(mi, mf, WS, Q, b, fR, fp, OUT, status):
+def _frame_pose_batch(mi, mf, WS, Q, b, fR, fp, OUT, status):
     nt, n = WS.shape[0], OUT.shape[0]
     for t in prange(nt):
-        lo, hi = chunk(t, nt, n)
+        lo, hi = _chunk(t, nt, n)
         for k in range(lo, hi):
-            status[k] = frame_pose_kernel(mi, mf, pick(WS, t), pick(Q, k), b, fR, fp, pick(OUT, k))
+            status[k] = _frame_pose_kernel(mi, mf, _pick(WS, t), _pick(Q, k), b, fR, fp, _pick(OUT, k))
 
 
 @njit(parallel=True, cache=True)
-def frame_motion_batch(mi, mf, WS, Q, V, A, b, fR, fp, ref, classical, OUT, status):
+def _frame_motion_batch(mi, mf, WS, Q, V, A, b, fR, fp, ref, classical, OUT, status):
     nt, n = WS.shape[0], OUT.shape[0]
     for t in prange(nt):
-        lo, hi = chunk(t, nt, n)
+        lo, hi = _chunk(t, nt, n)
         for k in range(lo, hi):
-            status[k] = frame_motion_kernel(mi, mf, pick(WS, t), pick(Q, k), pick(V, k), pick(A, k), b, fR, fp, ref,
-                                            classical, pick(OUT, k))
+            status[k] = _frame_motion_kernel(mi, mf, _pick(WS, t), _pick(Q, k), _pick(V, k), _pick(A, k), b, fR, fp, ref,
+                                            classical, _pick(OUT, k))
 
 
 @njit(parallel=True, cache=True)
-def com_batch(mi, mf, WS, Q, C, JC, status):
+def _com_batch(mi, mf, WS, Q, C, JC, status):
     nt, n = WS.shape[0], C.shape[0]
     for t in prange(nt):
-        lo, hi = chunk(t, nt, n)
+        lo, hi = _chunk(t, nt, n)
         for k in range(lo, hi):
-            status[k] = com_kernel(mi, mf, pick(WS, t), pick(Q, k), pick(C, k), pick(JC, k))
+            status[k] = _com_kernel(mi, mf, _pick(WS, t), _pick(Q, k), _pick(C, k), _pick(JC, k))
 
 
 @njit(parallel=True, cache=True)
-def forward_kinematics_batch(mi, mf, WS, Q, V, A, level, R, P, VV, AA, status):
+def _forward_kinematics_batch(mi, mf, WS, Q, V, A, level, R, P, VV, AA, status):
     nt, n = WS.shape[0], R.shape[0]
     for t in prange(nt):
-        lo, hi = chunk(t, nt, n)
+        lo, hi = _chunk(t, nt, n)
         for k in range(lo, hi):
-            status[k] = forward_kinematics_kernel(mi, mf, pick(WS, t), pick(Q, k), pick(V, k), pick(A, k), level,
-                                                  pick(R, k), pick(P, k), pick(VV, k), pick(AA, k))
+            status[k] = _forward_kinematics_kernel(mi, mf, _pick(WS, t), _pick(Q, k), _pick(V, k), _pick(A, k), level,
+                                                  _pick(R, k), _pick(P, k), _pick(VV, k), _pick(AA, k))
 
 
 # ---------------------------------------------------------------------------------------
@@ -373,10 +375,10 @@ def forward_kinematics(model, q, v=None, a=None) -> Kinematics:
     vin = V_in if V_in is not None else empty
     ain = A_in if A_in is not None else empty
     if B is None:
-        st = forward_kinematics_kernel(model._mi, model._mf, model._ws, args.q, vin, ain, level, R, P, VV, AA)
+        st = _forward_kinematics_kernel(model._mi, model._mf, model._ws, args.q, vin, ain, level, R, P, VV, AA)
     else:
         st = _status(B)
-        forward_kinematics_batch(model._mi, model._mf, batch_workspace(model), args.q, vin, ain, level,
+        _forward_kinematics_batch(model._mi, model._mf, batch_workspace(model), args.q, vin, ain, level,
                                  R, P, VV, AA, st)
     raise_for_status(model, st, **kw)
     return Kinematics(model, R, P, VV if level >= VEL else None, AA if level >= ACC else None)
@@ -389,7 +391,7 @@ def frame_pose(model, q, frame) -> np.ndarray:
         T = np.empty((4, 4))
         if _frame_pose.fn(model._packed, q, b, fR, fp, T) == OK:
             return T
-    return run(model, (frame_pose_kernel, frame_pose_batch), (4, 4), as_states(model, q=q), ("q",), (b, fR, fp))
+    return run(model, (_frame_pose_kernel, _frame_pose_batch), (4, 4), as_states(model, q=q), ("q",), (b, fR, fp))
 
 
 def jacobian(model, q, frame, reference: str = "world") -> np.ndarray:
@@ -401,7 +403,7 @@ def jacobian(model, q, frame, reference: str = "world") -> np.ndarray:
         J = np.empty((6, model.nv))
         if _frame_jacobian.fn(model._packed, q, b, fR, fp, ref, J) == OK:
             return J
-    return run(model, (frame_jacobian_kernel, frame_jacobian_batch), (6, model.nv), as_states(model, q=q),
+    return run(model, (_frame_jacobian_kernel, _frame_jacobian_batch), (6, model.nv), as_states(model, q=q),
                ("q",), (b, fR, fp, ref))
 
 
@@ -424,7 +426,7 @@ def joint_jacobians(model, q) -> np.ndarray:
         J = np.empty((6, model.nv))
         if _joint_jacobians.fn(model._packed, q, J) == OK:
             return J
-    return run(model, (joint_jacobians_kernel, joint_jacobians_batch), (6, model.nv), as_states(model, q=q), ("q",))
+    return run(model, (_joint_jacobians_kernel, _joint_jacobians_batch), (6, model.nv), as_states(model, q=q), ("q",))
 
 
 def _frame_motion(model, q, v, a, frame, reference, classical):
@@ -441,7 +443,7 @@ def _frame_motion(model, q, v, a, frame, reference, classical):
         args.a = np.zeros_like(args.v)
     else:
         args = as_states(model, q=q, v=v, a=a)
-    return run(model, (frame_motion_kernel, frame_motion_batch), (2, 6), args, ("q", "v", "a"),
+    return run(model, (_frame_motion_kernel, _frame_motion_batch), (2, 6), args, ("q", "v", "a"),
                (b, fR, fp, ref, classical))
 
 
@@ -474,12 +476,12 @@ def com_jacobian(model, q) -> np.ndarray:
 
 
 @njit(cache=True)
-def com_packed(buf, q, c, Jc):
-    mi, mf, ws = unpack_packed(buf)
-    return com_kernel(mi, mf, ws, q, c, Jc)
+def _com_packed(buf, q, c, Jc):
+    mi, mf, ws = _unpack_packed(buf)
+    return _com_kernel(mi, mf, ws, q, c, Jc)
 
 
-_com_entry = Entry(com_packed, PACKED, VEC, OUT1, OUT2)
+_com_entry = Entry(_com_packed, PACKED, VEC, OUT1, OUT2)
 _NO_JC = np.empty((3, 0))
 
 
@@ -492,9 +494,9 @@ def _com(model, q, with_jacobian):
     nv = model.nv if with_jacobian else 0
     c, Jc = _out((3,), args.batch), _out((3, nv), args.batch)
     if args.batch is None:
-        st = com_kernel(model._mi, model._mf, model._ws, args.q, c, Jc)
+        st = _com_kernel(model._mi, model._mf, model._ws, args.q, c, Jc)
     else:
         st = _status(args.batch)
-        com_batch(model._mi, model._mf, batch_workspace(model), args.q, c, Jc, st)
+        _com_batch(model._mi, model._mf, batch_workspace(model), args.q, c, Jc, st)
     raise_for_status(model, st, q=q)
     return c, Jc

@@ -30,7 +30,7 @@ product of the T's along the path from p down to j (identity for j = p):
 only T's on the two paths: Θ_p already holds every S term above and at p, and the bodies
 between p and j carry no δẐ (they do not support i).  A frame f on body b sees
 E_f Φ E_g^T, with E_f the 6x6 map from body b's velocity to the frame's velocity in the
-requested reference (what ``kinematics.express`` does), and the result equals J M^-1 J^T.
+requested reference (what ``kinematics._express`` does), and the result equals J M^-1 J^T.
 
 Cost: one kinematics pass, one ABA inertia pass and the Θ pass, each O(n) with 6x6 blocks;
 then k walks up the tree (one 6x6 product per ancestor) and k (k + 1) / 2 blocks of two
@@ -43,13 +43,15 @@ from numba import njit
 from numba import types as nt
 
 from .._api import OUT2, PACKED, VEC, Entry, _as_vector, as_states, raise_for_status
-from .._kernels.layout import model_sizes, unpack_data, unpack_model, unpack_packed
-from .._kernels.passes import OK, POS, SINGULAR, check_q, kinematics_pass
-from .._kernels.spatial_nb import dot6, force_act_inplace, inertia_to_parent_add, mat6_vec, motion_inv_act
-from ..dynamics.aba import spd_inverse
-from ..kinematics import _frame, _ref, express
+from .._kernels.layout import (model_sizes as _model_sizes, unpack_data as _unpack_data, unpack_model as _unpack_model,
+    unpack_packed as _unpack_packed)
+from .._kernels.passes import OK, POS, SINGULAR, check_q as _check_q, kinematics_pass as _kinematics_pass
+from .._kernels.spatial_nb import (dot6 as _dot6, force_act_inplace as _force_act_inplace, inertia_to_parent_add as _inertia_to_parent_add,
+    mat6_vec as _mat6_vec, motion_inv_act as _motion_inv_act)
+from ..dynamics.aba import _spd_inverse
+from ..kinematics import _frame, _ref, _express
 
-__all__ = ["inverse_inertia", "inverse_inertia_block", "inverse_inertia_kernel"]
+__all__ = ["inverse_inertia", "inverse_inertia_block"]
 
 
 # ---------------------------------------------------------------------------------------
@@ -74,20 +76,20 @@ def _matmul6_bt(A, B, out, scale):
 
 
 @njit(cache=True)
-def inverse_inertia_kernel(mi, mf, ws, q, fb, fR, fp, ref, G, T, out):
+def _inverse_inertia_kernel(mi, mf, ws, q, fb, fR, fp, ref, G, T, out):
     """out (6k, 6k) = J M^-1 J^T for the k frames (body fb[f], pose fR[f], fp[f] in it) in
     reference ``ref`` (kinematics.WORLD / LOCAL / LOCAL_WORLD_ALIGNED).
 
     Scratch: G (k, nb, 6, 6) (the path products E_f T_{b<-a} for the ancestors a of each
     frame's body), T (nb, 6, 6) (the T_cp of every body); the workspace's articulated
     inertias I6 are overwritten with Θ.  Returns a status code (passes.OK, ...)."""
-    st = check_q(mi, q)
+    st = _check_q(mi, q)
     if st != OK:
         return st
-    parent, jtype, qadr, vadr, jnq, jnv, _, _, _, _, inertia, armature, _ = unpack_model(mi, mf)
-    nb, nq, nv = model_sizes(mi)
-    oR, op, liR, lip, vel, acc, frc, S, vJ, cJ, I6, pA, U, Dinv, u, tmp, W6, W3 = unpack_data(ws, nb, nv)
-    kinematics_pass(mi, mf, ws, q, q[:0], q[:0], np.int64(POS), np.bool_(True), np.bool_(False))
+    parent, jtype, qadr, vadr, jnq, jnv, _, _, _, _, inertia, armature, _ = _unpack_model(mi, mf)
+    nb, nq, nv = _model_sizes(mi)
+    oR, op, liR, lip, vel, acc, frc, S, vJ, cJ, I6, pA, U, Dinv, u, tmp, W6, W3 = _unpack_data(ws, nb, nv)
+    _kinematics_pass(mi, mf, ws, q, q[:0], q[:0], np.int64(POS), np.bool_(True), np.bool_(False))
 
     # --- ABA's pass 2 without bias forces: Î_i, U = Î S, D^-1 (eq. 25) ------------------
     for i in range(nb):
@@ -98,18 +100,18 @@ def inverse_inertia_kernel(mi, mf, ws, q, fb, fR, fp, ref, G, T, out):
     for i in range(nb - 1, 0, -1):
         va, ni = vadr[i], jnv[i]
         for d in range(va, va + ni):
-            mat6_vec(I6[i], S[d], U[d])                         # U = Î S
+            _mat6_vec(I6[i], S[d], U[d])                         # U = Î S
         if ni == 1:
-            Dd = dot6(S[va], U[va]) + armature[va]
+            Dd = _dot6(S[va], U[va]) + armature[va]
             if not Dd > 0.0:
                 return SINGULAR
             Dinv[va, 0] = 1.0 / Dd
         elif ni > 1:
             for d in range(ni):
                 for e in range(ni):
-                    D[d, e] = dot6(S[va + d], U[va + e])
+                    D[d, e] = _dot6(S[va + d], U[va + e])
                 D[d, d] += armature[va + d]
-            if not spd_inverse(D, ni, Dinv[va:va + ni]):
+            if not _spd_inverse(D, ni, Dinv[va:va + ni]):
                 return SINGULAR
         if parent[i] == 0:
             continue
@@ -120,7 +122,7 @@ def inverse_inertia_kernel(mi, mf, ws, q, fb, fR, fp, ref, G, T, out):
                     x = w * U[va + d, r]
                     for c in range(6):
                         I6[i, r, c] -= x * U[va + e, c]
-        inertia_to_parent_add(liR[i], lip[i], I6[i], I6[parent[i]])
+        _inertia_to_parent_add(liR[i], lip[i], I6[i], I6[parent[i]])
 
     # --- Θ pass (root to leaves), Θ_i stored over Î_i in I6 -----------------------------
     # Θ_0 = 0 (I6[0] was zeroed above and receives nothing: children of the world skip the add)
@@ -137,7 +139,7 @@ def inverse_inertia_kernel(mi, mf, ws, q, fb, fR, fp, ref, G, T, out):
             for c in range(6):                                  # X_i, column by column
                 for k in range(6):
                     y[k] = 1.0 if k == c else 0.0
-                motion_inv_act(liR[i], lip[i], y, col)
+                _motion_inv_act(liR[i], lip[i], y, col)
                 for r in range(6):
                     Ti[r, c] = col[r]
             for d in range(ni):
@@ -146,7 +148,7 @@ def inverse_inertia_kernel(mi, mf, ws, q, fb, fR, fp, ref, G, T, out):
                     for e in range(ni):
                         s += Dinv[va + d, e] * U[va + e, k]
                     W[d, k] = s
-                force_act_inplace(liR[i], lip[i], W[d])
+                _force_act_inplace(liR[i], lip[i], W[d])
             for d in range(ni):
                 for r in range(6):
                     x = S[va + d, r]
@@ -187,7 +189,7 @@ def inverse_inertia_kernel(mi, mf, ws, q, fb, fR, fp, ref, G, T, out):
         for c in range(6):                                      # G[f, b] = E_f, column by column
             for r in range(6):
                 y[r] = 1.0 if r == c else 0.0
-            express(ref, oR, op, b, fR[f], fp[f], y, col, R3, p3, t6)
+            _express(ref, oR, op, b, fR[f], fp[f], y, col, R3, p3, t6)
             for r in range(6):
                 Gf[b, r, c] = col[r]
         a = b
@@ -227,13 +229,13 @@ def inverse_inertia_kernel(mi, mf, ws, q, fb, fR, fp, ref, G, T, out):
 
 
 @njit(cache=True)
-def inverse_inertia_packed(buf, q, fb, fR, fp, ref, G, T, out):
-    """``inverse_inertia_kernel`` on a model packed in one buffer (Model._packed)."""
-    mi, mf, ws = unpack_packed(buf)
-    return inverse_inertia_kernel(mi, mf, ws, q, fb, fR, fp, ref, G, T, out)
+def _inverse_inertia_packed(buf, q, fb, fR, fp, ref, G, T, out):
+    """``_inverse_inertia_kernel`` on a model packed in one buffer (Model._packed)."""
+    mi, mf, ws = _unpack_packed(buf)
+    return _inverse_inertia_kernel(mi, mf, ws, q, fb, fR, fp, ref, G, T, out)
 
 
-_entry = Entry(inverse_inertia_packed, PACKED, VEC, nt.Array(nt.int64, 1, "C"), nt.Array(nt.float64, 3, "C"),
+_entry = Entry(_inverse_inertia_packed, PACKED, VEC, nt.Array(nt.int64, 1, "C"), nt.Array(nt.float64, 3, "C"),
                OUT2, nt.int64, nt.Array(nt.float64, 4, "C"), nt.Array(nt.float64, 3, "C"), OUT2)
 
 

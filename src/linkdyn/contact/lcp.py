@@ -87,7 +87,7 @@ def _disk_step(a11, a12, a21, a22, w1, w2, x1, x2, cap):
 
 
 @njit(cache=True)
-def pgs(A, r, kind, mu, normal, lam, max_iter, tol):
+def _pgs(A, r, kind, mu, normal, lam, max_iter, tol):
     """Projected Gauss-Seidel in place on ``lam``; returns the sweeps taken."""
     m = r.shape[0]
     scale = 1e-300
@@ -265,14 +265,14 @@ def solve(A, r, kind, mu, normal, lam0=None, max_iter=500, tol=1e-9, exact=True)
     lam = np.zeros(m) if lam0 is None else np.array(lam0, dtype=float)
     if not exact:
         # Gauss-Seidel; where it has not converged in max_iter sweeps, one polish of its active set
-        pgs(A, r, kind, mu, normal, lam, max_iter, 1e-12)
+        _pgs(A, r, kind, mu, normal, lam, max_iter, 1e-12)
         res = residual(A, r, kind, mu, normal, lam)
         if res > tol:
             pol = _polish(A, r, kind, mu, normal, lam, res)
             if pol is not None:
                 return pol, residual(A, r, kind, mu, normal, pol)
         return lam, res
-    pgs(A, r, kind, mu, normal, lam, max_iter, 1e-12)
+    _pgs(A, r, kind, mu, normal, lam, max_iter, 1e-12)
     best = lam
     res = residual(A, r, kind, mu, normal, lam)
     # the polish always runs: besides exactness it gives redundant contacts the least-norm split
@@ -286,5 +286,5 @@ def solve(A, r, kind, mu, normal, lam0=None, max_iter=500, tol=1e-9, exact=True)
         if res <= 1e-12:
             break
         lam = pol.copy()
-        pgs(A, r, kind, mu, normal, lam, 50, 1e-14)
+        _pgs(A, r, kind, mu, normal, lam, 50, 1e-14)
     return best, res

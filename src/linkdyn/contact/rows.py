@@ -126,7 +126,7 @@ def _project_point_rows(J0, mask, b, y, dirs, out, sign):
 
 
 @njit(cache=True)
-def contact_rows(R, p, V, A, J0, mask, cbody, cpos, crad, pbody, pR, pp, pext, pair_c, pair_p, sel,
+def _contact_rows(R, p, V, A, J0, mask, cbody, cpos, crad, pbody, pR, pp, pext, pair_c, pair_p, sel,
                  with_drift, gap, N, T, dn, dt, point, frame):
     """Gap, normal row, tangent rows and (with_drift) drifts of the contact pairs ``sel``."""
     x = np.empty(3)
@@ -209,7 +209,7 @@ def contact_rows(R, p, V, A, J0, mask, cbody, cpos, crad, pbody, pR, pp, pext, p
 
 
 @njit(cache=True)
-def contact_gaps(R, p, cbody, cpos, crad, pbody, pR, pp, pext, pair_c, pair_p, out):
+def _contact_gaps(R, p, cbody, cpos, crad, pbody, pR, pp, pext, pair_c, pair_p, out):
     """out[k] = the signed distance of contact pair k's sphere to its plane (+inf outside a
     bounded plane's extent or behind its depth); R, p the bodies' world rotations and positions;
     pext (planes, 3): half-sizes (0: unbounded) and depth (inf: a half-space)."""
@@ -346,7 +346,7 @@ class UnitCatalog:
         ncp, ncl = len(self.pairs), len(self.coord_limits)
         if ncp:
             kin = kin if kin is not None else forward_kinematics(m, q)
-            contact_gaps(kin.R, kin.p, self._cbody, self._cpos, self._crad, self._pbody, self._pR, self._pp,
+            _contact_gaps(kin.R, kin.p, self._cbody, self._cpos, self._crad, self._pbody, self._pR, self._pp,
                          self._pext, self._pair_c, self._pair_p, out)
         if ncl:
             out[ncp:ncp + ncl] = self._lim_s * (q[self._lim_q] - self._lim_b)
@@ -381,7 +381,7 @@ class UnitCatalog:
             cg, cN, cT = np.empty(len(cu)), np.empty((len(cu), nv)), np.empty((len(cu), 2, nv))
             cdn, cdt, cpt, cfr = np.zeros(len(cu)), np.zeros((len(cu), 2)), np.empty((len(cu), 3)), \
                 np.empty((len(cu), 3, 3))
-            contact_rows(kin.R, kin.p, V, A, J0, self._mask, self._cbody, self._cpos, self._crad, self._pbody,
+            _contact_rows(kin.R, kin.p, V, A, J0, self._mask, self._cbody, self._cpos, self._crad, self._pbody,
                          self._pR, self._pp, self._pext, self._pair_c, self._pair_p, cu, bool(with_drift),
                          cg, cN, cT, cdn, cdt, cpt, cfr)
             gap[csel], N[csel], T[csel], dn[csel], dt[csel], point[csel], frame[csel] = cg, cN, cT, cdn, cdt, cpt, cfr

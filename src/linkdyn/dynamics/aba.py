@@ -18,15 +18,17 @@ import numpy as np
 from numba import njit, prange
 
 from .._api import _F64, _ND, FEXT, MF, MI, OUT1, PACKED, VEC, WS, Entry, as_fext, as_states, run
-from .._kernels.batch import chunk, pick
-from .._kernels.layout import model_sizes, no_forces, unpack_data, unpack_joint_terms, unpack_model, unpack_packed
-from .._kernels.passes import BAD_F, OK, SINGULAR, VEL, all_finite, check_inputs, joint_torque, kinematics_pass
-from .._kernels.spatial_nb import (dot6, force_act_add, force_cross_add, inertia_to_parent_add, mat6_vec,
-                                   motion_inv_act)
+from .._kernels.batch import chunk as _chunk, pick as _pick
+from .._kernels.layout import (model_sizes as _model_sizes, no_forces as _no_forces, unpack_data as _unpack_data,
+    unpack_joint_terms as _unpack_joint_terms, unpack_model as _unpack_model, unpack_packed as _unpack_packed)
+from .._kernels.passes import (BAD_F, OK, SINGULAR, VEL, all_finite as _all_finite, check_inputs as _check_inputs,
+    joint_torque as _joint_torque, kinematics_pass as _kinematics_pass)
+from .._kernels.spatial_nb import (dot6 as _dot6, force_act_add as _force_act_add, force_cross_add as _force_cross_add,
+    inertia_to_parent_add as _inertia_to_parent_add, mat6_vec as _mat6_vec, motion_inv_act as _motion_inv_act)
 
 
 @njit(inline="always", cache=True)
-def spd_inverse(D, n, out):
+def _spd_inverse(D, n, out):
     """out[:n, :n] = D^-1 for a symmetric positive definite D (Gauss-Jordan without pivoting,
     which is stable for SPD); D is destroyed.  Returns False if D is not positive definite."""
     for r in range(n):
@@ -54,23 +56,23 @@ def spd_inverse(D, n, out):
 
 
 @njit(cache=True)
-def aba_kernel(mi, mf, ws, q, v, tau, fext, qdd):
-    st = check_inputs(mi, q, v, tau, True)
+def _aba_kernel(mi, mf, ws, q, v, tau, fext, qdd):
+    st = _check_inputs(mi, q, v, tau, True)
     if st != OK:
         return st
-    if not all_finite(fext):
+    if not _all_finite(fext):
         return BAD_F
-    parent, jtype, qadr, vadr, jnq, jnv, _, _, _, _, inertia, armature, g = unpack_model(mi, mf)
-    damping, friction = unpack_joint_terms(mi, mf)
-    nb, nq, nv = model_sizes(mi)
-    oR, op, liR, lip, vel, acc, frc, S, vJ, c, IA, pA, U, Dinv, u, tmp, W6, W3 = unpack_data(ws, nb, nv)
-    kinematics_pass(mi, mf, ws, q, v, tau[:0], np.int64(VEL), np.bool_(False), np.bool_(False))
+    parent, jtype, qadr, vadr, jnq, jnv, _, _, _, _, inertia, armature, g = _unpack_model(mi, mf)
+    damping, friction = _unpack_joint_terms(mi, mf)
+    nb, nq, nv = _model_sizes(mi)
+    oR, op, liR, lip, vel, acc, frc, S, vJ, c, IA, pA, U, Dinv, u, tmp, W6, W3 = _unpack_data(ws, nb, nv)
+    _kinematics_pass(mi, mf, ws, q, v, tau[:0], np.int64(VEL), np.bool_(False), np.bool_(False))
     # pass 1: I^A_i = I_i, p^A_i = v_i x* I_i v_i - f_ext
     for i in range(1, nb):
         IA[i, :, :] = inertia[i]
-        mat6_vec(inertia[i], vel[i], tmp[i])
+        _mat6_vec(inertia[i], vel[i], tmp[i])
         pA[i, :] = 0.0
-        force_cross_add(vel[i], tmp[i], pA[i])
+        _force_cross_add(vel[i], tmp[i], pA[i])
         if fext.shape[0] > 0:
             for k in range(6):
                 pA[i, k] -= fext[i, k]
@@ -79,12 +81,12 @@ def aba_kernel(mi, mf, ws, q, v, tau, fext, qdd):
     for i in range(nb - 1, 0, -1):
         va, ni = vadr[i], jnv[i]
         for d in range(va, va + ni):
-            mat6_vec(IA[i], S[d], U[d])                         # U = I^A S
+            _mat6_vec(IA[i], S[d], U[d])                         # U = I^A S
             # u = tau - tau_J(q', q''=0) - S^T p^A  (the armature is in D below)
-            u[d] = tau[d] - joint_torque(0.0, damping[d], friction[d], v[d], 0.0) - dot6(S[d], pA[i])
+            u[d] = tau[d] - _joint_torque(0.0, damping[d], friction[d], v[d], 0.0) - _dot6(S[d], pA[i])
         if ni == 1:
             # one dof (most joints): D and D^-1 are scalars
-            Dd = dot6(S[va], U[va]) + armature[va]
+            Dd = _dot6(S[va], U[va]) + armature[va]
             if not Dd > 0.0:
                 return SINGULAR
             w = 1.0 / Dd
@@ -99,9 +101,9 @@ def aba_kernel(mi, mf, ws, q, v, tau, fext, qdd):
         else:
             for d in range(ni):
                 for e in range(ni):
-                    D[d, e] = dot6(S[va + d], U[va + e])        # D = S^T U
+                    D[d, e] = _dot6(S[va + d], U[va + e])        # D = S^T U
                 D[d, d] += armature[va + d]
-            if not spd_inverse(D, ni, Dinv[va:va + ni]):
+            if not _spd_inverse(D, ni, Dinv[va:va + ni]):
                 return SINGULAR
             if parent[i] == 0:
                 continue
@@ -117,23 +119,23 @@ def aba_kernel(mi, mf, ws, q, v, tau, fext, qdd):
                     for r in range(6):
                         for k in range(6):
                             IA[i, r, k] -= U[va + d, r] * w * U[va + e, k]
-        mat6_vec(IA[i], c[i], tmp[1])
+        _mat6_vec(IA[i], c[i], tmp[1])
         for k in range(6):
             pA[i, k] += tmp[1, k]
             for d in range(ni):
                 pA[i, k] += U[va + d, k] * tmp[0, d]
-        inertia_to_parent_add(liR[i], lip[i], IA[i], IA[parent[i]])
-        force_act_add(liR[i], lip[i], pA[i], pA[parent[i]])
+        _inertia_to_parent_add(liR[i], lip[i], IA[i], IA[parent[i]])
+        _force_act_add(liR[i], lip[i], pA[i], pA[parent[i]])
     # pass 3: a_0 = -g
     acc[0, :] = 0.0
     acc[0, 0], acc[0, 1], acc[0, 2] = -g[0], -g[1], -g[2]
     for i in range(1, nb):
         va, ni = vadr[i], jnv[i]
-        motion_inv_act(liR[i], lip[i], acc[parent[i]], acc[i])   # a' = X a_p + c
+        _motion_inv_act(liR[i], lip[i], acc[parent[i]], acc[i])   # a' = X a_p + c
         for k in range(6):
             acc[i, k] += c[i, k]
         for d in range(ni):
-            tmp[0, d] = u[va + d] - dot6(U[va + d], acc[i])      # u - U^T a'
+            tmp[0, d] = u[va + d] - _dot6(U[va + d], acc[i])      # u - U^T a'
         for d in range(ni):
             s = 0.0
             for e in range(ni):
@@ -146,23 +148,23 @@ def aba_kernel(mi, mf, ws, q, v, tau, fext, qdd):
 
 
 @njit(cache=True)
-def aba_packed(buf, q, v, tau, qdd):
-    """``aba_kernel`` without external forces on a model packed in one buffer (Model._packed)."""
-    mi, mf, ws = unpack_packed(buf)
-    return aba_kernel(mi, mf, ws, q, v, tau, no_forces(buf), qdd)
+def _aba_packed(buf, q, v, tau, qdd):
+    """``_aba_kernel`` without external forces on a model packed in one buffer (Model._packed)."""
+    mi, mf, ws = _unpack_packed(buf)
+    return _aba_kernel(mi, mf, ws, q, v, tau, _no_forces(buf), qdd)
 
 
 @njit(parallel=True, cache=True)
-def aba_batch(mi, mf, WS, Q, V, T, F, QDD, status):
+def _aba_batch(mi, mf, WS, Q, V, T, F, QDD, status):
     nt, n = WS.shape[0], QDD.shape[0]
     for t in prange(nt):
-        lo, hi = chunk(t, nt, n)
+        lo, hi = _chunk(t, nt, n)
         for k in range(lo, hi):
-            status[k] = aba_kernel(mi, mf, pick(WS, t), pick(Q, k), pick(V, k), pick(T, k), pick(F, k), pick(QDD, k))
+            status[k] = _aba_kernel(mi, mf, _pick(WS, t), _pick(Q, k), _pick(V, k), _pick(T, k), _pick(F, k), _pick(QDD, k))
 
 
-_aba = Entry(aba_kernel, MI, MF, WS, VEC, VEC, VEC, FEXT, OUT1)
-_aba_packed = Entry(aba_packed, PACKED, VEC, VEC, VEC, OUT1)
+_aba = Entry(_aba_kernel, MI, MF, WS, VEC, VEC, VEC, FEXT, OUT1)
+_aba_entry = Entry(_aba_packed, PACKED, VEC, VEC, VEC, OUT1)
 
 
 def aba(model, q, v, tau, fext=None) -> np.ndarray:
@@ -171,8 +173,8 @@ def aba(model, q, v, tau, fext=None) -> np.ndarray:
     if (fext is None and type(q) is _ND and type(v) is _ND and type(tau) is _ND and q.dtype is _F64
             and v.dtype is _F64 and tau.dtype is _F64 and q.ndim == 1 and v.ndim == 1 and tau.ndim == 1):
         qdd = np.empty(model.nv)
-        if _aba_packed.fn(model._packed, q, v, tau, qdd) == OK:
+        if _aba_entry.fn(model._packed, q, v, tau, qdd) == OK:
             return qdd
     args = as_states(model, q=q, v=v, tau=tau)
     F = as_fext(model, fext, args.batch)
-    return run(model, (_aba, aba_batch), (model.nv,), args, ("q", "v", "tau"), (F,), 1, fext=fext)
+    return run(model, (_aba, _aba_batch), (model.nv,), args, ("q", "v", "tau"), (F,), 1, fext=fext)

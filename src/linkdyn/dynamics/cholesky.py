@@ -50,8 +50,8 @@ Z = L^-T Jc^T (column r of Z is non-zero only on the ancestors of the dofs row r
 touches; Featherstone, "Exploiting sparsity in operational-space dynamics", IJRR 29(10),
 2010):  Lambda = Z^T D^-1 Z,  Y = L^-1 D^-1 Z.
 
-Kernels (Numba, allocate nothing, in place; the dof parents are ``model.dof_parent``): :func:`ltdl_factor`,
-:func:`ltdl_solve`, :func:`ltdl_solve_many`, :func:`ltdl_inverse_congruence`.  Public:
+Kernels (Numba, allocate nothing, in place; the dof parents are ``model.dof_parent``): :func:`_ltdl_factor`,
+:func:`_ltdl_solve`, :func:`_ltdl_solve_many`, :func:`_ltdl_inverse_congruence`.  Public:
 :func:`mass_matrix_cholesky` (a :class:`MassMatrixCholesky`) and :func:`solve_mass_matrix`.
 """
 from __future__ import annotations
@@ -63,9 +63,9 @@ from numba import types as nt
 
 from .._api import (_F64, _ND, MF, MI, OUT1, OUT2, VEC, WS, Entry, _as_vector, _first_bad, as_states,
                     batch_workspace, raise_for_status)
-from .._kernels.batch import chunk, pick
-from .._kernels.passes import BAD_A, BAD_SHAPE, OK, SINGULAR, all_finite
-from .crba import crba_kernel
+from .._kernels.batch import chunk as _chunk, pick as _pick
+from .._kernels.passes import BAD_A, BAD_SHAPE, OK, SINGULAR, all_finite as _all_finite
+from .crba import _crba_kernel
 
 #: a dof is singular when D_kk <= SINGULAR_TOL * H_kk (H_kk: its diagonal entry of H)
 SINGULAR_TOL = 1e-12
@@ -105,7 +105,7 @@ def _factor(H, lam, tol):
 
 
 @njit(cache=True)
-def ltdl_factor(H, lam):
+def _ltdl_factor(H, lam):
     """H (n, n) <- L (strict lower triangle, unit diagonal implied) and D (diagonal), in place:
     H = L^T D L over the tree pattern of ``lam`` (Featherstone 2008, Table 6.3).  Reads the
     lower triangle and diagonal only; the strict upper triangle is left as it is.  Returns OK,
@@ -115,14 +115,14 @@ def ltdl_factor(H, lam):
 
 
 @njit(cache=True)
-def ltdl_singular_dof(H, lam):
-    """As :func:`ltdl_factor`, but returns the singular dof (-1 if none): error messages."""
+def _ltdl_singular_dof(H, lam):
+    """As :func:`_ltdl_factor`, but returns the singular dof (-1 if none): error messages."""
     return _factor(H, lam, SINGULAR_TOL)
 
 
 @njit(cache=True)
-def ltdl_solve(LD, lam, x):
-    """x <- H^-1 x for H = L^T D L packed in LD by :func:`ltdl_factor`.  O(n d)."""
+def _ltdl_solve(LD, lam, x):
+    """x <- H^-1 x for H = L^T D L packed in LD by :func:`_ltdl_factor`.  O(n d)."""
     n = LD.shape[0]
     # x <- L^-T x
     for i in range(n - 1, -1, -1):
@@ -146,16 +146,16 @@ def ltdl_solve(LD, lam, x):
 
 
 @njit(cache=True)
-def ltdl_solve_checked(LD, lam, b, x):
+def _ltdl_solve_checked(LD, lam, b, x):
     """x <- H^-1 b (b left as it is); BAD_SHAPE / BAD_A if b is not (n,) or not finite."""
     n = LD.shape[0]
     if b.shape[0] != n:
         return BAD_SHAPE
     for k in range(n):
         x[k] = b[k]
-    if not all_finite(x):
+    if not _all_finite(x):
         return BAD_A
-    ltdl_solve(LD, lam, x)
+    _ltdl_solve(LD, lam, x)
     return OK
 
 
@@ -203,14 +203,14 @@ def _dinv_li_rows(LD, lam, X):
 
 
 @njit(cache=True)
-def ltdl_solve_many(LD, lam, X):
+def _ltdl_solve_many(LD, lam, X):
     """X (n, k) <- H^-1 X, every column at once (rows are dofs).  O(k n d)."""
     _lit_rows(LD, lam, X)
     _dinv_li_rows(LD, lam, X)
 
 
 @njit(cache=True)
-def ltdl_inverse_congruence(LD, lam, Jc, Y, Lambda):
+def _ltdl_inverse_congruence(LD, lam, Jc, Y, Lambda):
     """Y (n, m) <- H^-1 Jc^T and Lambda (m, m) <- Jc H^-1 Jc^T for Jc (m, n).
 
     Z = L^-T Jc^T (in Y; a column stays on the ancestors of its row's dofs, zero rows are
@@ -241,73 +241,73 @@ def ltdl_inverse_congruence(LD, lam, Jc, Y, Lambda):
 
 
 @njit(cache=True)
-def mass_matrix_cholesky_kernel(mi, mf, ws, q, lam, LD):
-    """LD <- LTDL of H(q): CRBA (seed 003) then :func:`ltdl_factor`."""
-    st = crba_kernel(mi, mf, ws, q, LD)
+def _mass_matrix_cholesky_kernel(mi, mf, ws, q, lam, LD):
+    """LD <- LTDL of H(q): CRBA (seed 003) then :func:`_ltdl_factor`."""
+    st = _crba_kernel(mi, mf, ws, q, LD)
     if st != OK:
         return st
-    return ltdl_factor(LD, lam)
+    return _ltdl_factor(LD, lam)
 
 
 @njit(cache=True)
-def solve_mass_matrix_kernel(mi, mf, ws, q, b, lam, H, x):
+def _solve_mass_matrix_kernel(mi, mf, ws, q, b, lam, H, x):
     """x <- H(q)^-1 b: CRBA into H (scratch, (nv, nv)), LTDL, back-substitution."""
     nv = H.shape[0]
     if b.shape[0] != nv:
         return BAD_SHAPE
-    st = crba_kernel(mi, mf, ws, q, H)
+    st = _crba_kernel(mi, mf, ws, q, H)
     if st != OK:
         return st
-    if not all_finite(b):
+    if not _all_finite(b):
         return BAD_A
-    st = ltdl_factor(H, lam)
+    st = _ltdl_factor(H, lam)
     if st != OK:
         return st
     for k in range(nv):
         x[k] = b[k]
-    ltdl_solve(H, lam, x)
+    _ltdl_solve(H, lam, x)
     return OK
 
 
 @njit(parallel=True, cache=True)
-def mass_matrix_cholesky_batch(mi, mf, WS, Q, lam, OUT, status):
+def _mass_matrix_cholesky_batch(mi, mf, WS, Q, lam, OUT, status):
     nt_, n = WS.shape[0], OUT.shape[0]
     for t in prange(nt_):
-        lo, hi = chunk(t, nt_, n)
+        lo, hi = _chunk(t, nt_, n)
         for k in range(lo, hi):
-            status[k] = mass_matrix_cholesky_kernel(mi, mf, pick(WS, t), pick(Q, k), lam, pick(OUT, k))
+            status[k] = _mass_matrix_cholesky_kernel(mi, mf, _pick(WS, t), _pick(Q, k), lam, _pick(OUT, k))
 
 
 @njit(parallel=True, cache=True)
-def solve_mass_matrix_batch(mi, mf, WS, Q, B, lam, HS, X, status):
+def _solve_mass_matrix_batch(mi, mf, WS, Q, B, lam, HS, X, status):
     """HS (nthreads, nv, nv): one scratch H per thread."""
     nt_, n = WS.shape[0], X.shape[0]
     for t in prange(nt_):
-        lo, hi = chunk(t, nt_, n)
+        lo, hi = _chunk(t, nt_, n)
         for k in range(lo, hi):
-            status[k] = solve_mass_matrix_kernel(mi, mf, pick(WS, t), pick(Q, k), pick(B, k), lam,
-                                                 pick(HS, t), pick(X, k))
+            status[k] = _solve_mass_matrix_kernel(mi, mf, _pick(WS, t), _pick(Q, k), _pick(B, k), lam,
+                                                 _pick(HS, t), _pick(X, k))
 
 
 @njit(parallel=True, cache=True)
-def ltdl_solve_many_batch(LD, lam, X):
+def _ltdl_solve_many_batch(LD, lam, X):
     """X[k] (n, c) <- H_k^-1 X[k] for a stack of factors LD (N, n, n)."""
     for k in prange(X.shape[0]):
-        ltdl_solve_many(pick(LD, k), lam, pick(X, k))
+        _ltdl_solve_many(_pick(LD, k), lam, _pick(X, k))
 
 
 @njit(parallel=True, cache=True)
-def ltdl_inverse_congruence_batch(LD, lam, Jc, Y, Lambda):
+def _ltdl_inverse_congruence_batch(LD, lam, Jc, Y, Lambda):
     """Per state k: Y[k], Lambda[k] from LD[k] and Jc[k] (a stack of one Jc is shared)."""
     for k in prange(Y.shape[0]):
-        ltdl_inverse_congruence(pick(LD, k), lam, pick(Jc, k), pick(Y, k), pick(Lambda, k))
+        _ltdl_inverse_congruence(_pick(LD, k), lam, _pick(Jc, k), _pick(Y, k), _pick(Lambda, k))
 
 
-_cholesky = Entry(mass_matrix_cholesky_kernel, MI, MF, WS, VEC, LAM, OUT2)
-_solve_mm = Entry(solve_mass_matrix_kernel, MI, MF, WS, VEC, VEC, LAM, OUT2, OUT1)
-_solve_checked = Entry(ltdl_solve_checked, LDT, LAM, VEC, OUT1)
-_solve_many = Entry(ltdl_solve_many, LDT, LAM, OUT2)
-_congruence = Entry(ltdl_inverse_congruence, LDT, LAM, nt.Array(nt.float64, 2, "C"), OUT2, OUT2)
+_cholesky = Entry(_mass_matrix_cholesky_kernel, MI, MF, WS, VEC, LAM, OUT2)
+_solve_mm = Entry(_solve_mass_matrix_kernel, MI, MF, WS, VEC, VEC, LAM, OUT2, OUT1)
+_solve_checked = Entry(_ltdl_solve_checked, LDT, LAM, VEC, OUT1)
+_solve_many = Entry(_ltdl_solve_many, LDT, LAM, OUT2)
+_congruence = Entry(_ltdl_inverse_congruence, LDT, LAM, nt.Array(nt.float64, 2, "C"), OUT2, OUT2)
 
 
 # --- public layer ------------------------------------------------------------------------
@@ -337,7 +337,7 @@ def _singular_message(model, q, lam) -> str:
     from .crba import crba
     H = crba(model, q)
     Hkk = H.diagonal().copy()
-    k = int(ltdl_singular_dof(H, lam))
+    k = int(_ltdl_singular_dof(H, lam))
     if k < 0:       # cannot happen for the same q; keep the message generic
         return "the joint-space inertia is singular"
     body = int(model.dof_body[k])
@@ -424,9 +424,9 @@ class MassMatrixCholesky:
                 _solve_many(self.LD, self.lam, X)
             return X
         if X.ndim == 2:
-            ltdl_solve_many_batch(self.LD, self.lam, X.reshape(X.shape + (1,)))
+            _ltdl_solve_many_batch(self.LD, self.lam, X.reshape(X.shape + (1,)))
         else:
-            ltdl_solve_many_batch(self.LD, self.lam, X)
+            _ltdl_solve_many_batch(self.LD, self.lam, X)
         return X
 
     def inverse_congruence(self, Jc):
@@ -450,7 +450,7 @@ class MassMatrixCholesky:
             _congruence(self.LD, self.lam, J, Y, Lam)
             return Y, Lam
         Y, Lam = np.empty((self.batch, nv, m)), np.empty((self.batch, m, m))
-        ltdl_inverse_congruence_batch(self.LD, self.lam, J if J.ndim == 3 else J[None], Y, Lam)
+        _ltdl_inverse_congruence_batch(self.LD, self.lam, J if J.ndim == 3 else J[None], Y, Lam)
         return Y, Lam
 
     def diagonal(self) -> np.ndarray:
@@ -491,7 +491,7 @@ def mass_matrix_cholesky(model, q) -> MassMatrixCholesky:
     else:
         LD = np.empty((args.batch, nv, nv))
         status = np.empty(args.batch, dtype=np.int64)
-        mass_matrix_cholesky_batch(model._mi, model._mf, batch_workspace(model), args.q, lam, LD, status)
+        _mass_matrix_cholesky_batch(model._mi, model._mf, batch_workspace(model), args.q, lam, LD, status)
     _raise(model, status, lam, args.q)
     return MassMatrixCholesky(LD, lam, args.batch)
 
@@ -525,7 +525,7 @@ def solve_mass_matrix(model, q, b) -> np.ndarray:
     HS = np.empty((WSs.shape[0], nv, nv))
     X = np.empty((batch, nv))
     status = np.empty(batch, dtype=np.int64)
-    solve_mass_matrix_batch(model._mi, model._mf, WSs, Q, B, lam, HS, X, status)
+    _solve_mass_matrix_batch(model._mi, model._mf, WSs, Q, B, lam, HS, X, status)
     _raise(model, status, lam, Q, B)
     return X
 

@@ -6,27 +6,28 @@ import numpy as np
 from numba import njit, prange
 
 from .._api import OUT1, PACKED, VEC, Entry, as_states, run, vectors
-from .._kernels.batch import chunk, pick
-from .._kernels.layout import model_sizes, unpack_data, unpack_model, unpack_packed
-from .._kernels.passes import OK, VEL, check_inputs, kinematics_pass
-from .._kernels.spatial_nb import dot6, mat6_vec
+from .._kernels.batch import chunk as _chunk, pick as _pick
+from .._kernels.layout import (model_sizes as _model_sizes, unpack_data as _unpack_data, unpack_model as _unpack_model,
+    unpack_packed as _unpack_packed)
+from .._kernels.passes import OK, VEL, check_inputs as _check_inputs, kinematics_pass as _kinematics_pass
+from .._kernels.spatial_nb import dot6 as _dot6, mat6_vec as _mat6_vec
 
 
 @njit(cache=True)
-def energy_kernel(mi, mf, ws, q, v, out):
+def _energy_kernel(mi, mf, ws, q, v, out):
     """out[0] = kinetic, out[1] = potential energy."""
-    st = check_inputs(mi, q, v, v, False)
+    st = _check_inputs(mi, q, v, v, False)
     if st != OK:
         return st
-    parent, jtype, qadr, vadr, jnq, jnv, _, _, _, _, inertia, armature, g = unpack_model(mi, mf)
-    nb, nq, nv = model_sizes(mi)
-    oR, op, liR, lip, vel, acc, frc, S, vJ, cJ, I6, pA, U, Dinv, u, tmp, W6, W3 = unpack_data(ws, nb, nv)
-    kinematics_pass(mi, mf, ws, q, v, v[:0], np.int64(VEL), np.bool_(True), np.bool_(False))
+    parent, jtype, qadr, vadr, jnq, jnv, _, _, _, _, inertia, armature, g = _unpack_model(mi, mf)
+    nb, nq, nv = _model_sizes(mi)
+    oR, op, liR, lip, vel, acc, frc, S, vJ, cJ, I6, pA, U, Dinv, u, tmp, W6, W3 = _unpack_data(ws, nb, nv)
+    _kinematics_pass(mi, mf, ws, q, v, v[:0], np.int64(VEL), np.bool_(True), np.bool_(False))
     T = 0.0
     Ug = 0.0
     for i in range(1, nb):
-        mat6_vec(inertia[i], vel[i], tmp[i])
-        T += 0.5 * dot6(vel[i], tmp[i])
+        _mat6_vec(inertia[i], vel[i], tmp[i])
+        T += 0.5 * _dot6(vel[i], tmp[i])
         # m c in the world: m p_i + R_i (m c_i), with m c_i from the block m [c]x
         h0, h1, h2 = inertia[i, 5, 1], inertia[i, 3, 2], inertia[i, 4, 0]
         m = inertia[i, 0, 0]
@@ -41,21 +42,21 @@ def energy_kernel(mi, mf, ws, q, v, out):
 
 
 @njit(parallel=True, cache=True)
-def energy_batch(mi, mf, WS, Q, V, OUT, status):
+def _energy_batch(mi, mf, WS, Q, V, OUT, status):
     nt, n = WS.shape[0], OUT.shape[0]
     for t in prange(nt):
-        lo, hi = chunk(t, nt, n)
+        lo, hi = _chunk(t, nt, n)
         for k in range(lo, hi):
-            status[k] = energy_kernel(mi, mf, pick(WS, t), pick(Q, k), pick(V, k), pick(OUT, k))
+            status[k] = _energy_kernel(mi, mf, _pick(WS, t), _pick(Q, k), _pick(V, k), _pick(OUT, k))
 
 
 @njit(cache=True)
-def energy_packed(buf, q, v, out):
-    mi, mf, ws = unpack_packed(buf)
-    return energy_kernel(mi, mf, ws, q, v, out)
+def _energy_packed(buf, q, v, out):
+    mi, mf, ws = _unpack_packed(buf)
+    return _energy_kernel(mi, mf, ws, q, v, out)
 
 
-_energy = Entry(energy_packed, PACKED, VEC, VEC, OUT1)
+_energy = Entry(_energy_packed, PACKED, VEC, VEC, OUT1)
 
 
 def _energies(model, q, v):
@@ -65,7 +66,7 @@ def _energies(model, q, v):
         if _energy.fn(model._packed, q, v, out) == OK:
             return out
     args = as_states(model, q=q, v=v)
-    return run(model, (energy_kernel, energy_batch), (2,), args, ("q", "v"))
+    return run(model, (_energy_kernel, _energy_batch), (2,), args, ("q", "v"))
 
 
 def kinetic_energy(model, q, v):

@@ -58,11 +58,11 @@ import numpy as np
 from numba import njit, prange
 
 from .._api import as_states, run, vectors
-from .._kernels.batch import chunk, pick
-from .._kernels.layout import model_sizes, unpack_data, unpack_model
-from .._kernels.passes import OK, VEL, check_inputs, kinematics_pass
-from .._kernels.spatial_nb import (dot6, force_cross_add, motion_act, motion_cross_add,
-                                   rigid_inertia_to_parent_add)
+from .._kernels.batch import chunk as _chunk, pick as _pick
+from .._kernels.layout import model_sizes as _model_sizes, unpack_data as _unpack_data, unpack_model as _unpack_model
+from .._kernels.passes import OK, VEL, check_inputs as _check_inputs, kinematics_pass as _kinematics_pass
+from .._kernels.spatial_nb import (dot6 as _dot6, force_cross_add as _force_cross_add, motion_act as _motion_act,
+    motion_cross_add as _motion_cross_add, rigid_inertia_to_parent_add as _rigid_inertia_to_parent_add)
 from ..model.joints import SPHERICAL_ZYX, UNIVERSAL
 from .crba import crba
 from .rnea import generalized_gravity
@@ -78,7 +78,7 @@ _OR, _OP, _VEL, _S, _I6, _U, _DINV, _TMP, _W6 = 0, 1, 4, 7, 10, 12, 13, 15, 16
 
 
 @njit(inline="always", cache=True)
-def joint_sdot(kind, a2, S, q, qa, v, va, d, out):
+def _joint_sdot(kind, a2, S, q, qa, v, va, d, out):
     """out = d/dt S_d (body frame) of dof ``va + d`` of a joint whose motion subspace depends on
     q; zero for every other kind.  ``S`` holds the body-frame columns of ``jcalc``.
 
@@ -109,7 +109,7 @@ def joint_sdot(kind, a2, S, q, qa, v, va, d, out):
 
 
 @njit(inline="always", cache=True)
-def rigid_mul(mh, Ib, x, out):
+def _rigid_mul(mh, Ib, x, out):
     """out = I x for I = [[m 1, -[h]x], [[h]x, Ib]] given as mh = [m, hx, hy, hz] and
     Ib = [xx, xy, yy, xz, yz, zz] (Pinocchio's order): [m x_lin - h x x_ang; h x x_lin + Ib x_ang]."""
     m, h0, h1, h2 = mh[0], mh[1], mh[2], mh[3]
@@ -122,7 +122,7 @@ def rigid_mul(mh, Ib, x, out):
 
 
 @njit(inline="always", cache=True)
-def rigid_rate(mh, Ib, ov, dmh, dIb):
+def _rigid_rate(mh, Ib, ov, dmh, dIb):
     """I' = v x* I - I v x of a rigid-body inertia moving with spatial velocity v = [v_O; w]
     (both in the same frame), again a rigid-body inertia, of zero mass:
 
@@ -156,46 +156,46 @@ def rigid_rate(mh, Ib, ov, dmh, dIb):
 
 
 @njit(cache=True)
-def coriolis_kernel(mi, mf, ws, q, v, mode, out):
+def _coriolis_kernel(mi, mf, ws, q, v, mode, out):
     """C(q, v) into ``out`` (nv, nv); with ``mode`` MASS_MATRIX_DERIVATIVE, D' = C + C^T."""
-    st = check_inputs(mi, q, v, v, False)
+    st = _check_inputs(mi, q, v, v, False)
     if st != OK:
         return st
-    mdl = unpack_model(mi, mf)
+    mdl = _unpack_model(mi, mf)
     parent, jtype, qadr, vadr, jnv, axis2, inertia = (mdl[_PARENT], mdl[_JTYPE], mdl[_QADR], mdl[_VADR],
                                                       mdl[_JNV], mdl[_AXIS2], mdl[_INERTIA])
-    nb, nq, nv = model_sizes(mi)
-    dat = unpack_data(ws, nb, nv)
+    nb, nq, nv = _model_sizes(mi)
+    dat = _unpack_data(ws, nb, nv)
     # world frame throughout: S <- the dofs' motions S_e, dS <- S'_e, Ag <- Ic_i S_d;
     # per body (rows of B6[i]): 0 velocity, 1-2 composite inertia (mh, Ib), 3-4 its rate, 5 momentum
     oR, op, vel, S, B6, dS, Ag, tmp, W6 = (dat[_OR], dat[_OP], dat[_VEL], dat[_S], dat[_I6], dat[_U], dat[_DINV],
                                           dat[_TMP], dat[_W6])
-    kinematics_pass(mi, mf, ws, q, v, q[:0], np.int64(VEL), np.bool_(True), np.bool_(False))
+    _kinematics_pass(mi, mf, ws, q, v, q[:0], np.int64(VEL), np.bool_(True), np.bool_(False))
     W = W6[0]
     for i in range(1, nb):
         Bi = B6[i]
         ov = Bi[0]
-        motion_act(oR[i], op[i], vel[i], ov)                         # v_i in the world
+        _motion_act(oR[i], op[i], vel[i], ov)                         # v_i in the world
         va = vadr[i]
         for d in range(va, va + jnv[i]):
             # S'_e = v_i x S_e + X_i (dS/dt)_body  (joint_sdot reads S[va] still in the body frame:
             # only a universal joint's first column depends on S, and it comes first)
-            joint_sdot(jtype[i], axis2[i], S, q, qadr[i], v, va, d - va, tmp[0])
-            motion_act(oR[i], op[i], tmp[0], dS[d])
-            motion_act(oR[i], op[i], S[d], tmp[0])
+            _joint_sdot(jtype[i], axis2[i], S, q, qadr[i], v, va, d - va, tmp[0])
+            _motion_act(oR[i], op[i], tmp[0], dS[d])
+            _motion_act(oR[i], op[i], S[d], tmp[0])
             for k in range(6):
                 S[d, k] = tmp[0, k]
-            motion_cross_add(ov, S[d], dS[d])
+            _motion_cross_add(ov, S[d], dS[d])
         # I_i in the world (m, h, Ib), its rate I'_i and momentum h_i = I_i v_i
         W[:, :] = 0.0
-        rigid_inertia_to_parent_add(oR[i], op[i], inertia[i], W)
+        _rigid_inertia_to_parent_add(oR[i], op[i], inertia[i], W)
         mh, Ib = Bi[1], Bi[2]
         mh[0], mh[1], mh[2], mh[3], mh[4], mh[5] = W[0, 0], W[5, 1], W[3, 2], W[4, 0], 0.0, 0.0
         Ib[0], Ib[1], Ib[2], Ib[3], Ib[4], Ib[5] = W[3, 3], W[3, 4], W[4, 4], W[3, 5], W[4, 5], W[5, 5]
         Bi[3, 4] = 0.0
         Bi[3, 5] = 0.0
-        rigid_rate(mh, Ib, ov, Bi[3], Bi[4])
-        rigid_mul(mh, Ib, ov, Bi[5])
+        _rigid_rate(mh, Ib, ov, Bi[3], Bi[4])
+        _rigid_mul(mh, Ib, ov, Bi[5])
     out[:, :] = 0.0
     Bt, H, P = W6[0], W6[1], tmp[0]
     for i in range(nb - 1, 0, -1):
@@ -205,26 +205,26 @@ def coriolis_kernel(mi, mf, ws, q, v, mode, out):
         for d in range(ni):
             e = va + d
             # Ag = Ic S,  P = dIc S,  Q = S x* hc:  Bc S = (P + Q)/2,  Bc^T S = (P - Q)/2
-            rigid_mul(mh, Ib, S[e], Ag[e])
-            rigid_mul(mh, Ib, dS[e], H[d])
-            rigid_mul(dmh, dIb, S[e], P)
+            _rigid_mul(mh, Ib, S[e], Ag[e])
+            _rigid_mul(mh, Ib, dS[e], H[d])
+            _rigid_mul(dmh, dIb, S[e], P)
             for k in range(6):
                 tmp[1, k] = 0.0
-            force_cross_add(S[e], hc, tmp[1])
+            _force_cross_add(S[e], hc, tmp[1])
             for k in range(6):
                 H[d, k] += 0.5 * (P[k] + tmp[1, k])                  # H = Ic S' + Bc S
                 Bt[d, k] = 0.5 * (P[k] - tmp[1, k])                  # Bt = Bc^T S
         # C[d, e] = S_d^T (Ic S'_e + Bc S_e) within the joint
         for d in range(ni):
             for e in range(ni):
-                out[va + d, va + e] = dot6(S[va + d], H[e])
+                out[va + d, va + e] = _dot6(S[va + d], H[e])
         j = parent[i]
         while j > 0:
             for e in range(vadr[j], vadr[j] + jnv[j]):
                 for d in range(ni):
                     # row d below e: S_d^T (Ic S'_e + Bc S_e);  row e above d: S_e^T (Ic S'_d + Bc S_d)
-                    out[va + d, e] = dot6(Ag[va + d], dS[e]) + dot6(Bt[d], S[e])
-                    out[e, va + d] = dot6(S[e], H[d])
+                    out[va + d, e] = _dot6(Ag[va + d], dS[e]) + _dot6(Bt[d], S[e])
+                    out[e, va + d] = _dot6(S[e], H[d])
             j = parent[j]
         p = parent[i]
         if p > 0:
@@ -243,21 +243,21 @@ def coriolis_kernel(mi, mf, ws, q, v, mode, out):
 
 
 @njit(parallel=True, cache=True)
-def coriolis_batch(mi, mf, WS, Q, V, mode, OUT, status):
+def _coriolis_batch(mi, mf, WS, Q, V, mode, OUT, status):
     nt, n = WS.shape[0], OUT.shape[0]
     for t in prange(nt):
-        lo, hi = chunk(t, nt, n)
+        lo, hi = _chunk(t, nt, n)
         for k in range(lo, hi):
-            status[k] = coriolis_kernel(mi, mf, pick(WS, t), pick(Q, k), pick(V, k), mode, pick(OUT, k))
+            status[k] = _coriolis_kernel(mi, mf, _pick(WS, t), _pick(Q, k), _pick(V, k), mode, _pick(OUT, k))
 
 
 def _coriolis(model, q, v, mode):
     if vectors(q, v):
         out = np.empty((model.nv, model.nv))
-        if coriolis_kernel(model._mi, model._mf, model._ws, q, v, mode, out) == OK:
+        if _coriolis_kernel(model._mi, model._mf, model._ws, q, v, mode, out) == OK:
             return out
     args = as_states(model, q=q, v=v)
-    return run(model, (coriolis_kernel, coriolis_batch), (model.nv, model.nv), args, ("q", "v"), (mode,))
+    return run(model, (_coriolis_kernel, _coriolis_batch), (model.nv, model.nv), args, ("q", "v"), (mode,))
 
 
 def coriolis_matrix(model, q, v) -> np.ndarray:
@@ -314,7 +314,7 @@ def lagrangian_terms(model, q, v) -> LagrangianTerms:
     q (nq,) or (N, nq); v (nv,) or (N, nv); stacked outputs have a leading N.
     """
     args = as_states(model, q=q, v=v)
-    C = run(model, (coriolis_kernel, coriolis_batch), (model.nv, model.nv), args, ("q", "v"), (CORIOLIS,))
+    C = run(model, (_coriolis_kernel, _coriolis_batch), (model.nv, model.nv), args, ("q", "v"), (CORIOLIS,))
     D = crba(model, args.q)
     G = generalized_gravity(model, args.q)
     F = joint_friction(model, args.v)

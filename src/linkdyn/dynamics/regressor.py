@@ -33,10 +33,10 @@ import numpy as np
 from numba import njit, prange
 
 from .._api import as_states, run, vectors
-from .._kernels.batch import chunk, pick
-from .._kernels.layout import _view, model_sizes, unpack_data, unpack_model
-from .._kernels.passes import ACC, OK, check_inputs, kinematics_pass
-from .._kernels.spatial_nb import dot6, force_act_inplace, motion_act
+from .._kernels.batch import chunk as _chunk, pick as _pick
+from .._kernels.layout import (_view, model_sizes as _model_sizes, unpack_data as _unpack_data, unpack_model as _unpack_model)
+from .._kernels.passes import ACC, OK, check_inputs as _check_inputs, kinematics_pass as _kinematics_pass
+from .._kernels.spatial_nb import dot6 as _dot6, force_act_inplace as _force_act_inplace, motion_act as _motion_act
 
 N_BODY_PARAMS = 10
 BODY_PARAM_NAMES = ("m", "mcx", "mcy", "mcz", "Ixx", "Ixy", "Iyy", "Ixz", "Iyz", "Izz")
@@ -48,7 +48,7 @@ _OR, _OP, _VEL, _ACC, _S, _TMP, _W6 = 0, 1, 4, 5, 7, 15, 16
 
 
 @njit(inline="always", cache=True)
-def body_regressor(v, a, A):
+def _body_regressor(v, a, A):
     """A[c] = column c of the 6x10 matrix with I a + v x* (I v) = A pi for the 10 parameters pi
     (order above) of a rigid body with velocity v = [v_l; w] and acceleration a = [a_l; w'].
 
@@ -93,30 +93,30 @@ def _rot_col(out, l0, l1, l2, m0, m1, m2, w0, w1, w2):
 
 
 @njit(cache=True)
-def regressor_kernel(mi, mf, ws, q, v, a, joint_terms, Y):
+def _regressor_kernel(mi, mf, ws, q, v, a, joint_terms, Y):
     """Y (nv, 10 (nb - 1) [+ 3 nv]) with tau = Y pi."""
-    st = check_inputs(mi, q, v, a, True)
+    st = _check_inputs(mi, q, v, a, True)
     if st != OK:
         return st
-    mdl = unpack_model(mi, mf)
+    mdl = _unpack_model(mi, mf)
     parent, vadr, jnv = mdl[_PARENT], mdl[_VADR], mdl[_JNV]
-    nb, nq, nv = model_sizes(mi)
-    dat = unpack_data(ws, nb, nv)
+    nb, nq, nv = _model_sizes(mi)
+    dat = _unpack_data(ws, nb, nv)
     oR, op, vel, acc, S, tmp, W6 = dat[_OR], dat[_OP], dat[_VEL], dat[_ACC], dat[_S], dat[_TMP], dat[_W6]
     A = _view(W6, 0, (12, 6))
     # forward: v_i, a_i (a_0 = -g) in the body frames, poses in the world
-    kinematics_pass(mi, mf, ws, q, v, a, np.int64(ACC), np.bool_(True), np.bool_(True))
+    _kinematics_pass(mi, mf, ws, q, v, a, np.int64(ACC), np.bool_(True), np.bool_(True))
     Y[:, :] = 0.0
     for i in range(1, nb):
         for d in range(vadr[i], vadr[i] + jnv[i]):
-            motion_act(oR[i], op[i], S[d], tmp[0])           # S_e in the world
+            _motion_act(oR[i], op[i], S[d], tmp[0])           # S_e in the world
             for k in range(6):
                 S[d, k] = tmp[0, k]
     for i in range(1, nb):
         # A_i, then X_0i^* A_i: the body's force per unit parameter, in the world
-        body_regressor(vel[i], acc[i], A)
+        _body_regressor(vel[i], acc[i], A)
         for c in range(10):
-            force_act_inplace(oR[i], op[i], A[c])
+            _force_act_inplace(oR[i], op[i], A[c])
         col = 10 * (i - 1)
         j = i
         while j > 0:
@@ -124,7 +124,7 @@ def regressor_kernel(mi, mf, ws, q, v, a, joint_terms, Y):
             for e in range(vadr[j], vadr[j] + jnv[j]):
                 Se = S[e]
                 for c in range(10):
-                    Y[e, col + c] = dot6(Se, A[c])
+                    Y[e, col + c] = _dot6(Se, A[c])
             j = parent[j]
     if joint_terms:
         n0 = 10 * (nb - 1)
@@ -136,13 +136,13 @@ def regressor_kernel(mi, mf, ws, q, v, a, joint_terms, Y):
 
 
 @njit(parallel=True, cache=True)
-def regressor_batch(mi, mf, WS, Q, V, A, joint_terms, OUT, status):
+def _regressor_batch(mi, mf, WS, Q, V, A, joint_terms, OUT, status):
     nt, n = WS.shape[0], OUT.shape[0]
     for t in prange(nt):
-        lo, hi = chunk(t, nt, n)
+        lo, hi = _chunk(t, nt, n)
         for k in range(lo, hi):
-            status[k] = regressor_kernel(mi, mf, pick(WS, t), pick(Q, k), pick(V, k), pick(A, k), joint_terms,
-                                         pick(OUT, k))
+            status[k] = _regressor_kernel(mi, mf, _pick(WS, t), _pick(Q, k), _pick(V, k), _pick(A, k), joint_terms,
+                                         _pick(OUT, k))
 
 
 # ------------------------------------------------------------------------------------ public
@@ -171,10 +171,10 @@ def joint_torque_regressor(model, q, v, a, with_joint_terms: bool = False) -> np
     shape = (model.nv, n_parameters(model, jt))
     if vectors(q, v, a):
         out = np.empty(shape)
-        if regressor_kernel(model._mi, model._mf, model._ws, q, v, a, jt, out) == OK:
+        if _regressor_kernel(model._mi, model._mf, model._ws, q, v, a, jt, out) == OK:
             return out
     args = as_states(model, q=q, v=v, a=a)
-    return run(model, (regressor_kernel, regressor_batch), shape, args, ("q", "v", "a"), (jt,))
+    return run(model, (_regressor_kernel, _regressor_batch), shape, args, ("q", "v", "a"), (jt,))
 
 
 def _joint_vector(model, name):

@@ -16,52 +16,54 @@ import numpy as np
 from numba import njit, prange
 
 from .._api import _F64, _ND, FEXT, MF, MI, OUT1, PACKED, VEC, WS, Entry, as_fext, as_states, run
-from .._kernels.batch import chunk, pick
-from .._kernels.layout import model_sizes, no_forces, unpack_data, unpack_joint_terms, unpack_model, unpack_packed
-from .._kernels.passes import ACC, BAD_F, OK, all_finite, check_inputs, joint_torque, kinematics_pass
-from .._kernels.spatial_nb import dot6, force_act_add, force_cross_add, mat6_vec
+from .._kernels.batch import chunk as _chunk, pick as _pick
+from .._kernels.layout import (model_sizes as _model_sizes, no_forces as _no_forces, unpack_data as _unpack_data,
+    unpack_joint_terms as _unpack_joint_terms, unpack_model as _unpack_model, unpack_packed as _unpack_packed)
+from .._kernels.passes import (ACC, BAD_F, OK, all_finite as _all_finite, check_inputs as _check_inputs, joint_torque as _joint_torque,
+    kinematics_pass as _kinematics_pass)
+from .._kernels.spatial_nb import (dot6 as _dot6, force_act_add as _force_act_add, force_cross_add as _force_cross_add, mat6_vec as _mat6_vec)
 
 
 
 @njit(cache=True)
-def rnea_kernel(mi, mf, ws, q, v, a, fext, tau):
-    st = check_inputs(mi, q, v, a, True)
+def _rnea_kernel(mi, mf, ws, q, v, a, fext, tau):
+    st = _check_inputs(mi, q, v, a, True)
     if st != OK:
         return st
-    if not all_finite(fext):
+    if not _all_finite(fext):
         return BAD_F
-    kinematics_pass(mi, mf, ws, q, v, a, np.int64(ACC), np.bool_(False), np.bool_(True))
-    rnea_from_kinematics(mi, mf, ws, v[::1], a[::1], fext, np.bool_(False), tau)
+    _kinematics_pass(mi, mf, ws, q, v, a, np.int64(ACC), np.bool_(False), np.bool_(True))
+    _rnea_from_kinematics(mi, mf, ws, v[::1], a[::1], fext, np.bool_(False), tau)
     return OK
 
 
 @njit(cache=True)
-def rnea_packed(buf, q, v, a, tau):
-    """``rnea_kernel`` without external forces on a model packed in one buffer (Model._packed)."""
-    mi, mf, ws = unpack_packed(buf)
-    return rnea_kernel(mi, mf, ws, q, v, a, no_forces(buf), tau)
+def _rnea_packed(buf, q, v, a, tau):
+    """``_rnea_kernel`` without external forces on a model packed in one buffer (Model._packed)."""
+    mi, mf, ws = _unpack_packed(buf)
+    return _rnea_kernel(mi, mf, ws, q, v, a, _no_forces(buf), tau)
 
 
 @njit(cache=True)
-def rnea_from_kinematics(mi, mf, ws, v, a, fext, add_gravity, tau):
+def _rnea_from_kinematics(mi, mf, ws, v, a, fext, add_gravity, tau):
     """The force passes of RNEA on the velocities and accelerations a kinematics pass left in
     ``ws``.  With ``add_gravity`` that pass ran without gravity, and gravity is added here, as
     each body's acceleration [-R_i^T g; 0] (the world's a_0 = [-g; 0] seen in body i)."""
-    parent, jtype, qadr, vadr, jnq, jnv, _, _, _, _, inertia, armature, g = unpack_model(mi, mf)
-    damping, friction = unpack_joint_terms(mi, mf)
-    nb, nq, nv = model_sizes(mi)
-    oR, op, liR, lip, vel, acc, frc, S, vJ, cJ, I6, pA, U, Dinv, u, tmp, W6, W3 = unpack_data(ws, nb, nv)
+    parent, jtype, qadr, vadr, jnq, jnv, _, _, _, _, inertia, armature, g = _unpack_model(mi, mf)
+    damping, friction = _unpack_joint_terms(mi, mf)
+    nb, nq, nv = _model_sizes(mi)
+    oR, op, liR, lip, vel, acc, frc, S, vJ, cJ, I6, pA, U, Dinv, u, tmp, W6, W3 = _unpack_data(ws, nb, nv)
     for i in range(1, nb):
         # f_i = I_i a_i + v_i x* (I_i v_i) - f_ext
         if add_gravity:
             for r in range(3):
                 tmp[i, r] = acc[i, r] - (oR[i, 0, r] * g[0] + oR[i, 1, r] * g[1] + oR[i, 2, r] * g[2])
                 tmp[i, 3 + r] = acc[i, 3 + r]
-            mat6_vec(inertia[i], tmp[i], frc[i])
+            _mat6_vec(inertia[i], tmp[i], frc[i])
         else:
-            mat6_vec(inertia[i], acc[i], frc[i])
-        mat6_vec(inertia[i], vel[i], tmp[i])
-        force_cross_add(vel[i], tmp[i], frc[i])
+            _mat6_vec(inertia[i], acc[i], frc[i])
+        _mat6_vec(inertia[i], vel[i], tmp[i])
+        _force_cross_add(vel[i], tmp[i], frc[i])
         if fext.shape[0] > 0:
             for k in range(6):
                 frc[i, k] -= fext[i, k]
@@ -69,23 +71,23 @@ def rnea_from_kinematics(mi, mf, ws, v, a, fext, add_gravity, tau):
         va = vadr[i]
         # tau_i = S_i^T f_i + tau_J
         for d in range(va, va + jnv[i]):
-            tau[d] = dot6(S[d], frc[i]) + joint_torque(armature[d], damping[d], friction[d], v[d], a[d])
+            tau[d] = _dot6(S[d], frc[i]) + _joint_torque(armature[d], damping[d], friction[d], v[d], a[d])
         # f_parent += X_i^* f_i
         if parent[i] > 0:
-            force_act_add(liR[i], lip[i], frc[i], frc[parent[i]])
+            _force_act_add(liR[i], lip[i], frc[i], frc[parent[i]])
 
 
 @njit(parallel=True, cache=True)
-def rnea_batch(mi, mf, WS, Q, V, A, F, TAU, status):
+def _rnea_batch(mi, mf, WS, Q, V, A, F, TAU, status):
     nt, n = WS.shape[0], TAU.shape[0]
     for t in prange(nt):
-        lo, hi = chunk(t, nt, n)
+        lo, hi = _chunk(t, nt, n)
         for k in range(lo, hi):
-            status[k] = rnea_kernel(mi, mf, pick(WS, t), pick(Q, k), pick(V, k), pick(A, k), pick(F, k), pick(TAU, k))
+            status[k] = _rnea_kernel(mi, mf, _pick(WS, t), _pick(Q, k), _pick(V, k), _pick(A, k), _pick(F, k), _pick(TAU, k))
 
 
-_rnea = Entry(rnea_kernel, MI, MF, WS, VEC, VEC, VEC, FEXT, OUT1)
-_rnea_packed = Entry(rnea_packed, PACKED, VEC, VEC, VEC, OUT1)
+_rnea = Entry(_rnea_kernel, MI, MF, WS, VEC, VEC, VEC, FEXT, OUT1)
+_rnea_entry = Entry(_rnea_packed, PACKED, VEC, VEC, VEC, OUT1)
 
 
 def _run(model, q, v, a, fext):
@@ -94,7 +96,7 @@ def _run(model, q, v, a, fext):
 
 def _run_states(model, args, fext=None):
     F = as_fext(model, fext, args.batch)
-    return run(model, (_rnea, rnea_batch), (model.nv,), args, ("q", "v", "a"), (F,), 1, fext=fext)
+    return run(model, (_rnea, _rnea_batch), (model.nv,), args, ("q", "v", "a"), (F,), 1, fext=fext)
 
 
 def rnea(model, q, v, a, fext=None):
@@ -108,7 +110,7 @@ def rnea(model, q, v, a, fext=None):
     if (fext is None and type(q) is _ND and type(v) is _ND and type(a) is _ND and q.dtype is _F64
             and v.dtype is _F64 and a.dtype is _F64 and q.ndim == 1 and v.ndim == 1 and a.ndim == 1):
         tau = np.empty(model.nv)
-        if _rnea_packed.fn(model._packed, q, v, a, tau) == OK:
+        if _rnea_entry.fn(model._packed, q, v, a, tau) == OK:
             return tau
     return _run(model, q, v, a, fext)
 
@@ -119,7 +121,7 @@ def nonlinear_effects(model, q, v):
     if (type(q) is _ND and type(v) is _ND and q.dtype is _F64 and v.dtype is _F64 and q.ndim == 1
             and v.ndim == 1):
         tau = np.empty(model.nv)
-        if _rnea_packed.fn(model._packed, q, v, model._zero_v, tau) == OK:
+        if _rnea_entry.fn(model._packed, q, v, model._zero_v, tau) == OK:
             return tau
     args = as_states(model, q=q, v=v)
     args.a = np.zeros_like(args.v)
@@ -130,7 +132,7 @@ def generalized_gravity(model, q):
     """g(q): the joint torques that hold the model still against gravity."""
     if type(q) is _ND and q.dtype is _F64 and q.ndim == 1:
         tau = np.empty(model.nv)
-        if _rnea_packed.fn(model._packed, q, model._zero_v, model._zero_v, tau) == OK:
+        if _rnea_entry.fn(model._packed, q, model._zero_v, model._zero_v, tau) == OK:
             return tau
     args = as_states(model, q=q)
     args.v = args.a = np.zeros(model.nv if args.batch is None else (1, model.nv))

@@ -23,9 +23,9 @@ from .._kernels.batch import chunk, pick
 from .._kernels.layout import _view, model_sizes, unpack_data, unpack_model
 from .._kernels.passes import ACC, OK, POS, SINGULAR, VEL, check_inputs, kinematics_pass
 from .._kernels.spatial_nb import motion_act, motion_cross_add, motion_inv_act
-from ..dynamics.cholesky import ltdl_factor, ltdl_inverse_congruence, ltdl_solve
-from ..dynamics.crba import crba_from_kinematics
-from ..dynamics.rnea import rnea_from_kinematics
+from ..dynamics.cholesky import _ltdl_factor, _ltdl_inverse_congruence, _ltdl_solve
+from ..dynamics.crba import _crba_from_kinematics
+from ..dynamics.rnea import _rnea_from_kinematics
 
 _NO_FORCE = np.zeros((0, 6))
 
@@ -323,13 +323,13 @@ def constrained_solve(mi, mf, ws, li, lf, lam, lw, q, v, tau, mode, alpha, beta,
     if mode == FD:
         for d in range(nv):
             t[d] = 0.0
-        rnea_from_kinematics(mi, mf, ws, v[::1], t[::1], np.zeros((0, 6)), np.bool_(True), b)   # b = C v + g (+ joint friction)
+        _rnea_from_kinematics(mi, mf, ws, v[::1], t[::1], np.zeros((0, 6)), np.bool_(True), b)   # b = C v + g (+ joint friction)
         for d in range(nv):
             x[d] = tau[d] - b[d]
     else:
         for d in range(nv):
             x[d] = 0.0
-    crba_from_kinematics(mi, mf, ws, H)
+    _crba_from_kinematics(mi, mf, ws, H)
     for k in range(nl):
         c0, p = li[k, 2], li[k, 3]
         rows = JR[6 * k:6 * k + 6]
@@ -372,10 +372,10 @@ def constrained_solve(mi, mf, ws, li, lf, lam, lw, q, v, tau, mode, alpha, beta,
                 else:
                     s += P[r, k2] * e[k, k2]
             c[6 * k + r] = s
-    if ltdl_factor(H, lam) != OK:
+    if _ltdl_factor(H, lam) != OK:
         return SINGULAR
-    ltdl_inverse_congruence(H, lam, JP, Y, Lam)              # Y = M^-1 J^T, Lambda = J M^-1 J^T
-    ltdl_solve(H, lam, x)                                    # the unconstrained part M^-1 (tau - b)
+    _ltdl_inverse_congruence(H, lam, JP, Y, Lam)              # Y = M^-1 J^T, Lambda = J M^-1 J^T
+    _ltdl_solve(H, lam, x)                                    # the unconstrained part M^-1 (tau - b)
     for r in range(m):
         s = c[r]
         for d in range(nv):

@@ -26,10 +26,11 @@ from dataclasses import dataclass
 import numpy as np
 from numba import types as _nt
 
-from .._api import _F64, _ND, MF, MI, OUT1, OUT2, SERIAL_BELOW, VEC, WS, Entry, as_states, batch_workspace, raise_for_status
+from .._api import (_F64, _ND, MF, MI, OUT1, OUT2, SERIAL_BELOW, VEC, WS, Entry, as_states, batch_workspace, raise_for_status)
 from ..dynamics.crba import crba
 from ..dynamics.rnea import rnea
-from ._kernels import ACC, FD, POSITION, VELOCITY, constrained_solve, constrained_solve_batch
+from ._kernels import (ACC, FD, POSITION, VELOCITY, constrained_solve as _constrained_solve,
+    constrained_solve_batch as _constrained_solve_batch)
 from .kinematics import (RANK_TOL, _need_loops, _single, _terms, analyze, dof_indices, independent_rows)
 
 METHODS = ("kkt", "projected", "unit_vector")
@@ -222,7 +223,7 @@ def constraint_forces(model, q, v, tau, actuated=None, baumgarte=(0.0, 0.0)):
 _LI = _nt.Array(_nt.int64, 2, "C", readonly=True)
 _LF = _nt.Array(_nt.float64, 2, "C", readonly=True)
 _LAM = _nt.Array(_nt.int64, 1, "C", readonly=True)
-_solve = Entry(constrained_solve, MI, MF, WS, _LI, _LF, _LAM, WS, VEC, VEC, VEC, _nt.int64, _nt.float64,
+_solve = Entry(_constrained_solve, MI, MF, WS, _LI, _LF, _LAM, WS, VEC, VEC, VEC, _nt.int64, _nt.float64,
                _nt.float64, OUT1, OUT2)
 
 
@@ -252,7 +253,7 @@ def _run_solve(model, q, v, tau, mode, alpha, beta):
         else:
             WS = batch_workspace(model)
             LW = np.empty((WS.shape[0], lw.size))
-            constrained_solve_batch(model._mi, model._mf, WS, model._loop_i, model._loop_f, lam, LW, args.q, args.v,
+            _constrained_solve_batch(model._mi, model._mf, WS, model._loop_i, model._loop_f, lam, LW, args.q, args.v,
                                     args.tau, mode, alpha, beta, out, force, status)
     raise_for_status(model, status, q=args.q, v=args.v, tau=args.tau)
     return out, force

@@ -18,10 +18,10 @@ import numpy as np
 import scipy.linalg
 
 from .._api import as_states, raise_for_status
-from .._kernels.passes import OK, check_inputs, check_q
+from .._kernels.passes import OK, check_inputs as _check_inputs, check_q as _check_q
 from ..model.configuration import integrate
 from ..model.joints import FREE
-from ._kernels import ACC, POS, VEL, loop_terms
+from ._kernels import ACC, POS, VEL, loop_terms as _loop_terms
 
 #: relative tolerance of the rank decisions (singular values / QR pivots below
 #: RANK_TOL * the largest are taken as zero)
@@ -45,9 +45,9 @@ def _terms(model, q, v, level):
     e = np.empty((nl, 6))
     JC = np.empty((6 * nl, model.nv))
     g = np.empty(6 * nl)
-    st = check_q(model._mi, q) if level < ACC else check_inputs(model._mi, q, v, v, False)
+    st = _check_q(model._mi, q) if level < ACC else _check_inputs(model._mi, q, v, v, False)
     if st == OK:
-        loop_terms(model._mi, model._mf, model._ws, model._loop_i, model._loop_f, q,
+        _loop_terms(model._mi, model._mf, model._ws, model._loop_i, model._loop_f, q,
                    v if v is not None else q[:0], level, e, JC, g)
     raise_for_status(model, st, q=q, v=v if v is not None else np.zeros(model.nv))
     return e, JC, g

@@ -15,8 +15,8 @@ import numba
 from numba import njit, prange
 
 from .._api import MI, OUT1, VEC, Entry, as_states, raise_for_status, vectors
-from .._kernels.batch import chunk, pick
-from .._kernels.passes import BAD_SHAPE, BAD_V, OK, all_finite, check_q
+from .._kernels.batch import chunk as _chunk, pick as _pick
+from .._kernels.passes import BAD_SHAPE, BAD_V, OK, all_finite as _all_finite, check_q as _check_q
 from . import joints as J
 
 
@@ -105,14 +105,14 @@ def _se2_V(th, vx, vy, inverse):
 
 
 @njit(cache=True)
-def integrate_kernel(mi, q, v, dt, out):
+def _integrate_kernel(mi, q, v, dt, out):
     """out = q (+) v dt."""
-    st = check_q(mi, q)
+    st = _check_q(mi, q)
     if st != OK:
         return st
     if v.shape[0] != mi[3, mi.shape[1] - 1] + mi[5, mi.shape[1] - 1]:
         return BAD_SHAPE
-    if not all_finite(v):
+    if not _all_finite(v):
         return BAD_V
     jtype, qadr, vadr = mi[1], mi[2], mi[3]
     out[:] = q
@@ -155,7 +155,7 @@ def _crm(r0, r1, r2, p0, p1, p2, v0, v1, v2, w0, w1, w2, out, o):
 
 
 @njit(cache=True)
-def dexpinv_kernel(mi, theta, v, out, tmp):
+def _dexpinv_kernel(mi, theta, v, out, tmp):
     """out = dexp^-1_{-theta}(v) joint by joint, to third order: v + [theta, v] / 2 +
     [theta, [theta, v]] / 12.  For q(t) = q (+) theta(t) with the body velocity v (linkdyn's
     joints move by right multiplication), theta' is this; Runge-Kutta-Munthe-Kaas methods
@@ -198,22 +198,22 @@ def dexpinv_kernel(mi, theta, v, out, tmp):
 
 def dexpinv(model, theta, v) -> np.ndarray:
     """theta' for q(t) = q (+) theta(t) moving with velocity v: dexp^-1_{-theta}(v) per joint
-    to third order (see :func:`dexpinv_kernel`); theta and v (nv,)."""
+    to third order (see :func:`_dexpinv_kernel`); theta and v (nv,)."""
     theta = np.ascontiguousarray(theta, dtype=float)
     v = np.ascontiguousarray(v, dtype=float)
     if theta.shape != (model.nv,) or v.shape != (model.nv,):
         raise ValueError(f"theta, v: expected shape ({model.nv},), got {theta.shape} and {v.shape}")
     out = np.empty(model.nv)
-    dexpinv_kernel(model._mi, theta, v, out, np.empty(6))
+    _dexpinv_kernel(model._mi, theta, v, out, np.empty(6))
     return out
 
 
 @njit(cache=True)
-def difference_kernel(mi, q0, q1, out):
+def _difference_kernel(mi, q0, q1, out):
     """out = q1 (-) q0, the velocity that moves q0 to q1 in unit time."""
-    st = check_q(mi, q0)
+    st = _check_q(mi, q0)
     if st == OK:
-        st = check_q(mi, q1)
+        st = _check_q(mi, q1)
     if st != OK:
         return st
     jtype, qadr, vadr = mi[1], mi[2], mi[3]
@@ -246,25 +246,25 @@ def difference_kernel(mi, q0, q1, out):
 
 
 @njit(parallel=True, cache=True)
-def integrate_batch(mi, Q, V, dt, nt, OUT, status):
+def _integrate_batch(mi, Q, V, dt, nt, OUT, status):
     n = OUT.shape[0]
     for t in prange(nt):
-        lo, hi = chunk(t, nt, n)
+        lo, hi = _chunk(t, nt, n)
         for k in range(lo, hi):
-            status[k] = integrate_kernel(mi, pick(Q, k), pick(V, k), dt, pick(OUT, k))
+            status[k] = _integrate_kernel(mi, _pick(Q, k), _pick(V, k), dt, _pick(OUT, k))
 
 
 @njit(parallel=True, cache=True)
-def difference_batch(mi, Q0, Q1, nt, OUT, status):
+def _difference_batch(mi, Q0, Q1, nt, OUT, status):
     n = OUT.shape[0]
     for t in prange(nt):
-        lo, hi = chunk(t, nt, n)
+        lo, hi = _chunk(t, nt, n)
         for k in range(lo, hi):
-            status[k] = difference_kernel(mi, pick(Q0, k), pick(Q1, k), pick(OUT, k))
+            status[k] = _difference_kernel(mi, _pick(Q0, k), _pick(Q1, k), _pick(OUT, k))
 
 
-_integrate = Entry(integrate_kernel, MI, VEC, VEC, numba.types.float64, OUT1)
-_difference = Entry(difference_kernel, MI, VEC, VEC, OUT1)
+_integrate = Entry(_integrate_kernel, MI, VEC, VEC, numba.types.float64, OUT1)
+_difference = Entry(_difference_kernel, MI, VEC, VEC, OUT1)
 
 
 def integrate(model, q, v, dt: float = 1.0) -> np.ndarray:
@@ -281,10 +281,10 @@ def integrate(model, q, v, dt: float = 1.0) -> np.ndarray:
     args = as_states(model, q=q, v=v)
     if args.batch is None:
         out = np.empty(model.nq)
-        st = integrate_kernel(model._mi, args.q, args.v, dt, out)
+        st = _integrate_kernel(model._mi, args.q, args.v, dt, out)
     else:
         out, st = np.empty((args.batch, model.nq)), np.empty(args.batch, dtype=np.int64)
-        integrate_batch(model._mi, args.q, args.v, dt, numba.get_num_threads(), out, st)
+        _integrate_batch(model._mi, args.q, args.v, dt, numba.get_num_threads(), out, st)
     raise_for_status(model, st, q=q, v=v)
     return out
 
@@ -298,10 +298,10 @@ def difference(model, q0, q1) -> np.ndarray:
     args = as_states(model, q0=q0, q1=q1)
     if args.batch is None:
         out = np.empty(model.nv)
-        st = difference_kernel(model._mi, args.q0, args.q1, out)
+        st = _difference_kernel(model._mi, args.q0, args.q1, out)
     else:
         out, st = np.empty((args.batch, model.nv)), np.empty(args.batch, dtype=np.int64)
-        difference_batch(model._mi, args.q0, args.q1, numba.get_num_threads(), out, st)
+        _difference_batch(model._mi, args.q0, args.q1, numba.get_num_threads(), out, st)
     if np.any(st):
         _raise_named(model, st, args)
     return out
@@ -313,7 +313,7 @@ def _raise_named(model, status, args):
         Q = getattr(args, name)
         if args.batch is not None and Q.shape[0] == 1:
             Q = np.repeat(Q, args.batch, axis=0)          # one configuration shared by the stack
-        st = np.array([check_q(model._mi, r) for r in Q]) if Q.ndim == 2 else check_q(model._mi, Q)
+        st = np.array([_check_q(model._mi, r) for r in Q]) if Q.ndim == 2 else _check_q(model._mi, Q)
         raise_for_status(model, st, q_name=name, q=Q)
     raise_for_status(model, status, q_name="q0", q=args.q0)
 

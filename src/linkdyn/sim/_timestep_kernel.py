@@ -14,12 +14,12 @@ from numba import njit
 from .._kernels.layout import model_sizes, no_forces, unpack_data, unpack_packed
 from .._kernels.passes import OK, POS, kinematics_pass
 from ..contact import lcp
-from ..contact.rows import contact_gaps, contact_rows
+from ..contact.rows import _contact_gaps, _contact_rows
 from ..contact.swing_twist import _model_kernel as _ball_kernel
-from ..dynamics.aba import aba_kernel
-from ..dynamics.crba import crba_kernel
-from ..kinematics import joint_jacobians_kernel
-from ..model.configuration import integrate_kernel
+from ..dynamics.aba import _aba_kernel
+from ..dynamics.crba import _crba_kernel
+from ..kinematics import _joint_jacobians_kernel
+from ..model.configuration import _integrate_kernel
 
 #: kernel status beyond the model kernels' own: a ball joint's coordinates are bad
 BAD_BALL = 100
@@ -33,7 +33,7 @@ def _gaps(mi, mf, ws, q, geo, lim_q, lim_s, lim_b, bC, bI, v0, ncp, out):
     if ncp:
         kinematics_pass(mi, mf, ws, q, q[:0], q[:0], np.int64(POS), np.bool_(True), np.bool_(False))
         oR, op = unpack_data(ws, nb, nv)[:2]
-        contact_gaps(oR, op, cbody, cpos, crad, pbody, pR, pp, pext, pair_c, pair_p, out[:ncp])
+        _contact_gaps(oR, op, cbody, cpos, crad, pbody, pR, pp, pext, pair_c, pair_p, out[:ncp])
     ncl = lim_q.shape[0]
     for k in range(ncl):
         out[ncp + k] = lim_s[k] * (q[lim_q[k]] - lim_b[k])
@@ -63,7 +63,7 @@ def timestep_kernel(buf, q, v, tau, h, geo, mask, pair_mu, pair_e, lim_q, lim_v,
     info[2] = 0.0
     # free motion
     a = np.empty(nv)
-    st = aba_kernel(mi, mf, ws, q[::1], v[::1], tau[::1], no_forces(buf), a)
+    st = _aba_kernel(mi, mf, ws, q[::1], v[::1], tau[::1], no_forces(buf), a)
     if st != OK:
         info[0] = st
         return
@@ -77,7 +77,7 @@ def timestep_kernel(buf, q, v, tau, h, geo, mask, pair_mu, pair_e, lim_q, lim_v,
         info[0] = st
         return
     q_end = np.empty(nq)
-    st = integrate_kernel(mi, q[::1], v_free[::1], h, q_end)
+    st = _integrate_kernel(mi, q[::1], v_free[::1], h, q_end)
     if st != OK:
         info[0] = st
         return
@@ -99,7 +99,7 @@ def timestep_kernel(buf, q, v, tau, h, geo, mask, pair_mu, pair_e, lim_q, lim_v,
     if k:
         # rows of the candidates: N (k, nv), T (k, 2, nv)
         J0 = np.zeros((6, nv))
-        joint_jacobians_kernel(mi, mf, ws, q[::1], J0)
+        _joint_jacobians_kernel(mi, mf, ws, q[::1], J0)
         oR, op = unpack_data(ws, nb, nv)[:2]
         N = np.zeros((k, nv))
         T = np.zeros((k, 2, nv))
@@ -116,7 +116,7 @@ def timestep_kernel(buf, q, v, tau, h, geo, mask, pair_mu, pair_e, lim_q, lim_v,
             cdn, cdt = np.zeros(nc), np.zeros((nc, 2))
             cpt, cfr = np.empty((nc, 3)), np.empty((nc, 3, 3))
             cbody, cpos, crad, pbody, pR, pp, pext, pair_c, pair_p = geo
-            contact_rows(oR, op, V, V, J0, mask, cbody, cpos, crad, pbody, pR, pp, pext, pair_c, pair_p, csel,
+            _contact_rows(oR, op, V, V, J0, mask, cbody, cpos, crad, pbody, pR, pp, pext, pair_c, pair_p, csel,
                          False, gap[:nc], N[:nc], T[:nc], cdn, cdt, cpt, cfr)
             for r in range(nc):
                 mu[r] = pair_mu[csel[r]]
@@ -192,7 +192,7 @@ def timestep_kernel(buf, q, v, tau, h, geo, mask, pair_mu, pair_e, lim_q, lim_v,
             rr[r] -= b
         # Delassus matrix A = G M^-1 G^T by the Cholesky factor of M
         M = np.empty((nv, nv))
-        crba_kernel(mi, mf, ws, q[::1], M)
+        _crba_kernel(mi, mf, ws, q[::1], M)
         L = np.linalg.cholesky(M)
         Y = np.empty((nv, m))                         # M^-1 G^T
         for i in range(m):
@@ -212,7 +212,7 @@ def timestep_kernel(buf, q, v, tau, h, geo, mask, pair_mu, pair_e, lim_q, lim_v,
         lam = np.empty(m)
         for i in range(m):
             lam[i] = warm[cand[unit[i]], slot[i]]
-        lcp.pgs(A, rr, kinds, mus, normals, lam, sweeps, 1e-12)
+        lcp._pgs(A, rr, kinds, mus, normals, lam, sweeps, 1e-12)
         res = lcp._residual(A, rr, kinds, mus, normals, lam)
         if res > tol:
             pol = np.empty(m)
@@ -238,7 +238,7 @@ def timestep_kernel(buf, q, v, tau, h, geo, mask, pair_mu, pair_e, lim_q, lim_v,
     else:
         for u in range(size):
             warm[u, 0] = warm[u, 1] = warm[u, 2] = 0.0
-    st = integrate_kernel(mi, q[::1], v1[::1], h, q_out)
+    st = _integrate_kernel(mi, q[::1], v1[::1], h, q_out)
     if st != OK:
         info[0] = st
         return
