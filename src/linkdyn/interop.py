@@ -1,4 +1,5 @@
-"""Interoperation with Pinocchio (``pip install pin``): the same tree as a ``pinocchio.Model``.
+"""Interoperation with Pinocchio (``pip install pin``): the same tree as a ``pinocchio.Model``;
+and with MuJoCo: the states of a model loaded from MJCF (:func:`from_mujoco`, :func:`to_mujoco`).
 
 The joint conventions are the same (quaternions [x, y, z, w], free joints [x, y, z, quat],
 velocities in the child frame), and joints are added in linkdyn's order, so a configuration
@@ -79,3 +80,21 @@ def pinocchio_v(model, v):
     keep = np.concatenate([np.arange(model.jnt_vadr[i], model.jnt_vadr[i] + model.jnt_nv[i])
                            for i in range(1, model.nbody) if not model.is_virtual[i]] or [np.zeros(0, int)])
     return v[..., keep.astype(int)]
+
+
+# ------------------------------------------------------------------------------- MuJoCo
+def from_mujoco(model, qpos, qvel=None):
+    """linkdyn's ``(q, v)`` of a MuJoCo state (``data.qpos``, ``data.qvel``; one state or a
+    stack) of the MJCF file ``model`` was loaded from (``ld.load_mjcf``): quaternions from
+    [w, x, y, z] to [x, y, z, w], a free joint's linear velocity from the world frame to the body
+    frame; the cut joints of loop closures (MuJoCo's equality constraints) at zero.  ``v`` is
+    None when ``qvel`` is."""
+    from .model.mjcf import qpos_to_q, qvel_to_v
+    q = qpos_to_q(model, qpos)
+    return q, (None if qvel is None else qvel_to_v(model, q, qvel))
+
+
+def to_mujoco(model, q, v=None):
+    """MuJoCo's ``(qpos, qvel)`` of linkdyn's state (the inverse of :func:`from_mujoco`)."""
+    from .model.mjcf import q_to_qpos, v_to_qvel
+    return q_to_qpos(model, q), (None if v is None else v_to_qvel(model, q, v))
