@@ -13,7 +13,7 @@ Conventions (the same as Pinocchio's): spatial vectors [linear; angular], quater
 from . import _kernels  # noqa: F401  (first: the kernels' cache is set up before any is defined)
 from .model import joints  # noqa: F401  (ld.joints.Revolute, ...)
 from . import spatial
-from . import analysis, contact, loops, models, sim, structure
+from . import analysis, constraints, contact, loops, models, sim, structure
 from .analysis import (IKError, analytic_jacobian, inverse_kinematics, manipulability, manipulability_ellipsoid,
                        planar_2link_ik, task_acceleration)
 from .dynamics import (aba, crba, generalized_gravity, kinetic_energy, mass_matrix, mechanical_energy,
@@ -31,6 +31,7 @@ from .model import (Cylindrical, Fixed, FreeFlyer, Inertia, Model, ModelBuilder,
 from .model.mjcf import load_mjcf, parse_mjcf
 from .model.urdf import load_urdf, parse_urdf
 from .models.dh import DHLink, from_dh
+from .constraints import constrained_dynamics
 from .sim import Simulation
 
 __version__ = "0.1.0"

@@ -1,0 +1,142 @@
+"""User constraints in the equations of motion (``ld.constrained_dynamics``, eq. 6.10 of Spong,
+Hutchinson and Vidyasagar 2006): against the tree that makes the same motion, against finite
+differences of the constraint functions, and the forces against statics."""
+import numpy as np
+import pytest
+
+import linkdyn as ld
+from linkdyn import constraints as C
+from linkdyn.models import scenarios as sc
+
+
+def body(joint):
+    b = ld.ModelBuilder("body")
+    b.add_body("b", "world", joint, inertia=ld.Inertia(2.0, [0.1, -0.05, -0.5], np.diag([0.08, 0.07, 0.02])))
+    b.add_frame("tip", "b", placement=[0.0, 0.0, -1.0])
+    return b.build()
+
+
+def test_a_free_body_held_at_a_point_moves_as_a_ball_joint():
+    """A free body whose origin is held by PointFixed has the angular acceleration of the same
+    body on a spherical joint there (ABA), for random states."""
+    rng = np.random.default_rng(0)
+    ball, free = body(ld.Spherical()), body(ld.FreeFlyer())
+    for _ in range(5):
+        qb = ld.random_configuration(ball, rng)
+        w = rng.standard_normal(3)
+        tau = rng.standard_normal(3)
+        qf = np.concatenate([[0.0, 0.0, 0.0], qb])
+        vf = np.concatenate([[0.0, 0.0, 0.0], w])
+        res = ld.constrained_dynamics(free, qf, vf, np.concatenate([np.zeros(3), tau]),
+                                      [C.PointFixed("b", target=(0.0, 0.0, 0.0))])
+        assert np.allclose(res.qdd[3:], ld.aba(ball, qb, w, tau), atol=1e-12)
+        assert np.allclose(res.qdd[:3], 0.0, atol=1e-12) and res.residual < 1e-12
+        # the force on the point is what the ball joint transmits: total momentum rate = force + weight
+        m = 2.0
+        R = ld.frame_pose(free, qf, "b")[:3, :3]
+        com = R @ np.array([0.1, -0.05, -0.5])
+        acc_com = np.cross(R @ res.qdd[3:], com) + np.cross(R @ w, np.cross(R @ w, com))
+        assert np.allclose(m * acc_com, res.forces[0] + m * np.asarray(free.gravity), atol=1e-10)
+
+
+@pytest.mark.parametrize("make", [
+    lambda: C.PointFixed("tip", point=(0.05, 0.0, 0.0)),
+    lambda: C.PointOnPlane("tip", normal=(1.0, 0.5, 0.2), offset=0.3, point=(0.0, 0.02, 0.0)),
+    lambda: C.FrameFixed("tip"),
+    lambda: C.Distance("tip", "world_anchor", 1.0),
+])
+def test_the_constraints_accelerations_vanish_along_the_motion(make):
+    """c''(t) = 0 at t = 0 along q(t) = q (+) (v t + q'' t^2 / 2), by central differences of the
+    constraint's own function (the position of its points), on a floating two-body chain."""
+    b = ld.ModelBuilder("chain")
+    b.add_body("a", "world", ld.FreeFlyer(), inertia=ld.Inertia(1.5, [0.0, 0.1, -0.2], np.diag([0.05, 0.04, 0.03])))
+    b.add_body("c", "a", ld.Revolute("y"), placement=[0.0, 0.0, -0.4],
+               inertia=ld.Inertia(1.0, [0.0, 0.0, -0.3], np.diag([0.03, 0.03, 0.01])))
+    b.add_frame("tip", "c", placement=(ld.spatial.rotx(0.3), [0.02, 0.01, -0.6]))
+    b.add_frame("world_anchor", "world", placement=[0.3, -0.2, 0.4])
+    m = b.build()
+    rng = np.random.default_rng(4)
+    q = ld.random_configuration(m, rng)
+    v = rng.standard_normal(m.nv)
+    tau = rng.standard_normal(m.nv)
+    c = make()
+    res = ld.constrained_dynamics(m, q, v, tau, [c])
+    J, jdv, _ = c.terms(m, q, v)
+    assert np.abs(J @ res.qdd + jdv).max() < 1e-10
+
+    def position(t):
+        qt = ld.integrate(m, q, v * t + 0.5 * res.qdd * t * t)
+        if isinstance(c, C.FrameFixed):
+            return ld.frame_pose(m, qt, "tip")
+        if isinstance(c, C.Distance):
+            return np.array([np.linalg.norm(ld.frame_pose(m, qt, "tip")[:3, 3] - ld.frame_pose(m, qt, "world_anchor")[:3, 3])])
+        T = ld.frame_pose(m, qt, c.frame)
+        p = T[:3, 3] + T[:3, :3] @ np.asarray(c.point)
+        if isinstance(c, C.PointOnPlane):
+            n = np.asarray(c.normal) / np.linalg.norm(c.normal)
+            return np.array([n @ p])
+        return p
+    h = 1e-4
+    second = (position(h) - 2 * position(0.0) + position(-h)) / h ** 2
+    if isinstance(c, C.FrameFixed):
+        R0 = position(0.0)[:3, :3]
+        lin = second[:3, 3]
+        ang = ld.spatial.log3(position(h)[:3, :3] @ R0.T) + ld.spatial.log3(position(-h)[:3, :3] @ R0.T)
+        assert np.abs(lin).max() < 1e-5 and np.abs(ang / h ** 2).max() < 1e-5
+    else:
+        assert np.abs(second).max() < 1e-5
+
+
+def test_a_planar_arm_pressing_on_a_wall_feels_its_push():
+    """A 2-link arm at rest with its tip on the wall x = x_tip: torques g(q) + J^T (F n) press
+    the tip with F newtons; the wall answers with lambda = -F and nothing moves."""
+    b = ld.ModelBuilder("arm")
+    b.add_body("l1", "world", ld.Revolute("y"), inertia=ld.Inertia(1.0, [0.5, 0, 0], np.diag([0.01, 0.09, 0.09])))
+    b.add_body("l2", "l1", ld.Revolute("y"), placement=[1.0, 0, 0],
+               inertia=ld.Inertia(1.0, [0.5, 0, 0], np.diag([0.01, 0.09, 0.09])))
+    b.add_frame("tip", "l2", placement=[1.0, 0, 0])
+    m = b.build()
+    q = np.array([-0.4, 1.1])
+    x_tip = ld.frame_pose(m, q, "tip")[0, 3]
+    wall = C.PointOnPlane("tip", normal=(1.0, 0.0, 0.0), offset=x_tip)
+    J, _, _ = wall.terms(m, q, np.zeros(2))
+    F = 5.0
+    tau = ld.generalized_gravity(m, q) + J[0] * F
+    res = ld.constrained_dynamics(m, q, np.zeros(2), tau, [wall])
+    assert res.forces[0] == pytest.approx([-F], abs=1e-9)
+    # the arm has 2 dofs and 1 constraint: it may slide along the wall, not through it
+    assert abs((J @ res.qdd)[0]) < 1e-12
+
+
+def test_constraints_combine_with_the_models_loops_and_bad_input_is_named():
+    m, q = sc.high_bar()
+    v = np.zeros(m.nv)
+    res = ld.constrained_dynamics(m, q, v, np.zeros(m.nv), [C.PointOnPlane("l_toe", normal=(1, 0, 0),
+                                                                          offset=ld.frame_pose(m, q, "l_toe")[0, 3])])
+    free = ld.loops.constrained_dynamics(m, q, v, np.zeros(m.nv))
+    rng = np.random.default_rng(2)
+    tau = rng.standard_normal(m.nv)
+    for i in range(1, m.nbody):
+        if m.is_virtual[i]:                                          # no torque on the cut joints
+            tau[m.jnt_vadr[i]:m.jnt_vadr[i] + m.jnt_nv[i]] = 0.0
+    assert np.allclose(ld.constrained_dynamics(m, q, v, tau).qdd, ld.loops.constrained_dynamics(m, q, v, tau),
+                       atol=1e-9)                                  # the loops alone: the closed-chain dynamics
+    assert len(res.loop_forces) == 6 * m.nloops and res.residual < 1e-9
+    assert not np.allclose(res.qdd, free)                              # the toe's wall changes the motion
+    assert abs(ld.loops.loop_jacobian(m, q) @ res.qdd + ld.loops.loop_bias(m, q, v)).max() < 1e-9
+    with pytest.raises(TypeError, match=r"constraints\[0\]"):
+        ld.constrained_dynamics(m, q, v, np.zeros(m.nv), ["wall"])
+    with pytest.raises(ValueError, match="tau"):
+        ld.constrained_dynamics(m, q, v, np.zeros(3), [])
+    with pytest.raises(ValueError, match="Custom 'bad'"):
+        ld.constrained_dynamics(m, q, v, np.zeros(m.nv), [C.Custom(lambda m_, q_, v_: (np.zeros((1, 3)), [0.0]), "bad")])
+
+
+def test_baumgarte_pulls_a_drifted_point_back():
+    m = body(ld.FreeFlyer())
+    q = ld.neutral(m)
+    q[:3] = [0.01, 0.0, -0.02]                                          # 2 cm off its target
+    res = ld.constrained_dynamics(m, q, np.zeros(6), np.zeros(6), [C.PointFixed("b", target=(0, 0, 0))],
+                                  baumgarte=(10.0, 10.0))
+    R = ld.frame_pose(m, q, "b")[:3, :3]
+    assert np.allclose(R @ res.qdd[:3], [-1.0, 0.0, 2.0], atol=1e-9)   # -beta^2 (p - target)
