@@ -140,3 +140,20 @@ def test_baumgarte_pulls_a_drifted_point_back():
                                   baumgarte=(10.0, 10.0))
     R = ld.frame_pose(m, q, "b")[:3, :3]
     assert np.allclose(R @ res.qdd[:3], [-1.0, 0.0, 2.0], atol=1e-9)   # -beta^2 (p - target)
+
+
+def test_a_simulation_holds_user_constraints_as_a_joint_would():
+    """A free body held at its origin by PointFixed in a Simulation moves as the same body on a
+    ball joint: the same orientation after 0.5 s to 1e-6, the point kept within 1e-6 m."""
+    ball, free = body(ld.Spherical()), body(ld.FreeFlyer())
+    qb = ld.spatial.quat_from_axis_angle([1.0, 0.3, 0.0], 0.7)
+    w = np.array([0.5, -1.0, 2.0])
+    a = ld.Simulation(ball, qb, w, dt=1e-3, limits=False, contacts=False)
+    b = ld.Simulation(free, np.concatenate([[0.0, 0.0, 0.0], qb]), np.concatenate([[0.0, 0.0, 0.0], w]), dt=1e-3,
+                      limits=False, contacts=False, constraints=[C.PointFixed("b", target=(0.0, 0.0, 0.0))])
+    a.run(until=0.5, progress=False)
+    b.run(until=0.5, progress=False)
+    assert np.abs(b.q[:3]).max() < 1e-6
+    assert np.abs(ld.difference(ball, a.q, b.q[3:])).max() < 1e-6
+    with pytest.raises(TypeError, match=r"constraints\[0\]"):
+        ld.Simulation(free, constraints=["wall"])

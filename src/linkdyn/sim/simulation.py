@@ -111,11 +111,16 @@ class Simulation:
     ``linkdyn.sim.unilateral``) or "timestep" (a velocity-level complementarity problem per
     step, as MuJoCo, Bullet and Drake: first order, much faster when many contacts come and go,
     e.g. a figure standing or lying on the ground: ``linkdyn.sim.timestepping``).
+
+    ``constraints``: user constraints (``linkdyn.constraints``: a point fixed, a point on a
+    plane, a frame fixed, a distance, custom rows) held in every step by
+    ``ld.constrained_dynamics`` with the model's loops, their drift pulled back by Baumgarte's
+    stabilization (``baumgarte`` = (alpha, beta) in 1/s); for now without limits and contacts.
     """
 
     def __init__(self, model, q=None, v=None, dt: float = 1e-3, integrator: str = "rk4", controller=None,
                  record_every: int = 1, t: float = 0.0, limits: bool = True, contacts: bool = True,
-                 contact_method: str = "events"):
+                 contact_method: str = "events", constraints=(), baumgarte=(20.0, 20.0)):
         if contact_method not in _CONTACT_METHODS:
             raise ValueError(f"contact_method: expected one of {list(_CONTACT_METHODS)}, got {contact_method!r}")
         if integrator not in _STEPS:
@@ -126,6 +131,12 @@ class Simulation:
         if isinstance(record_every, (bool, np.bool_)) or not isinstance(record_every, (int, np.integer)) \
                 or record_every < 1:
             raise ValueError(f"record_every: expected a positive integer, got {record_every!r}")
+        from ..constraints import Constraint
+        self.constraints = list(constraints)
+        for k, c in enumerate(self.constraints):
+            if not isinstance(c, Constraint):
+                raise TypeError(f"constraints[{k}]: expected a linkdyn.constraints.Constraint, got {type(c).__name__}")
+        self.baumgarte = tuple(float(x) for x in baumgarte)
         self.model = model
         self.q = neutral(model) if q is None else np.array(q, dtype=float)
         self.v = np.zeros(model.nv) if v is None else np.array(v, dtype=float)
@@ -414,7 +425,16 @@ class Simulation:
         self.tau = self._torque()
         w0 = self._uni.work if self._uni is not None else 0.0
         try:
-            if self._uni is not None:
+            if self.constraints:
+                if self._uni is not None:
+                    raise NotImplementedError("constraints together with joint limits or contacts are not supported "
+                                              "yet: pass limits=False, contacts=False")
+                from ..constraints import constrained_dynamics
+                m, tau, cons, bg = self.model, self.tau, self.constraints, self.baumgarte
+                q, v = self._step(m, self.q, self.v, tau, h,
+                                  accel=lambda q_, v_: constrained_dynamics(m, q_, v_, tau, cons, bg).qdd)
+                events = []
+            elif self._uni is not None:
                 q, v, events = self._uni.step(self.q, self.v, self.tau, h, self.t)
             else:
                 q, v = self._step(self.model, self.q, self.v, self.tau, h)
