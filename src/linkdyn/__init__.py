@@ -31,6 +31,7 @@ from .model import (Cylindrical, Fixed, FreeFlyer, Inertia, Model, ModelBuilder,
 from .model.mjcf import load_mjcf, parse_mjcf
 from .model.urdf import load_urdf, parse_urdf
 from .models.dh import DHLink, from_dh
+from . import control
 from .constraints import constrained_dynamics
 from .sim import Simulation
 
