@@ -6,7 +6,7 @@
 Cases (the same mechanism and closures in both libraries, checked before timing):
 * the four-bar (linkdyn: a revolute cut joint; Pinocchio: a 3-D point constraint at the same
   joint, which for a planar linkage is the same mechanism);
-* the 40-DoF figure of seed 004 Fig. 13 (46 velocities) holding a bar with both hands, two
+* the 40-DoF figure of Nakamura and Yamane (2000) Fig. 13 (46 velocities) holding a bar with both hands, two
   loops: spherical grips (Pinocchio CONTACT_3D) and welded grips (CONTACT_6D).
 Times are the median over blocks of the thread CPU time per call (blocks alternate between
 the libraries).  Needs ``pip install -e '.[bench]'``.

@@ -1,4 +1,4 @@
-"""The structure-varying scenes of seed 004 sec. 5: wall time per simulated second at dt = 1 ms,
+"""The structure-varying scenes of Nakamura and Yamane (2000) sec. 5: wall time per simulated second at dt = 1 ms,
 and the per-step forward dynamics of the high-bar figure against Pinocchio's
 ``constraintDynamics`` with the same closures, in one run on one machine.
 

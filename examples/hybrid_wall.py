@@ -2,8 +2,8 @@
 
 A planar 2-link arm (gravity in its plane) holds its tip on the wall x = 1.2 m, pushing with
 5 N, while the tip follows z(t) = 0.3 + 0.2 sin(2 t) m along the wall.  The controller
-(``ld.control.HybridForcePosition``, Spong et al. 2006 eqs. 6.11-6.31 with the corrections in
-its docstring) uses a model whose masses are 10 % off; a force sensor reports the contact
+(``ld.control.HybridForcePosition``, Yoshikawa 1987, derived with its corrections in its
+docstring) uses a model whose masses are 10 % off; a force sensor reports the contact
 force, whose integrated error the force loop removes.  The wall is a bilateral constraint of
 the simulation (``ld.constraints.PointOnPlane``): the multiplier is the contact force.
 

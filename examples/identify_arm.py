@@ -5,10 +5,10 @@
 
 1. simulate the arm along an exciting trajectory: a finite Fourier series (sum of sines) per
    joint, inside the joint limits, with q', q'' in closed form;
-2. measure the torques: inverse dynamics (seed 002 eq. 5.60), plus viscous and Coulomb
+2. measure the torques: inverse dynamics (Spong, Hutchinson and Vidyasagar 2006, ch. 7, plus viscous and Coulomb
    friction (eq. 5.94), plus Gaussian noise;
 3. find the base parameters (the combinations the torques determine) by a rank-revealing QR
-   of the regressor Y(q, q', q'') (seed 002 property 7, eq. 5.78) over random states;
+   of the regressor Y(q, q', q'') (Spong, Hutchinson and Vidyasagar 2006, ch. 7 over random states;
 4. estimate them by weighted least squares, and compare with the true values;
 5. check the estimate on a second trajectory it has not seen.
 """

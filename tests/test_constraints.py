@@ -1,5 +1,5 @@
-"""User constraints in the equations of motion (``ld.constrained_dynamics``, eq. 6.10 of Spong,
-Hutchinson and Vidyasagar 2006): against the tree that makes the same motion, against finite
+"""User constraints in the equations of motion (``ld.constrained_dynamics``, the Lagrange-multiplier
+form): against the tree that makes the same motion, against finite
 differences of the constraint functions, and the forces against statics."""
 import numpy as np
 import pytest

@@ -1,5 +1,5 @@
 """Controllers (``ld.control``): hybrid force/position control decouples position and force
-exactly with an exact model (the corrected eq. 6.27), the printed one does not; the example
+exactly with an exact model ((H6) of ``linkdyn.control``), the form that circulates in lecture notes does not; the example
 (examples/hybrid_wall.py) tracks with a 10 % model error; computed torque tracks a trajectory."""
 import pathlib
 import sys
@@ -24,7 +24,7 @@ def _arm_on_wall(rng):
 
 def test_hybrid_control_gives_the_asked_acceleration_and_force_exactly():
     """With the controller's model exact: the wall's force is lambda_d and the acceleration
-    along the wall is u_1, to round-off (eqs. 6.28-6.29), at random states sliding on the wall."""
+    along the wall is u_1, to round-off , at random states sliding on the wall."""
     rng = np.random.default_rng(0)
     for _ in range(5):
         m, q, v, wall = _arm_on_wall(rng)
@@ -41,8 +41,8 @@ def test_hybrid_control_gives_the_asked_acceleration_and_force_exactly():
         assert abs(x_acc[0]) < 1e-9                                       # and none through it
 
 
-def test_the_printed_eq_6_27_misses_both():
-    """tau = D {J E^-1 [u_1; 0] + h + J^T E_f^T u_2} as printed (E' = 0): neither the force nor
+def test_the_circulating_misprinted_form_misses_both():
+    """tau = D {J E^-1 [u_1; 0] + h + J^T E_f^T u_2} (E' = 0), as some notes print it: neither the force nor
     the acceleration comes out as asked."""
     rng = np.random.default_rng(1)
     m, q, v, wall = _arm_on_wall(rng)

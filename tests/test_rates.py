@@ -203,7 +203,7 @@ def test_singular_angles_raise_naming_the_representation(rep, phi, word):
     with pytest.raises(RepresentationSingularityError, match=word) as exc:
         orientation_rate(phi, [0.1, 0.2, 0.3], rep)
     msg = str(exc.value)
-    assert repr(rep) in msg and "quaternion" in msg and "A4" in msg
+    assert repr(rep) in msg and "quaternion" in msg and "representation singularity" in msg
     assert isinstance(exc.value, ValueError)
     # the forward map E phi' is still fine there
     assert np.isfinite(angular_velocity(phi, [0.1, 0.2, 0.3], rep)).all()

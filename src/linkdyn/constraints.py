@@ -2,7 +2,7 @@
 
 A constraint c(q) = 0 (m rows) holds when its velocity J(q) v and its acceleration
 J q'' + J' v vanish; the joint-space equations of motion take its force through J^T
-(Spong, Hutchinson and Vidyasagar 2006, eq. 6.10 in the form M q'' + b = tau + J^T lambda):
+(the Lagrange-multiplier form, e.g. Featherstone 2008, ch. 8: M q'' + b = tau + J^T lambda):
 
     [ M   -J^T ] [ q''    ]   [ tau - b                          ]
     [ J    0   ] [ lambda ] = [ -J' v - 2 alpha J v - beta^2 c(q) ]
@@ -166,7 +166,7 @@ class Result:
 
 
 def constrained_dynamics(model, q, v, tau, constraints=(), baumgarte=(0.0, 0.0)) -> Result:
-    """Forward dynamics under ``constraints`` (module docstring; Spong et al. 2006 eq. 6.10)
+    """Forward dynamics under ``constraints`` (module docstring: the Lagrange-multiplier form)
     and the model's loops: q'' and each constraint's multiplier lambda.  ``baumgarte``:
     (alpha, beta) in 1/s, the stabilization of the constraints that have a target (and of the
     loops); (0, 0) holds the accelerations only."""

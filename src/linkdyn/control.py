@@ -5,25 +5,25 @@ operational space (:func:`operational_space`), and hybrid force/position control
 Each is a callable ``controller(t, q, v) -> tau`` built on a model (which may differ from the
 simulated one: a controller's model error is the point of testing it).
 
-**Hybrid force/position control** (Yoshikawa 1990; Spong, Hutchinson and Vidyasagar 2006,
-sec. 6, eqs. 6.11-6.31).  The task coordinates x = f(q) (a point, or a frame: [p; R]) meet a
+**Hybrid force/position control** (Yoshikawa 1987, IEEE J. Robotics and Automation 3(5);
+equations labelled (H1)-(H7) here).  The task coordinates x = f(q) (a point, or a frame: [p; R]) meet a
 constraint C(x) = 0 (a wall); E_f = dC/dx (m x n) spans the constrained directions, E_p the free
 ones, E = [E_p; E_f] invertible (here orthonormal: E^-1 = E^T).  With the contact force lambda
-(what the arm pushes with along E_f) the dynamics are D q'' + h = tau - J^T E_f^T lambda (6.18),
-x'' = J q'' + J' q' (6.22), and the free directions move by E x'' + E' x' = [x_p''; 0] (6.21).
-Substituting q'' from (6.18) into (6.21) gives (6.23) as it should read,
+(what the arm pushes with along E_f) the dynamics are D q'' + h = tau - J^T E_f^T lambda (H1),
+x'' = J q'' + J' q' (H2), and the free directions move by E x'' + E' x' = [x_p''; 0] (H3).
+Substituting q'' from (H1) and (H2) into (H3) gives (H4):
 
     [I; 0] x_p'' = E (J D^-1 (tau - h - J^T E_f^T lambda) + J' q') + E' J q'
 
-(the printed equation has E J^-1 where E J is meant, and leaves J' q' outside E).  Asking for
-x_p'' = u_1 and lambda = u_2 (6.24-6.25) and solving for tau:
+(a form that circulates in lecture notes has E J^-1 where E J is meant, and leaves J' q'
+outside E).  Asking for
+x_p'' = u_1 and lambda = u_2 (H5) and solving for tau:
 
     tau = D J^-1 (E^-1 ([I; 0] u_1 - E' J q') - J' q') + h + J^T E_f^T u_2
 
-which is what (6.27) means (the printed form has J E^-1 for J^-1 E^-1, drops -J' q' and puts h
-inside D{}; checked numerically: the printed form misses x_p'' and lambda, this one gives them
-to round-off).  With it x_p'' = u_1 and lambda = u_2 exactly when the model is exact (6.28-6.29),
-and the loops (6.30-6.31)
+(H6) (the circulating form has J E^-1 for J^-1 E^-1, drops -J' q' and puts h inside D{};
+checked numerically, tests/test_control.py: that form misses x_p'' and lambda, (H6) gives them to
+round-off).  With it x_p'' = u_1 and lambda = u_2 exactly when the model is exact, and the loops (H7)
 
     u_1 = x_d'' - K_1 e_p - K_2 e_p',     u_2 = lambda_d - K_3 int e_f dt
 
@@ -103,7 +103,7 @@ def _basis(normal, n):
 
 
 class HybridForcePosition:
-    """Hybrid force/position control (module docstring, eqs. 6.11-6.31 corrected).
+    """Hybrid force/position control (module docstring, (H1)-(H7)).
 
     ``frame`` and ``task`` ("point": the world position of ``point`` of ``frame``, on ``axes``;
     "frame": its pose [p; R], 6 coordinates); ``normal`` (task coordinates) the wall's normal
@@ -132,7 +132,7 @@ class HybridForcePosition:
         xd, vd, ad = self.target(t)
         e = tk.error(x, xd)
         ep, ep_dot = self.Ep @ e, self.Ep @ (xdot - np.asarray(vd, dtype=float))
-        u1 = self.Ep @ np.asarray(ad, dtype=float) - self.K1 * ep - self.K2 * ep_dot       # (6.30)
+        u1 = self.Ep @ np.asarray(ad, dtype=float) - self.K1 * ep - self.K2 * ep_dot       # (H7)
         lam_d = float(self.force(t)) if self.Ef.shape[0] else 0.0
         lam = None
         if self.measure is not None:
@@ -140,7 +140,7 @@ class HybridForcePosition:
             if self._t is not None and t > self._t:
                 self._integral += (lam - lam_d) * (t - self._t)
             self._t = t
-        u2 = lam_d - self.K3 * self._integral                                            # (6.31)
+        u2 = lam_d - self.K3 * self._integral                                            # (H7)
         D, h = crba(m, q), nonlinear_effects(m, q, v)
         # x'' wanted: E^-1 ([I; 0] u_1 - E' J q'), E constant (a plane): E^T [u_1; 0]
         xdd = self.Ep.T @ u1
@@ -154,7 +154,7 @@ class HybridForcePosition:
             qdd = Jbar @ rhs
             N = np.eye(m.nv) - J.T @ Jbar.T
             tau_null = N @ (-self.damping * (D @ v))
-        tau = D @ qdd + h + tau_null                                                    # (6.27), corrected
+        tau = D @ qdd + h + tau_null                                                    # (H6)
         if self.Ef.shape[0]:
             tau = tau + J.T @ (self.Ef[0] * u2)
         self.last = (u1, u2, lam)

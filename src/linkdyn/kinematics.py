@@ -1,6 +1,6 @@
 """Forward kinematics, frame velocities and accelerations, Jacobians and J'q', centre of mass.
 
-Seed 000 eqs. 1-9 (frame-to-frame propagation with X(R, r)), seed 002 sec. 4.3 (the
+Featherstone 2008, ch. 2 (frame-to-frame propagation with X(R, r)), Spong, Hutchinson and Vidyasagar 2006, chs. 3-4 (the
 manipulator Jacobian, x'' = J q'' + J' q').  References, as in Pinocchio:
 
 * ``"world"``: spatial velocity in world coordinates, at the world origin;
@@ -144,11 +144,11 @@ _frame_jacobian = Entry(_frame_jacobian_packed, PACKED, VEC, nt.int64, _FRAME_R,
 
 @njit(cache=True)
 def _frame_motion_kernel(mi, mf, ws, q, v, a, b, fR, fp, ref, classical, out):
-    """out[0] = frame velocity, out[1] = frame acceleration (seed 000 eqs. 4-5) in ``ref``.
+    """out[0] = frame velocity, out[1] = frame acceleration (Featherstone 2008, ch. 2) in ``ref``.
 
     With ``classical`` and ``ref`` local_world_aligned, out[1] is the acceleration of the
     frame origin as a point, x'' = R (a_lin + w x v_lin), and the angular acceleration;
-    with a = 0 it is J' q' of that reference (seed 002 eq. for x'' = J q'' + J' q')."""
+    with a = 0 it is J' q' of that reference (Spong, Hutchinson and Vidyasagar 2006 eq. for x'' = J q'' + J' q')."""
     st = _check_inputs(mi, q, v, a, True)
     if st != OK:
         return st
@@ -460,7 +460,7 @@ def frame_acceleration(model, q, v, a, frame, reference: str = "local", classica
 
 def jacobian_dot_times_v(model, q, v, frame, reference: str = "local_world_aligned") -> np.ndarray:
     """J'(q, v) v of ``jacobian(model, q, frame, reference)`` (6,): so that the frame's
-    acceleration is J a + J' v (seed 002: x'' = J q'' + J' q').  For
+    acceleration is J a + J' v (Spong, Hutchinson and Vidyasagar 2006: x'' = J q'' + J' q').  For
     "local_world_aligned" the linear rows are the origin's classical acceleration."""
     return _frame_motion(model, q, v, None, frame, reference, True)[..., 1, :]
 

@@ -14,11 +14,11 @@ validated once at the public entry point: bad shapes, non-finite values and
 incompatible batch axes raise ``ValueError`` naming the argument.  Rotation
 matrices are assumed orthonormal (use :func:`is_rotation_matrix` to check).
 
-Sources (``/work/shared/seeds``): seed 001 (Featherstone slides: spatial
-vectors, Plücker transforms, cross products, spatial inertia; the slides order
-vectors ``[w; v]``, the blocks here are permuted to ``[v; w]``), seed 000
-sec. 1 (frame transform ``X(R, r)``), seed 002 ch. 3 and appendix A4
-(rotation matrices, Euler angles, quaternions and their kinematics).
+References: Featherstone (2008), ch. 2 (spatial vectors, Plucker transforms ``X(R, r)``,
+cross products, spatial inertia; the book orders vectors ``[w; v]``, the blocks here are
+permuted to ``[v; w]``, as Pinocchio does); Spong, Hutchinson and Vidyasagar (2006), ch. 2
+(rotation matrices, Euler and roll-pitch-yaw angles, quaternions, homogeneous transforms);
+Siciliano et al. (2009) for the quaternion and Euler-angle rate equations.
 """
 
 import numpy as np
@@ -140,7 +140,7 @@ def _T(A):
 
 
 def _elementary(axis, angle):
-    """Rotation by ``angle`` about coordinate axis 0, 1 or 2 (seed 002 (3.14)-(3.16))."""
+    """Rotation by ``angle`` about coordinate axis 0, 1 or 2 (Spong, Hutchinson and Vidyasagar 2006, ch. 2)."""
     c, s = np.cos(angle), np.sin(angle)
     i, j = (axis + 1) % 3, (axis + 2) % 3
     R = np.zeros(np.shape(angle) + (3, 3))
@@ -307,7 +307,7 @@ def _cross_motion(v):
 # ------------------------------------------------------------ SO(3) basics
 
 def skew(v):
-    """Skew matrix ``S(v)`` with ``S(v) @ u = v x u`` (seed 002 eqs. (3.44)-(3.45)).
+    """Skew matrix ``S(v)`` with ``S(v) @ u = v x u`` (Spong, Hutchinson and Vidyasagar 2006, ch. 2).
 
     ``v``: (..., 3) -> (..., 3, 3).
     """
@@ -323,17 +323,17 @@ def unskew(S):
 
 
 def rotx(angle):
-    """Rotation about x by ``angle`` [rad], (...) -> (..., 3, 3) (seed 002 eq. (3.14))."""
+    """Rotation about x by ``angle`` [rad], (...) -> (..., 3, 3) (Spong, Hutchinson and Vidyasagar 2006, ch. 2)."""
     return _elementary(0, _arr(angle, "angle"))
 
 
 def roty(angle):
-    """Rotation about y by ``angle`` [rad], (...) -> (..., 3, 3) (seed 002 eq. (3.15))."""
+    """Rotation about y by ``angle`` [rad], (...) -> (..., 3, 3) (Spong, Hutchinson and Vidyasagar 2006, ch. 2)."""
     return _elementary(1, _arr(angle, "angle"))
 
 
 def rotz(angle):
-    """Rotation about z by ``angle`` [rad], (...) -> (..., 3, 3) (seed 002 eq. (3.16))."""
+    """Rotation about z by ``angle`` [rad], (...) -> (..., 3, 3) (Spong, Hutchinson and Vidyasagar 2006, ch. 2)."""
     return _elementary(2, _arr(angle, "angle"))
 
 
@@ -345,7 +345,7 @@ def is_rotation_matrix(R, tol=1e-9):
 
 
 def axis_angle_to_matrix(axis, angle):
-    """Rotation by ``angle`` about ``axis`` (Rodrigues; seed 002 eq. (3.27)).
+    """Rotation by ``angle`` about ``axis`` (Rodrigues; Spong, Hutchinson and Vidyasagar 2006, ch. 2).
 
     ``R = I + sin(a) K + (1 - cos(a)) K^2`` with ``K = skew(axis / |axis|)``.
     ``axis``: (..., 3), normalized here (zero axis -> ValueError); ``angle``: (...).
@@ -387,7 +387,7 @@ def log3(R):
 def rpy_to_matrix(rpy):
     """``R = Rz(yaw) @ Ry(pitch) @ Rx(roll)`` from ``rpy = [roll, pitch, yaw]`` (..., 3).
 
-    Same product as seed 002 eq. (3.26) (the seed names the angles in the
+    Same product as Spong, Hutchinson and Vidyasagar 2006, ch. 2 (some texts name the angles in the
     reverse order); roll is about x as in URDF and ``pinocchio.rpy``.
     """
     return _euler_to_matrix(_arr(rpy, "rpy", (3,))[..., ::-1], (2, 1, 0))
@@ -407,7 +407,7 @@ def matrix_to_rpy(R):
 def zyx_to_matrix(zyx):
     """``R = Rz(z) @ Ry(y) @ Rx(x)`` from ``zyx = [z, y, x]`` (..., 3).
 
-    The ball-joint angles of seed 000 sec. 2.5.3; equal to
+    The ball-joint angles of Baerlocher and Boulic 2001; equal to
     ``rpy_to_matrix(zyx[..., ::-1])``.
     """
     return _euler_to_matrix(_arr(zyx, "zyx", (3,)), (2, 1, 0))
@@ -419,7 +419,7 @@ def matrix_to_zyx(R):
 
 
 def euler_zyz_to_matrix(zyz):
-    """``R = Rz(phi) @ Ry(theta) @ Rz(psi)`` from ``zyz = [phi, theta, psi]`` (seed 002 eq. (3.25))."""
+    """``R = Rz(phi) @ Ry(theta) @ Rz(psi)`` from ``zyz = [phi, theta, psi]`` (Spong, Hutchinson and Vidyasagar 2006, ch. 2)."""
     return _euler_to_matrix(_arr(zyz, "zyz", (3,)), (2, 1, 2))
 
 
@@ -445,7 +445,7 @@ def matrix_to_euler_zyz(R):
 def zyx_rate_matrix(zyx):
     """E with ``omega_world = E @ [z_dot, y_dot, x_dot]`` for :func:`zyx_to_matrix`.
 
-    Seed 002 appendix A4 (``omega = J_a a_dot``); columns are ``e_z``,
+    the quaternion and Euler-angle rate equations (Siciliano et al. 2009) (``omega = J_a a_dot``); columns are ``e_z``,
     ``Rz e_y``, ``Rz Ry e_x``.
     """
     return _euler_rate_matrix(_arr(zyx, "zyx", (3,)), (2, 1, 0))
@@ -462,8 +462,8 @@ def rpy_rate_matrix(rpy):
     """E with ``omega_world = E @ [roll_dot, pitch_dot, yaw_dot]`` for :func:`rpy_to_matrix`.
 
     ``E = [[cy cp, -sy, 0], [sy cp, cy, 0], [-sp, 0, 1]]``; this is the
-    angular block of the ball-joint Jacobian of seed 000 sec. 2.5.3 with
-    ``q = [roll, pitch, yaw]`` (seed 002 appendix A4).
+    angular block of the ball-joint Jacobian of Baerlocher and Boulic 2001 with
+    ``q = [roll, pitch, yaw]`` (the quaternion and Euler-angle rate equations (Siciliano et al. 2009)).
     """
     return _rpy_rate(_arr(rpy, "rpy", (3,)))
 
@@ -478,7 +478,7 @@ def euler_zyz_rate_matrix(zyz):
     """E with ``omega_world = E @ [phi_dot, theta_dot, psi_dot]`` for :func:`euler_zyz_to_matrix`.
 
     ``E = [[0, -s_phi, c_phi s_theta], [0, c_phi, s_phi s_theta], [1, 0, c_theta]]``
-    (seed 002 appendix A4).
+    (the quaternion and Euler-angle rate equations (Siciliano et al. 2009)).
     """
     return _euler_rate_matrix(_arr(zyz, "zyz", (3,)), (2, 1, 2))
 
@@ -493,7 +493,7 @@ def euler_zyz_rate_matrix_inverse(zyz, tol=1e-9):
 # --------------------------------------------------------------- quaternions
 
 def quat_to_matrix(quat):
-    """Rotation matrix of a unit quaternion ``[x, y, z, w]`` (seed 002 eq. (3.32)).
+    """Rotation matrix of a unit quaternion ``[x, y, z, w]`` (Spong, Hutchinson and Vidyasagar 2006, ch. 2).
 
     ``R = (w^2 - |e|^2) I + 2 e e^T + 2 w S(e)`` with ``e = [x, y, z]``.
     ValueError if | |quat| - 1 | > 1e-6 ("not unit norm"); within the
@@ -505,7 +505,7 @@ def quat_to_matrix(quat):
 def matrix_to_quat(R):
     """Unit quaternion ``[x, y, z, w]`` of ``R`` with ``w >= 0`` (Shepperd's method).
 
-    Builds ``K = 4 q q^T`` from the entries of ``R`` (seed 002 eqs. (3.30)-(3.31)
+    Builds ``K = 4 q q^T`` from the entries of ``R`` (Spong, Hutchinson and Vidyasagar 2006, ch. 2
     are its ``w`` column) and takes the column with the largest diagonal, so
     no division by a small number occurs (accurate near ``angle = pi``).
     """
@@ -545,7 +545,7 @@ def quat_rotate(quat, v):
 
 
 def quat_from_axis_angle(axis, angle):
-    """Quaternion ``[k sin(a/2), cos(a/2)]``, ``k = axis / |axis|`` (seed 002 eqs. (3.28)-(3.29)).
+    """Quaternion ``[k sin(a/2), cos(a/2)]``, ``k = axis / |axis|`` (Spong, Hutchinson and Vidyasagar 2006, ch. 2).
 
     ``w`` is negative for angles beyond pi (no sign canonicalization).
     """
@@ -569,7 +569,7 @@ def quat_derivative(quat, omega, frame="body"):
 
     ``frame="body"``: ``dq = 0.5 q * [omega, 0]`` (omega in the body frame,
     ``R_dot = R skew(omega)``); ``frame="world"``: ``dq = 0.5 [omega, 0] * q``
-    (``R_dot = skew(omega) R``), which is seed 002 appendix A4:
+    (``R_dot = skew(omega) R``), which is the quaternion and Euler-angle rate equations (Siciliano et al. 2009):
     ``[e_dot; w_dot] = 0.5 [w I - S(e); -e^T] omega``.
     """
     q, w = _inputs(("quat", quat, (4,)), ("omega", omega, (3,)))
@@ -581,7 +581,7 @@ def quat_angular_velocity(quat, dquat, frame="body"):
     """Angular velocity from ``quat`` and ``dquat``: inverse of :func:`quat_derivative`.
 
     ``body``: ``omega = 2 vec(q^-1 * dq)``; ``world``: ``omega = 2 vec(dq * q^-1)``
-    (seed 002 appendix A4, ``omega = 2 J_E^T [e_dot; w_dot]`` for unit ``q``).
+    (the quaternion and Euler-angle rate equations (Siciliano et al. 2009), ``omega = 2 J_E^T [e_dot; w_dot]`` for unit ``q``).
     The component of ``dquat`` along ``quat`` (norm change) is ignored.
     """
     q, dq = _inputs(("quat", quat, (4,)), ("dquat", dquat, (4,)))
@@ -618,29 +618,29 @@ def log6(R, p):
 
 
 def pose_inverse(R, p):
-    """Inverse pose ``bMa = (R^T, -R^T p)`` of ``aMb = (R, p)`` (seed 002 eq. (3.40))."""
+    """Inverse pose ``bMa = (R^T, -R^T p)`` of ``aMb = (R, p)`` (Spong, Hutchinson and Vidyasagar 2006, ch. 2)."""
     return _pose_inverse(*_inputs(("R", R, (3, 3)), ("p", p, (3,))))
 
 
 def transform(R, p):
-    """Homogeneous transform ``[[R, p], [0, 1]]`` (..., 4, 4) (seed 002 eq. (3.39))."""
+    """Homogeneous transform ``[[R, p], [0, 1]]`` (..., 4, 4) (Spong, Hutchinson and Vidyasagar 2006, ch. 2)."""
     return _transform(*_inputs(("R", R, (3, 3)), ("p", p, (3,))))
 
 
 def transform_inverse(T):
-    """Inverse ``[[R^T, -R^T p], [0, 1]]`` of a homogeneous transform (seed 002 eq. (3.40))."""
+    """Inverse ``[[R^T, -R^T p], [0, 1]]`` of a homogeneous transform (Spong, Hutchinson and Vidyasagar 2006, ch. 2)."""
     return _transform(*_pose_inverse(*_split(_arr(T, "T", (4, 4)))))
 
 
 def transform_point(T, x):
-    """``R x + p`` for points ``x`` (..., 3) (seed 002 eq. (3.33))."""
+    """``R x + p`` for points ``x`` (..., 3) (Spong, Hutchinson and Vidyasagar 2006, ch. 2)."""
     T, x = _inputs(("T", T, (4, 4)), ("x", x, (3,)))
     R, p = _split(T)
     return _mv(R, x) + p
 
 
 def transform_compose(T1, T2):
-    """``T1 @ T2``: ``aTc`` from ``aTb``, ``bTc`` (seed 002 eq. (3.38))."""
+    """``T1 @ T2``: ``aTc`` from ``aTb``, ``bTc`` (Spong, Hutchinson and Vidyasagar 2006, ch. 2)."""
     T1, T2 = _inputs(("T1", T1, (4, 4)), ("T2", T2, (4, 4)))
     _split(T1, "T1")
     _split(T2, "T2")
@@ -653,20 +653,20 @@ def motion_transform(R, p):
     """Plücker motion transform ``aXb = [[R, skew(p) R], [0, R]]`` of ``aMb = (R, p)``.
 
     ``v_a = X v_b`` for motion vectors ``[v; w]`` (``pinocchio.SE3.action``).
-    Seed 001 "coordinate transform" slide; the ``X(R, r)`` of seed 000 eq. (4)
+    Featherstone 2008; the ``X(R, r)`` of Featherstone 2008, ch. 2
     maps the other way: ``X(R, r) = motion_transform_inverse(R, r)``, and
-    ``X(M1 M2) = X(M1) X(M2)`` (seed 000 eq. (5)).
+    ``X(M1 M2) = X(M1) X(M2)`` (Featherstone 2008, ch. 2).
     """
     return _motion_transform(*_inputs(("R", R, (3, 3)), ("p", p, (3,))))
 
 
 def motion_transform_inverse(R, p):
-    """``bXa = X(aMb)^-1 = [[R^T, -R^T skew(p)], [0, R^T]]`` (seed 000 eq. (6))."""
+    """``bXa = X(aMb)^-1 = [[R^T, -R^T skew(p)], [0, R^T]]`` (Featherstone 2008, ch. 2)."""
     return _motion_transform(*_pose_inverse(*_inputs(("R", R, (3, 3)), ("p", p, (3,)))))
 
 
 def force_transform(R, p):
-    """Force transform ``aX*b = [[R, 0], [skew(p) R, R]] = X^-T`` (seed 001).
+    """Force transform ``aX*b = [[R, 0], [skew(p) R, R]] = X^-T`` (Featherstone 2008).
 
     ``f_a = X* f_b`` for force vectors ``[f; n]`` (``pinocchio.SE3.dualAction``).
     """
@@ -676,7 +676,7 @@ def force_transform(R, p):
 def cross_motion(v):
     """Matrix of ``v x`` on motion vectors: ``[[S(w), S(v_lin)], [0, S(w)]]``.
 
-    ``cross_motion(v) @ u = [w x u_lin + v_lin x u_ang; w x u_ang]`` (seed 001
+    ``cross_motion(v) @ u = [w x u_lin + v_lin x u_ang; w x u_ang]`` (Featherstone 2008
     "cross product" slide, blocks permuted to ``[v; w]``).
     """
     return _cross_motion(_arr(v, "v", (6,)))
@@ -685,13 +685,13 @@ def cross_motion(v):
 def cross_force(v):
     """Matrix of ``v x*`` on force vectors: ``-cross_motion(v)^T = [[S(w), 0], [S(v_lin), S(w)]]``.
 
-    ``cross_force(v) @ f = [w x f_lin; w x f_ang + v_lin x f_lin]`` (seed 001).
+    ``cross_force(v) @ f = [w x f_lin; w x f_ang + v_lin x f_lin]`` (Featherstone 2008).
     """
     return -_T(_cross_motion(_arr(v, "v", (6,))))
 
 
 def spatial_inertia(mass, com, inertia_com):
-    """6x6 spatial inertia about the frame origin (seed 001 "rigid body inertia").
+    """6x6 spatial inertia about the frame origin (Featherstone 2008).
 
     ``I = [[m 1, -m S(c)], [m S(c), I_c - m S(c) S(c)]]`` with the mass ``m``
     (>= 0), centre of mass ``c`` and rotational inertia ``I_c`` about the

@@ -92,7 +92,7 @@ def velocity_jump(model, q, v) -> Jump:
     """The velocity just after the loops of ``model`` take hold at (q, v) with a relative
     velocity: the impulse F with A dv = J^T F (eq. 20 / 29), the new joints' velocities free
     (eq. 23: no impulse along them) and the loops' velocity constraints met afterwards (eq. 22).
-    Seed 004 solves this for one new loop in the generalized coordinates of the mechanisms
+    Nakamura and Yamane (2000) solves this for one new loop in the generalized coordinates of the mechanisms
     (eqs. 24-28 for two mechanisms, 30-33 inside one, C = 0 for a weld); here it is solved for
     every loop at once in the velocities of the cut tree, where the new joint's velocity is a
     coordinate (eq. 23 is then the joint's own equation): min (dv^T M dv) s.t. J_C (v + dv) = 0,

@@ -1,12 +1,12 @@
 """Closed-form (symbolic) equations of motion of small serial arms, derived with SymPy.
 
-The Lagrange equations of seed 002 ch. 5,
+The Lagrange equations of Spong, Hutchinson and Vidyasagar 2006, ch. 7,
 
     D(q) q'' + C(q, q') q' + G(q) = tau                                   (5.60)
 
-derived the way the seed derives them, independently of linkdyn's numeric kernels:
+derived the way the textbooks derive them, independently of linkdyn's numeric kernels:
 
-1. homogeneous DH transforms ``A_i(q_i)`` (standard, seed 002 eq. (4.9), or modified / Craig)
+1. homogeneous DH transforms ``A_i(q_i)`` (standard, Denavit and Hartenberg 1955; Spong, Hutchinson and Vidyasagar 2006, ch. 3, or modified / Craig)
    and their products ``T_0i = base A_1 ... A_i``;
 2. the Jacobians of each link's centre of mass ``J_vci`` and angular velocity ``J_wi`` from the
    joint axes (revolute: ``z x (p_c - o)`` and ``z``; prismatic: ``z`` and ``0``);
@@ -28,7 +28,7 @@ lambdified functions agree with ``linkdyn.crba``, ``linkdyn.rnea``, ... to round
 
 Parameters may be SymPy expressions (lengths, masses, inertias, gravity), to get textbook
 formulas: pass :class:`SymbolicDHLink` rows (``DHLink`` insists on numbers), or use
-:func:`planar_2link_symbolic` for the arm of seed 002 sec. 5.4.
+:func:`planar_2link_symbolic` for the arm of Spong, Hutchinson and Vidyasagar 2006, ch. 7.
 
 The algebra runs in a polynomial ring in ``cos q_i``, ``sin q_i`` (revolute) and ``q_i``
 (prismatic), reduced with ``cos^2 + sin^2 = 1``, so a 6-joint arm (PUMA 560, Stanford arm) is
@@ -159,7 +159,7 @@ def _trans(sp, x=0, z=0):
 
 def dh_transform(a, alpha, d, theta, convention="standard"):
     """Symbolic 4x4 link transform: standard ``Rot_z(theta) Trans_z(d) Trans_x(a) Rot_x(alpha)``
-    (seed 002 eq. (4.9)) or modified ``Rot_x(alpha) Trans_x(a) Rot_z(theta) Trans_z(d)``."""
+    (Denavit and Hartenberg 1955; Spong, Hutchinson and Vidyasagar 2006, ch. 3) or modified ``Rot_x(alpha) Trans_x(a) Rot_z(theta) Trans_z(d)``."""
     sp = _sympy()
     if convention == "standard":
         return _rz(sp, theta) * _trans(sp, z=d) * _trans(sp, x=a) * _rx(sp, alpha)
@@ -197,7 +197,7 @@ class SymbolicDynamics:
         return self.q.shape[0]
 
     def christoffel(self, i: int, j: int, k: int):
-        """Christoffel symbol of the first kind ``c_ijk`` (seed 002 eq. (5.64)), 0-based indices."""
+        """Christoffel symbol of the first kind ``c_ijk`` (Spong, Hutchinson and Vidyasagar 2006, ch. 7), 0-based indices."""
         ring, chris = self._chris
         return ring.expr(chris[i][j][k]) / 2
 
@@ -362,7 +362,7 @@ class _Ring:
 
 
 def _link_matrix(sp, ring, i, row, convention):
-    """A_i(q_i) as a 4x4 list of ring elements (standard: seed 002 eq. (4.9); modified: Craig)."""
+    """A_i(q_i) as a 4x4 list of ring elements (standard: Denavit and Hartenberg 1955; Spong, Hutchinson and Vidyasagar 2006, ch. 3; modified: Craig)."""
     a, alpha, d, theta, kind = row[:5]
     if kind == "revolute":
         ct, st = ring.cos_sin(i, theta)
@@ -532,10 +532,10 @@ def symbolic_dynamics(links, convention: str = "standard", gravity=(0, 0, -9.81)
         _chris=(ring, chris))
 
 
-# ------------------------------------------------------------------------------ seed 002 sec. 5.4
+# ------------------------------------------------------------------------------ Spong, Hutchinson and Vidyasagar 2006, ch. 7
 
 def planar_2link_symbolic(gravity: str = "none", simplify=True) -> SymbolicDynamics:
-    """The planar 2-link arm of seed 002 sec. 5.4 (fig. 5.5) with symbolic parameters, and the
+    """The planar 2-link arm of Spong, Hutchinson and Vidyasagar 2006, ch. 7 (fig. 5.5) with symbolic parameters, and the
     textbook's closed form next to the derived one.
 
     Notation of the seed: link ``i`` has length ``a_i`` (standard DH, ``alpha_i = d_i = 0``), its
@@ -549,7 +549,7 @@ def planar_2link_symbolic(gravity: str = "none", simplify=True) -> SymbolicDynam
     plane).
 
     Returns the :class:`SymbolicDynamics` of :func:`symbolic_dynamics` with an extra attribute
-    ``textbook``: a dict with the seed's ``D`` (eq. (5.87)), ``C_593`` (the velocity matrix of
+    ``textbook``: a dict with the textbook's ``D`` (eq. (5.87)), ``C_593`` (the velocity matrix of
     eq. (5.93), a non-skew factorisation from eq. (5.92)), ``C`` (its skew-compatible form, eq.
     (5.95): the Christoffel one), ``G`` and ``tau`` (eq. (5.93) with ``G`` added).
 

@@ -1,4 +1,4 @@
-"""``jcalc``: joint transform, motion subspace and bias for every joint kind (seed 000 sec. 2.5).
+"""``jcalc``: joint transform, motion subspace and bias for every joint kind (Baerlocher and Boulic 2001).
 
 One compiled function, as in spatial_v2's ``jcalc``: given the kind code and the joint's
 coordinates it returns the joint transform (R_J, p_J) (child joint frame in the parent joint
@@ -35,7 +35,7 @@ def rodrigues(a, th, R):
 
 @njit(inline="always", cache=True)
 def quat_to_rot(q, k, R):
-    """Rotation matrix of the unit quaternion q[k:k+4] = [x, y, z, w] (seed 002 appendix A4)."""
+    """Rotation matrix of the unit quaternion q[k:k+4] = [x, y, z, w] (the quaternion and Euler-angle rate equations (Siciliano et al. 2009))."""
     x, y, z, w = q[k], q[k + 1], q[k + 2], q[k + 3]
     R[0, 0] = 1.0 - 2.0 * (y * y + z * z)
     R[1, 1] = 1.0 - 2.0 * (x * x + z * z)
@@ -105,7 +105,7 @@ def jcalc(kind, a, a2, q, qa, v, va, has_v, R, p, S, vJ, cJ, T):
             _zero6(S[va + k])
             S[va + k, 3 + k] = 1.0
     elif kind == SPHERICAL_ZYX:
-        # seed 000 sec. 2.5.3: R = Rz(z) Ry(y) Rx(x); w = S [z', y', x'] with
+        # Baerlocher and Boulic 2001: R = Rz(z) Ry(y) Rx(x); w = S [z', y', x'] with
         # S = [[-sy, 0, 1], [cy sx, cx, 0], [cy cx, -sx, 0]] (child frame)
         cz, sz = math.cos(q[qa]), math.sin(q[qa])
         cy, sy = math.cos(q[qa + 1]), math.sin(q[qa + 1])

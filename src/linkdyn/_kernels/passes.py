@@ -1,6 +1,6 @@
 """The forward pass every algorithm starts with, and the input checks kernels report.
 
-``kinematics_pass`` is the first loop of RNEA/ABA (seed 000 eqs. 1-9, seed 001): for each
+``kinematics_pass`` is the first loop of RNEA/ABA (Featherstone 2008, ch. 2): for each
 body, ``jcalc`` gives the joint transform, then
 
     liMi = X_tree(i) X_J(q_i)                          pose in the parent

@@ -1,4 +1,4 @@
-"""Compiled spatial-algebra primitives on small arrays (seed 001, seed 000 sec. 1).
+"""Compiled spatial-algebra primitives on small arrays (Featherstone 2008 sec. 1).
 
 Conventions: motion vectors [v; w], force vectors [f; n].  A pose (R, p) of frame b in
 frame a maps b-coordinates to a-coordinates.  ``act`` carries a vector from b to a, ``inv_act``

@@ -1,6 +1,6 @@
-"""Analysis tools built on the kinematics: manipulability measures and ellipsoids (seed 002
-sec. 4.4), analytic Jacobians and orientation rates (seed 002 ch. 4, appendix A4), inverse
-kinematics with null-space redundancy resolution (seed 002 eqs. 4.49-4.51)."""
+"""Analysis tools built on the kinematics: manipulability measures and ellipsoids (Spong, Hutchinson and Vidyasagar 2006
+sec. 4.4), analytic Jacobians and orientation rates (Spong, Hutchinson and Vidyasagar 2006, chs. 3-4; Siciliano et al. 2009), inverse
+kinematics with null-space redundancy resolution (Liegeois 1977."""
 from .ik import IKError, IKResult, inverse_kinematics, null_space_projector, planar_2link_ik  # noqa: F401
 from .measures import (manipulability, manipulability_ellipsoid, plot_manipulability_ellipses,  # noqa: F401
                        task_jacobian)

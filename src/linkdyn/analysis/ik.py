@@ -1,6 +1,6 @@
 """Inverse kinematics: the planar 2-link arm in closed form, and a general damped least-squares
 (Levenberg-Marquardt) solver with joint limits, random restarts and redundancy resolution by the
-null-space projector of seed 002 eqs. (4.49)-(4.51).
+null-space projector of Liegeois 1977.
 
 The general solver (:func:`inverse_kinematics`) works in two phases.
 
@@ -48,7 +48,7 @@ __all__ = ["IKResult", "IKError", "inverse_kinematics", "null_space_projector", 
 # closed form: planar 2-link arm
 def planar_2link_ik(l1: float, l2: float, x: float, y: float, raise_if_unreachable: bool = True,
                     tol: float = 1e-12) -> np.ndarray:
-    """Joint angles ``[q1, q2]`` of the planar 2-link arm (seed 002 sec. 4.1.2,
+    """Joint angles ``[q1, q2]`` of the planar 2-link arm (Spong, Hutchinson and Vidyasagar 2006, chs. 3-4,
     :func:`linkdyn.models.planar_2link`, tip at ``[l1 c1 + l2 c12, l1 s1 + l2 s12]``) that put the
     tip at ``(x, y)``.
 
@@ -92,11 +92,11 @@ def planar_2link_ik(l1: float, l2: float, x: float, y: float, raise_if_unreachab
 # ---------------------------------------------------------------------------------------
 # general solver
 def null_space_projector(J, rcond: float = 1e-10) -> np.ndarray:
-    """``N = I - J^+ J`` (n, n) of a task Jacobian ``J`` (m, n), seed 002 eq. (4.51): ``J N = 0``,
+    """``N = I - J^+ J`` (n, n) of a task Jacobian ``J`` (m, n), Liegeois 1977: ``J N = 0``,
     so ``q' = J^+ x' + N xi`` (eq. (4.49)) realises ``x'`` whatever ``xi``.  ``J^+`` is the
     pseudo-inverse (eq. (4.50) ``J^T (J J^T)^-1`` when J has full row rank; singular values below
     ``rcond`` times the largest are dropped, so the projector stays exact at singularities).
-    ``xi`` is a joint-space vector (in R^n; the seed's text prints R^m)."""
+    ``xi`` is a joint-space vector (in R^n; the textbook's text prints R^m)."""
     J = np.asarray(J, dtype=float)
     if J.ndim != 2:
         raise ValueError(f"J: expected a 2-D matrix, got shape {J.shape}")
@@ -314,7 +314,7 @@ def _primary(prob, q, r, pe, oe, max_iter):
 
 # --- secondary objectives: (value h(q), direction xi = grad h in the tangent space) ------
 class _Manipulability:
-    """h = log w, w = Yoshikawa manipulability (seed 002 eq. (4.57)) of the task rows; the
+    """h = log w, w = Yoshikawa manipulability (Yoshikawa 1985) of the task rows; the
     gradient by central differences along integrate (one state at a time: for a handful of states
     the loop is faster than one batched call)."""
     name = "manipulability"
@@ -393,7 +393,7 @@ class _UserGradient:
 
 
 def _null_space(prob, obj, q, r, pe, oe, gain, max_iter, secondary_tol):
-    """Gradient steps of obj projected on the null space of the task Jacobian (seed 002 eqs.
+    """Gradient steps of obj projected on the null space of the task Jacobian (Spong, Hutchinson and Vidyasagar 2006 eqs.
     (4.49)-(4.51)), each followed by primary iterations that restore the task.  Returns
     (q, r, pe, oe, iterations, steps taken, reason)."""
     it, steps = 0, 0
@@ -452,7 +452,7 @@ def inverse_kinematics(model, frame, target, q0=None, mode: str = "pose", *, tol
     largest change of one velocity coordinate per iteration [rad or m].
 
     ``secondary``: an objective ``h`` to increase in the null space once the task is met:
-    ``"manipulability"`` (Yoshikawa's ``w = sqrt(det J J^T)``, seed 002 eq. (4.57), of the task
+    ``"manipulability"`` (Yoshikawa's ``w = sqrt(det J J^T)``, Yoshikawa 1985, of the task
     rows; ascent on ``log w`` with a finite-difference gradient), ``"joint_centering"``
     (``h = -1/2 |q - q_centre|^2`` over the coordinates with finite limits) or a callable
     ``f(q) -> (nv,)`` returning the gradient of an objective to *increase* (a tangent vector;

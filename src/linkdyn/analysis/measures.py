@@ -1,4 +1,4 @@
-"""Manipulability measures and ellipsoids (seed 002 sec. 4.4).
+"""Manipulability measures and ellipsoids (Yoshikawa 1985).
 
 All functions take the frame Jacobian in the ``"local_world_aligned"`` reference (rows
 ``[linear; angular]`` of the frame's origin, world axes), keep the rows selected by ``part``
@@ -7,7 +7,7 @@ sequence of row indices such as ``(0, 1)`` for a planar arm's xy-velocity), opti
 it, and work with its singular values ``sigma_1 >= ... >= sigma_k``, ``k = min(m, n)`` for an
 ``m x n`` task Jacobian (n = model.nv).
 
-Seed 002 assumes ``n >= m`` (square or wide J).  For a tall Jacobian (``m > n``, e.g. the 3-row
+Spong, Hutchinson and Vidyasagar 2006 assumes ``n >= m`` (square or wide J).  For a tall Jacobian (``m > n``, e.g. the 3-row
 translation part of a planar 2-link arm) ``det(J J^T)`` is identically zero; the functions here
 then use the ``k = n`` non-trivial singular values, i.e. ``sqrt(det(J^T J))``, the volume of the
 (n-dimensional) ellipsoid inside the m-dimensional task space.
@@ -85,10 +85,10 @@ def manipulability(model, q, frame, kind: str = "yoshikawa", part="full", weight
     ``kind``:
 
     ``"yoshikawa"``
-        ``w = sqrt(det(J J^T)) = prod sigma_i`` (seed 002 eq. (4.57)), computed as the product of
+        ``w = sqrt(det(J J^T)) = prod sigma_i`` (Yoshikawa 1985), computed as the product of
         the singular values (robust, and ``sqrt(det(J^T J))`` for a tall J, see the module doc).
     ``"stochastic"``
-        the stochastic / harmonic-mean manipulability of seed 002 eq. (4.70),
+        the stochastic / harmonic-mean manipulability of Yoshikawa 1985,
         ``m_s = sqrt(m n / sum_i sigma_i^-2)`` with ``m`` the task dimension (here ``k``, the
         number of singular values) and ``n = nv``; 0 where ``det(J J^T) = 0``.  It is continuous:
         it tends to 0 as the smallest singular value does.
@@ -96,9 +96,9 @@ def manipulability(model, q, frame, kind: str = "yoshikawa", part="full", weight
         the condition number ``sigma_max / sigma_min`` (>= 1, ``inf`` at a singularity: unlike the
         two others, *smaller* is better).
 
-    ``weight``: joint-speed weighting of seed 002 eq. (4.58).  The seed writes the constraint as
+    ``weight``: joint-speed weighting of Yoshikawa 1985.  Some texts write the constraint as
     a quadratic form with a diagonal ``W`` whose entries are larger for joints with a smaller
-    maximum speed, i.e. ``q'^T W q' <= 1`` (the seed's text prints ``x'``, but W weighs joints).
+    maximum speed, i.e. ``q'^T W q' <= 1`` (the textbook's text prints ``x'``, but W weighs joints).
     Substituting ``u = W^1/2 q'`` (``||u|| <= 1``) gives the weighted Jacobian ``J W^-1/2``; for a
     full SPD ``W = L L^T`` it is ``J L^-T``.  ``weight`` is W, given as its diagonal (nv,) or as an
     (nv, nv) SPD matrix.  With joint speed limits ``v_max``, ``W = 1 / v_max**2`` gives
@@ -123,7 +123,7 @@ def manipulability(model, q, frame, kind: str = "yoshikawa", part="full", weight
 
 
 def manipulability_ellipsoid(model, q, frame, part="translation", weight=None):
-    """Manipulability ellipsoid ``x'^T (J J^T)^-1 x' <= 1`` (seed 002 sec. 4.4.1): the image of the
+    """Manipulability ellipsoid ``x'^T (J J^T)^-1 x' <= 1`` (Yoshikawa 1985): the image of the
     unit ball of joint speeds.  Returns ``(radii, axes)`` from the SVD ``J = U S V^T``: ``radii``
     (m,) are the singular values (descending, padded with zeros when m > nv) and the columns of
     ``axes`` (m, m) = U are the corresponding orthonormal principal directions in world axes.
@@ -140,7 +140,7 @@ def manipulability_ellipsoid(model, q, frame, part="translation", weight=None):
 
 def plot_manipulability_ellipses(model, qs, frame, ax=None, scale: float = 0.2, links=None):
     """Draw a planar arm (in the world xy-plane) and the xy manipulability ellipse of ``frame`` at
-    each configuration of ``qs`` (N, nq), like seed 002 fig. 4.5.  The arm is drawn through the
+    each configuration of ``qs`` (N, nq), like Yoshikawa 1985.  The arm is drawn through the
     frames ``links`` (default: ``"link0"``, ``"link1"``, ... when they exist, as in models from
     :func:`linkdyn.models.dh.from_dh`).  ``scale`` multiplies the ellipse radii.  Needs matplotlib;
     returns the axes."""

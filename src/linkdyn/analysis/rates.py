@@ -1,7 +1,7 @@
-"""Analytic Jacobians and orientation rates (seed 002 sec. 4.3 and appendix A4).
+"""Analytic Jacobians and orientation rates (Spong, Hutchinson and Vidyasagar 2006, chs. 3-4; Siciliano et al. 2009).
 
 The geometric Jacobian of :func:`linkdyn.jacobian` maps ``q'`` to the frame origin's velocity
-``p'`` and the angular velocity ``omega`` (reference ``"local_world_aligned"``, seed 002
+``p'`` and the angular velocity ``omega`` (reference ``"local_world_aligned"``, Spong, Hutchinson and Vidyasagar 2006
 eqs. (4.40)-(4.45)).  An *analytic* Jacobian maps ``q'`` to the time derivatives of task
 coordinates ``x = [p; phi]``, where ``phi`` are orientation coordinates:
 
@@ -9,16 +9,16 @@ coordinates ``x = [p; phi]``, where ``phi`` are orientation coordinates:
 ``orientation``           k    ``phi`` and its relation to the rotation ``R`` of the frame
 ========================  ===  ==========================================================
 ``"rpy"``                 3    ``[roll, pitch, yaw]``, ``R = Rz(yaw) Ry(pitch) Rx(roll)``
-                               (seed 002 eq. (3.26)); singular at pitch = +-pi/2
+                               (Spong, Hutchinson and Vidyasagar 2006, ch. 2); singular at pitch = +-pi/2
 ``"zyx"``                 3    ``[z, y, x]``, ``R = Rz(z) Ry(y) Rx(x)``; singular at y = +-pi/2
-``"zyz"``                 3    ``[phi, theta, psi]``, ``R = Rz(phi) Ry(theta) Rz(psi)`` (seed 002
+``"zyz"``                 3    ``[phi, theta, psi]``, ``R = Rz(phi) Ry(theta) Rz(psi)`` (Spong, Hutchinson and Vidyasagar 2006
                                eq. (3.25)); singular at theta = 0 or pi
-``"quaternion"``          4    Euler parameters ``[eps; eta] = [x, y, z, w]`` (seed 002 eqs.
+``"quaternion"``          4    Euler parameters ``[eps; eta] = [x, y, z, w]`` (Spong, Hutchinson and Vidyasagar 2006 eqs.
                                (3.28)-(3.32)), ``w >= 0``; never singular
 ========================  ===  ==========================================================
 
 With ``omega = E(phi) phi'`` (``omega`` in world coordinates; the rate matrices ``E`` are those
-of :mod:`linkdyn.spatial`), the analytic Jacobian is (seed 002 appendix A4)
+of :mod:`linkdyn.spatial`), the analytic Jacobian is (the quaternion and Euler-angle rate equations (Siciliano et al. 2009))
 
     ``J_A = blockdiag(I_3, E(phi)^-1) J``,   ``J = jacobian(model, q, frame, "local_world_aligned")``.
 
@@ -26,10 +26,10 @@ For three angles ``E`` necessarily loses rank somewhere (a *representation* sing
 arm can still turn its hand about every axis, but some angular velocities have no finite angle
 rate).  There the functions below raise :class:`RepresentationSingularityError`, saying which
 representation and why.  Euler parameters have none: ``[eps'; eta'] = 1/2 J_E omega`` with
-``J_E = [eta I - S(eps); -eps^T]`` and always ``omega = 2 J_E^T [eps'; eta']`` (appendix A4), so
+``J_E = [eta I - S(eps); -eps^T]`` and always ``omega = 2 J_E^T [eps'; eta']`` (Siciliano et al. 2009), so
 for ``"quaternion"`` the orientation block is the 4x3 matrix ``1/2 J_E``.
 
-Accelerations: ``x'' = J q'' + J' q'`` (seed 002 eq. (4.46)), with ``J' q'`` from
+Accelerations: ``x'' = J q'' + J' q'`` (Spong, Hutchinson and Vidyasagar 2006, ch. 4), with ``J' q'`` from
 :func:`linkdyn.jacobian_dot_times_v`; in analytic coordinates
 ``phi'' = E^-1 (omega' - E' phi')`` and, for Euler parameters,
 ``[eps''; eta''] = 1/2 J_E omega' - |omega|^2 / 4 [eps; eta]``.
@@ -133,7 +133,7 @@ def _check_singular(phi, representation, tol):
             f"{where}orientation {representation!r} is singular at phi = {np.round(flat[k], 6).tolist()}: "
             f"|{mname}| = {float(np.ravel(m)[k]):.3g} < tol = {tol:g}.  At {why}, so the rate matrix E(phi) of "
             f"omega = E(phi) phi' loses rank and some angular velocities have no finite {representation} rate "
-            f"(a representation singularity, seed 002 appendix A4; the mechanism itself is not singular).  "
+            f"(a representation singularity, the quaternion and Euler-angle rate equations (Siciliano et al. 2009); the mechanism itself is not singular).  "
             f"Use orientation='quaternion' (Euler parameters have no such singularity) or another Euler sequence.")
 
 
@@ -151,8 +151,8 @@ def orientation_coordinates(R, representation: str = "rpy") -> np.ndarray:
 
 def rate_matrix(phi, representation: str = "rpy") -> np.ndarray:
     """The map from ``phi'`` to the world angular velocity: ``E(phi)`` (..., 3, 3) with
-    ``omega = E phi'`` for Euler angles, ``2 J_E^T`` (..., 3, 4) for Euler parameters (seed 002
-    appendix A4)."""
+    ``omega = E phi'`` for Euler angles, ``2 J_E^T`` (..., 3, 4) for Euler parameters (Spong, Hutchinson and Vidyasagar 2006
+    Siciliano et al. 2009)."""
     rep = _rep(representation)
     phi = _phi(phi, rep)
     if rep == "quaternion":
@@ -173,10 +173,10 @@ def _inverse_rate(phi, rep, tol):
 def orientation_rate(phi, omega, representation: str = "rpy", tol: float = SINGULAR_TOL) -> np.ndarray:
     """``phi'`` of the orientation coordinates ``phi`` for the world angular velocity ``omega``.
 
-    Euler angles: ``phi' = E(phi)^-1 omega`` (seed 002 appendix A4, ``omega = J_a a'``), raising
+    Euler angles: ``phi' = E(phi)^-1 omega`` (the quaternion and Euler-angle rate equations (Siciliano et al. 2009), ``omega = J_a a'``), raising
     :class:`RepresentationSingularityError` where ``|cos pitch|`` (rpy, zyx) or ``|sin theta|``
     (zyz) is below ``tol``.  Euler parameters ``[x, y, z, w]``: ``[eps'; eta'] = 1/2 J_E omega``,
-    ``J_E = [eta I - S(eps); -eps^T]`` (appendix A4, = :func:`linkdyn.spatial.quat_derivative`
+    ``J_E = [eta I - S(eps); -eps^T]`` (Siciliano et al. 2009, = :func:`linkdyn.spatial.quat_derivative`
     with ``frame="world"``).  ``phi`` (..., k), ``omega`` (..., 3) -> (..., k).
     """
     rep = _rep(representation)
@@ -189,7 +189,7 @@ def orientation_rate(phi, omega, representation: str = "rpy", tol: float = SINGU
 def angular_velocity(phi, phi_dot, representation: str = "rpy") -> np.ndarray:
     """World angular velocity ``omega`` (..., 3) from ``phi`` and ``phi'``: the inverse of
     :func:`orientation_rate`.  Euler angles: ``omega = E(phi) phi'``; Euler parameters:
-    ``omega = 2 J_E^T [eps'; eta']`` (seed 002 appendix A4; the component of ``phi'`` along
+    ``omega = 2 J_E^T [eps'; eta']`` (the quaternion and Euler-angle rate equations (Siciliano et al. 2009); the component of ``phi'`` along
     ``phi``, a change of norm, does not rotate and is ignored)."""
     rep = _rep(representation)
     phi = _phi(phi, rep)
@@ -244,7 +244,7 @@ def analytic_pose(model, q, frame, orientation: str = "rpy") -> np.ndarray:
 
 def analytic_jacobian(model, q, frame, orientation: str = "rpy", tol: float = SINGULAR_TOL) -> np.ndarray:
     """Analytic Jacobian ``J_A`` (3 + k, nv): ``x' = J_A q'`` for ``x = [p; phi]`` of
-    :func:`analytic_pose` (seed 002 appendix A4 on eqs. (4.40)-(4.45)).
+    :func:`analytic_pose` (the quaternion and Euler-angle rate equations (Siciliano et al. 2009) on eqs. (4.40)-(4.45)).
 
     ``J_A = blockdiag(I, E(phi)^-1) J_lwa`` for Euler angles (``orientation`` "rpy", "zyx",
     "zyz"; k = 3) and ``blockdiag(I, 1/2 J_E) J_lwa`` for Euler parameters ("quaternion",
@@ -261,7 +261,7 @@ def analytic_jacobian(model, q, frame, orientation: str = "rpy", tol: float = SI
 
 
 def task_velocity(model, q, v, frame, orientation: str | None = None, tol: float = SINGULAR_TOL) -> np.ndarray:
-    """``x' = J q'`` (seed 002 eq. (4.45)): ``[p'; omega]`` (6,) of ``frame`` in world axes, or
+    """``x' = J q'`` (Spong, Hutchinson and Vidyasagar 2006, ch. 4): ``[p'; omega]`` (6,) of ``frame`` in world axes, or
     with ``orientation`` the analytic rates ``[p'; phi']`` (3 + k,).  (N, ...) for a stack."""
     q, v = _states(model, q=q, v=v)
     J = jacobian(model, q, frame, "local_world_aligned")
@@ -275,13 +275,13 @@ def task_velocity(model, q, v, frame, orientation: str | None = None, tol: float
 
 def task_acceleration(model, q, v, a, frame, orientation: str | None = None,
                       tol: float = SINGULAR_TOL) -> np.ndarray:
-    """``x'' = J q'' + J' q'`` (seed 002 eq. (4.46)) of ``frame``.
+    """``x'' = J q'' + J' q'`` (Spong, Hutchinson and Vidyasagar 2006, ch. 4) of ``frame``.
 
     ``orientation=None``: ``[p''; omega']`` (6,), the classical acceleration of the frame origin
     and the angular acceleration, world axes (``J`` in reference ``"local_world_aligned"``,
     ``J' q'`` from :func:`linkdyn.jacobian_dot_times_v`).  With ``orientation`` ("rpy", "zyx",
     "zyz", "quaternion"): ``[p''; phi'']`` (3 + k,), where ``phi'' = E^-1 (omega' - E' phi')``
-    (the derivative of ``omega = E phi'``, seed 002 appendix A4) or, for Euler parameters,
+    (the derivative of ``omega = E phi'``, the quaternion and Euler-angle rate equations (Siciliano et al. 2009)) or, for Euler parameters,
     ``1/2 J_E omega' - |omega|^2/4 [eps; eta]``.  (N, ...) for a stack of states.
     """
     q, v, a = _states(model, q=q, v=v, a=a)

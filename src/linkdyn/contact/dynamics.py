@@ -9,7 +9,7 @@ bilateral loop closures of the model, the motion obeys
     |lambda_t| <= mu lambda_n, sticking T q'' + T' v = 0 inside the cone  (Coulomb)
 
 (Lagrange multipliers: the constrained equations of motion of Spong and Vidyasagar's form,
-seed 002 eq. 6.10; the unilateral part: Loetstedt 1982, Baraff 1994, Pfeiffer and Glocker
+the Lagrange-multiplier form of the constrained equations of motion; the unilateral part: Loetstedt 1982, Baraff 1994, Pfeiffer and Glocker
 1996).  The bilateral rows are eliminated first: ``Z = M^-1 - M^-1 J_b^T (J_b M^-1 J_b^T)^+
 J_b M^-1`` maps a generalized force to the acceleration it adds to the closed chain, and the
 loop-closed acceleration a_L under tau alone is the compiled multiplier-form solver of

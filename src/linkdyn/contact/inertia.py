@@ -1,6 +1,6 @@
 """Inverse inertia between the bodies of a tree: J M^-1 J^T of a set of frames in O(n + k^2).
 
-Implementation notes (internal reference: seed 000 sec. 2.8, "the inertia between bodies of
+Implementation notes (internal reference: the inverse operational-space inertia (Featherstone 2008), "the inertia between bodies of
 a tree", built on the articulated body algorithm of secs. 2.3-2.4, eqs. 17-26).  In the
 book's symbols, with the articulated inertias Î_c of ABA's backward pass (eq. 25) and the
 motion subspace Ĵ_c of the joint of body c (``S`` in the code):
@@ -17,7 +17,7 @@ as δA_c = T_cp δA_p - S_cp δẐ_c (eqs. 22, 15).  With δA_p = Θ_p δẐ_p:
     S_cp = Î_root^-1 gives the book's Θ_0 = -Î_0^-1),
     Θ_c = T_cp Θ_p T_cp^T - S_cp.
 
-The seed prints S_cp with a trailing δẐ_c (``S_cp = Ĵ_c D_c^-1 Ĵ_c^T δẐ_c``): a misprint,
+The derivation this follows prints S_cp with a trailing δẐ_c (``S_cp = Ĵ_c D_c^-1 Ĵ_c^T δẐ_c``): a misprint,
 since S_cp multiplies δẐ_c in the very next line and Θ_c = T Θ T^T - S_cp needs a 6x6 matrix;
 S_cp is the matrix without it (tests/test_inverse_inertia.py checks this numerically).
 

@@ -1,7 +1,7 @@
 """Articulated body algorithm: forward dynamics q'' = FD(q, v, tau, f_ext) in O(n).
 
-Seed 000 secs. 2.3-2.4 (eqs. 17-26) and spatial_v2's ``FDab.m``; joints of any number of
-dofs through their motion subspace S_i (seed 000 sec. 2.5):
+Featherstone 2008 secs. 2.3-2.4 (eqs. 17-26) and spatial_v2's ``FDab.m``; joints of any number of
+dofs through their motion subspace S_i (Baerlocher and Boulic 2001):
 
     pass 1 (out):  v_i = X_i v_p + vJ,  c_i = cJ + v_i x vJ,
                    I^A_i = I_i,  p^A_i = v_i x* I_i v_i - f_i^ext

@@ -3,7 +3,7 @@
 Featherstone, *Rigid Body Dynamics Algorithms* (2008), sec. 6.5 "Sparse factorization",
 Table 6.3 (the LTDL factorization) and the multiplication / back-substitution algorithms
 of the same section (spatial_v2: ``LTDL.m``, ``mpyLi.m``, ``mpyLit.m``).  The matrix itself
-is seed 003 (CRBA, :mod:`linkdyn.dynamics.crba`); here it is written H as in the book.
+is Walker and Orin 1982 (CRBA, :mod:`linkdyn.dynamics.crba`); here it is written H as in the book.
 
 **Branch-induced sparsity.**  Number the dofs 0..n-1 in depth-first order and give each dof
 i a parent dof lambda(i) < i: the previous dof of the same joint, or for the first dof of a
@@ -242,7 +242,7 @@ def _ltdl_inverse_congruence(LD, lam, Jc, Y, Lambda):
 
 @njit(cache=True)
 def _mass_matrix_cholesky_kernel(mi, mf, ws, q, lam, LD):
-    """LD <- LTDL of H(q): CRBA (seed 003) then :func:`_ltdl_factor`."""
+    """LD <- LTDL of H(q): CRBA (Walker and Orin 1982) then :func:`_ltdl_factor`."""
     st = _crba_kernel(mi, mf, ws, q, LD)
     if st != OK:
         return st

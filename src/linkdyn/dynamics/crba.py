@@ -1,13 +1,13 @@
-"""The joint-space inertia matrix M(q), three ways (seed 003).
+"""The joint-space inertia matrix M(q), three ways (Walker and Orin 1982).
 
-* ``crba``: the composite rigid body algorithm (seed 003 sec. 2; Featherstone's CRBA),
+* ``crba``: the composite rigid body algorithm (Walker and Orin 1982; Featherstone's CRBA),
   in world coordinates: composite inertias I^c_i = oI_i + sum_children I^c_j (backward),
   then M_ed = J_e^T I^c_i J_d for the dofs e of the subtree of joint i.  About twice as
-  fast as the other two, as the seed measures.
+  fast as the other two, as Walker and Orin (1982) measure.
 * ``unit_vector``: column j of M is the inverse dynamics of q'' = e_j with v = 0 and no
-  gravity (seed 003 sec. 3, seed 002 "inertia matrix by unit vectors").
-* ``jacobian``: M = sum_i J_i^T I_i J_i over the bodies' Jacobians (seed 003 sec. 4,
-  seed 002 eq. 5.50), here with world-frame Jacobians and inertias.
+  gravity (Walker and Orin 1982).
+* ``jacobian``: M = sum_i J_i^T I_i J_i over the bodies' Jacobians (Walker and Orin 1982,
+  Spong, Hutchinson and Vidyasagar 2006, ch. 7, here with world-frame Jacobians and inertias.
 
 All three include the armature on the diagonal and must agree to round-off.
 """
@@ -31,9 +31,9 @@ _METHODS = {"crba": CRBA, "unit_vector": UNIT_VECTOR, "jacobian": JACOBIAN}
 
 @njit(cache=True)
 def _crba_kernel(mi, mf, ws, q, M):
-    """Composite rigid body algorithm in world coordinates (seed 003 sec. 2).
+    """Composite rigid body algorithm in world coordinates (Walker and Orin 1982).
 
-    Seed 003 writes the composite body i (everything beyond joint i moving as one rigid
+    Walker and Orin 1982 writes the composite body i (everything beyond joint i moving as one rigid
     body, its mass, centre of mass and inertia found recursively) in link i's frame; here
     every quantity is in world coordinates, which makes the recursion a plain sum and each
     entry of M one dot product (no force transform per ancestor):
@@ -182,7 +182,7 @@ _crba = Entry(_crba_packed, PACKED, VEC, OUT2)
 def mass_matrix(model, q, method: str = "crba") -> np.ndarray:
     """Joint-space inertia matrix M(q) (nv, nv), full and symmetric; (N, nv, nv) for a stack.
 
-    ``method``: "crba" (default, fastest), "unit_vector" or "jacobian" (seed 003).
+    ``method``: "crba" (default, fastest), "unit_vector" or "jacobian" (Walker and Orin 1982).
     """
     try:
         code = _METHODS[method]

@@ -1,4 +1,4 @@
-"""Kinetic and potential energy (seed 002 sec. 5.3, the Lagrangian L = T - U).
+"""Kinetic and potential energy (Spong, Hutchinson and Vidyasagar 2006, ch. 7, the Lagrangian L = T - U).
 
     T = 1/2 sum_i v_i^T I_i v_i  (= 1/2 v^T M(q) v)        U = -sum_i m_i g . c_i
 """

@@ -1,8 +1,8 @@
-"""Lagrange's form of the equations of motion: D(q) q'' + C(q, q') q' + G(q) = tau (seed 002
+"""Lagrange's form of the equations of motion: D(q) q'' + C(q, q') q' + G(q) = tau (Spong, Hutchinson and Vidyasagar 2006
 eq. 5.60), with the Coriolis matrix C of the Christoffel symbols (eqs. 5.64-5.65) computed by
 a recursion over the tree, never by differentiating D.
 
-* :func:`coriolis_matrix` C(q, v) (nv, nv), such that (seed 002 sec. 5.3)
+* :func:`coriolis_matrix` C(q, v) (nv, nv), such that (Spong, Hutchinson and Vidyasagar 2006, ch. 7)
 
       C(q, v) v = b(q, v) - g(q)                       (the velocity terms of eq. 5.59)
       D'(q) - 2 C(q, v) is skew-symmetric               (eqs. 5.66-5.71, property 5 / eq. 5.77)
@@ -18,7 +18,7 @@ Wensing, "Numerical methods to compute the Coriolis matrix and Christoffel symbo
 rigid-body systems", 2021).  In world coordinates, with J_i the Jacobian of body i (columns
 S_e: the motion of every dof e that supports i), I_i its inertia and v_i = J_i v its velocity,
 
-    D = sum_i J_i^T I_i J_i                                            (seed 002 eq. 5.50)
+    D = sum_i J_i^T I_i J_i                                            (Spong, Hutchinson and Vidyasagar 2006, ch. 7
     C = sum_i J_i^T (I_i J'_i + B_i J_i),   B_i = 1/2 (v_i x* I_i - I_i v_i x + (I_i v_i) x̄*)
 
 where (f x̄*) u = u x* f.  B_i + B_i^T = v_i x* I_i - I_i v_i x = I'_i, so C + C^T = D', and
@@ -83,7 +83,7 @@ def _joint_sdot(kind, a2, S, q, qa, v, va, d, out):
     q; zero for every other kind.  ``S`` holds the body-frame columns of ``jcalc``.
 
     universal:     S_0 = [0; R2^T a1]  ->  S'_0 = [0; (R2^T a1) x a2] q2'     (S'_1 = 0)
-    spherical ZYX: S = [[-sy, 0, 1], [cy sx, cx, 0], [cy cx, -sx, 0]] (angular rows, seed 000
+    spherical ZYX: S = [[-sy, 0, 1], [cy sx, cx, 0], [cy cx, -sx, 0]] (angular rows, Featherstone 2008
                    sec. 2.5.3), differentiated in (y, x); column d of S' with S' q' = cJ.
     """
     for k in range(6):
@@ -261,7 +261,7 @@ def _coriolis(model, q, v, mode):
 
 
 def coriolis_matrix(model, q, v) -> np.ndarray:
-    """Coriolis and centrifugal matrix C(q, v) (nv, nv) of seed 002 eq. 5.60; (N, nv, nv) for a stack.
+    """Coriolis and centrifugal matrix C(q, v) (nv, nv) of Spong, Hutchinson and Vidyasagar 2006, ch. 7; (N, nv, nv) for a stack.
 
     C v = nonlinear_effects(q, v) - generalized_gravity(q) (without joint friction) and
     D' - 2C is skew-symmetric (eqs. 5.66-5.71).  Where v = q' (revolute, prismatic, cylindrical,
@@ -277,7 +277,7 @@ def mass_matrix_derivative(model, q, v) -> np.ndarray:
     """D'(q, v) = d/dt D(q(t)) along q(t) = integrate(model, q, v t) at t = 0 (nv, nv); (N, nv, nv)
     for a stack.
 
-    Computed analytically as D' = C + C^T, which is the skew-symmetry of D' - 2C (seed 002
+    Computed analytically as D' = C + C^T, which is the skew-symmetry of D' - 2C (Spong, Hutchinson and Vidyasagar 2006
     eq. 5.77: K + K^T = 0 with K = D' - 2C), not by differentiating D.  The armature is
     constant and does not appear.
     """
@@ -285,7 +285,7 @@ def mass_matrix_derivative(model, q, v) -> np.ndarray:
 
 
 class LagrangianTerms(NamedTuple):
-    """The terms of D(q) q'' + C(q, q') q' + G(q) + F(q') = tau (seed 002 eqs. 5.60, 5.94)."""
+    """The terms of D(q) q'' + C(q, q') q' + G(q) + F(q') = tau (Spong, Hutchinson and Vidyasagar 2006, ch. 7, 5.94)."""
     D: np.ndarray   #: joint-space inertia (nv, nv), armature included (eq. 5.50)
     C: np.ndarray   #: Coriolis matrix (nv, nv), Christoffel form where v = q' (eqs. 5.64-5.65)
     G: np.ndarray   #: gravity torques (nv,) (dU/dq of eq. 5.59)
@@ -308,7 +308,7 @@ def joint_friction(model, v) -> np.ndarray:
 
 def lagrangian_terms(model, q, v) -> LagrangianTerms:
     """D, C, G (and the joint friction F) of Lagrange's equations, so that
-    ``D @ a + C @ v + G + F == rnea(model, q, v, a)`` for every a (seed 002 eq. 5.60; F is the
+    ``D @ a + C @ v + G + F == rnea(model, q, v, a)`` for every a (Spong, Hutchinson and Vidyasagar 2006, ch. 7; F is the
     viscous friction of eq. 5.94 plus Coulomb friction, zero unless the model has them).
 
     q (nq,) or (N, nq); v (nv,) or (N, nv); stacked outputs have a leading N.

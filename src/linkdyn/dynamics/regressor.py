@@ -1,4 +1,4 @@
-"""Linearity in the inertial parameters: Y(q, q', q'') a = tau (seed 002 property 7, eq. 5.78),
+"""Linearity in the inertial parameters: Y(q, q', q'') a = tau (Spong, Hutchinson and Vidyasagar 2006, ch. 7,
 the base (identifiable) parameters, and their least-squares identification.
 
 * :func:`joint_torque_regressor` Y (nv, 10 (nbody - 1)) with ``rnea(q, v, a) = Y @ inertial_parameters(model)``
@@ -9,15 +9,15 @@ the base (identifiable) parameters, and their least-squares identification.
       [m, m c_x, m c_y, m c_z, I_xx, I_xy, I_yy, I_xz, I_yz, I_zz]
 
   Body 0, the world (and what is welded to it), has none.  With joint terms, 3 nv columns
-  follow: q''_d (armature of dof d), q'_d (viscous friction, seed 002 eq. 5.94) and
+  follow: q''_d (armature of dof d), q'_d (viscous friction, Spong, Hutchinson and Vidyasagar 2006, ch. 7 and
   sign(q'_d) (Coulomb friction).
 * :func:`base_parameters`: which combinations of the parameters the torques determine, by a
-  rank-revealing QR of the regressor stacked over random states (seed 002 sec. 5.4 forms them
+  rank-revealing QR of the regressor stacked over random states (Spong, Hutchinson and Vidyasagar 2006, ch. 7 forms them
   by hand for the planar 2-link arm: phi_1 = m1 l1^2 + m2 a1^2 + J1, ...).
 * :func:`identify`: least-squares estimates of the base parameters from measured torques, with
   standard errors.
 
-The regressor (seed 002 eq. 5.78 for a tree).  The spatial force of body k,
+The regressor (Spong, Hutchinson and Vidyasagar 2006, ch. 7 for a tree).  The spatial force of body k,
 f_k = I_k a_k + v_k x* I_k v_k, is linear in its parameters, f_k = A(v_k, a_k) pi_k (6x10, body
 frame; a_k includes -g as in RNEA), and the torque of dof e is S_e^T times the sum of the forces
 of the bodies that e supports.  Here A is carried to the world once per body, and every
@@ -159,7 +159,7 @@ def n_parameters(model, with_joint_terms: bool = False) -> int:
 
 def joint_torque_regressor(model, q, v, a, with_joint_terms: bool = False) -> np.ndarray:
     """Y(q, v, a) (nv, 10 (nbody - 1)) with ``Y @ inertial_parameters(model) == rnea(model, q, v, a)``
-    (seed 002 property 7, eq. 5.78), gravity included, the armature and friction not;
+    (Spong, Hutchinson and Vidyasagar 2006, ch. 7, gravity included, the armature and friction not;
     (N, nv, ncols) for a stack.
 
     With ``with_joint_terms`` 3 nv columns follow: a (armature), v (viscous friction, eq. 5.94)
@@ -223,7 +223,7 @@ def parameter_names(model, with_joint_terms: bool = False) -> tuple:
 
 @dataclass(frozen=True)
 class BaseParameters:
-    """The identifiable combinations beta = E @ pi of the parameters pi (seed 002 sec. 5.4).
+    """The identifiable combinations beta = E @ pi of the parameters pi (Spong, Hutchinson and Vidyasagar 2006, ch. 7).
 
     ``index`` (nbase,) are independent columns of the regressor (ascending), ``dependent`` the
     others; Y[:, dependent] = Y[:, index] @ K for every state, so
@@ -350,7 +350,7 @@ def _weights(weights, n, nv):
 
 def identify(model, Q, V, A, TAU, base: BaseParameters | None = None, weights=None,
              with_joint_terms: bool | None = None, chunk_size: int = 4096) -> Identification:
-    """Least-squares estimate of the base parameters from measured torques (seed 002 eq. 5.78:
+    """Least-squares estimate of the base parameters from measured torques (Spong, Hutchinson and Vidyasagar 2006, ch. 7:
     stack Y_base(q_k, v_k, a_k) beta = tau_k over the samples and solve).
 
     Q (N, nq), V, A, TAU (N, nv): the measured trajectory.  ``base``: from

@@ -1,6 +1,6 @@
 """Recursive Newton-Euler algorithm: inverse dynamics tau = ID(q, v, a, f_ext).
 
-Seed 001 (recursive Newton-Euler) and seed 000 eqs. 1-9 (velocity and acceleration
+Featherstone 2008 (recursive Newton-Euler) and Featherstone 2008, ch. 2 (velocity and acceleration
 propagation); the same steps as spatial_v2's ``ID.m``:
 
     forward:   v_i = X_i v_p + S_i q'_i,   a_i = X_i a_p + S_i q''_i + c_i      (a_0 = -g)
@@ -8,7 +8,7 @@ propagation); the same steps as spatial_v2's ``ID.m``:
     backward:  tau_i = S_i^T f_i + tau_J,i,   f_p += X_i^* f_i
 
 with the joint's own torque tau_J = armature q'' + damping q' + friction sign(q') (rotor
-inertia, viscous and Coulomb friction, seed 002 sec. 5; zero unless the model has them).
+inertia, viscous and Coulomb friction, Spong, Hutchinson and Vidyasagar 2006, ch. 7; zero unless the model has them).
 
 External forces are per body, in the body frame (Pinocchio's convention).
 """

@@ -146,7 +146,7 @@ LEVELS = (POS, VEL, ACC)
 
 
 # ---------------------------------------------------------------------------------------
-# constrained dynamics on the real tree (the multiplier form, seed 002 eq. 6.10)
+# constrained dynamics on the real tree (the multiplier form, the Lagrange-multiplier form of the constrained equations of motion
 FD, VELOCITY, POSITION = 0, 1, 2
 PIVOT_TOL = 1e-10      # a constraint whose pivot in Lambda falls below this (relative) is dependent
 
@@ -292,7 +292,7 @@ def constrained_solve(mi, mf, ws, li, lf, lam, lw, q, v, tau, mode, alpha, beta,
     """The multiplier form on the real tree, one kernel for three jobs (``mode``):
 
     * FD: out = q'' of  M q'' + b = tau + J^T lambda,  J q'' = -J' q' - 2 alpha J q' + beta^2 e
-      (seed 002 eq. 6.10 with Baumgarte's stabilization; e the loop error);
+      (the Lagrange-multiplier form of the constrained equations of motion with Baumgarte's stabilization; e the loop error);
     * VELOCITY: out = dv with M dv = J^T mu, J (v + dv) = 0: the projection of v in the
       kinetic-energy metric, i.e. the velocity jump of a perfectly inelastic closure (Nakamura and Yamane 2000
       sec. 4.3, eqs. 20-33);

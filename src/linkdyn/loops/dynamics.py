@@ -1,4 +1,4 @@
-"""Dynamics of closed chains (Nakamura and Yamane 2000 secs. 2.1-2.4; seed 002 eq. 6.10).
+"""Dynamics of closed chains (Nakamura and Yamane 2000 secs. 2.1-2.4; the Lagrange-multiplier form of the constrained equations of motion.
 
 Inverse dynamics through the virtually cut open chain (Nakamura and Yamane 2000 eqs. 1-4):
 
@@ -11,7 +11,7 @@ Forward dynamics, three ways that agree on a closed, velocity-consistent state:
 * ``"unit_vector"`` (sec. 2.4, eqs. 17-19): b = W^T tau_O at theta_G'' = 0, then column i of
   A = W^T tau_O at theta_G'' = e_i minus b, each by RNEA; theta_G'' = A^-1 (tau_G - b);
 * ``"projected"``: the same A = W^T M W from one CRBA and b from one RNEA;
-* ``"kkt"``: the multiplier form of seed 002 eq. 6.10 on all of theta_J,
+* ``"kkt"``: the multiplier form of the Lagrange-multiplier form of the constrained equations of motion on all of theta_J,
   [M  J^T; J  0] [theta''; -lambda] = [tau - b; -J' theta' + stabilization],
   which needs no W and is the default: :func:`constrained_dynamics`, one compiled kernel
   (tree-sparse factorization of M, cut joints eliminated, redundant rows pivoted out).
@@ -109,7 +109,7 @@ def inverse_dynamics(model, q, v, a, actuated, weights=None, analysis=None, tol=
     solution, weighted by ``weights`` (N_A,: minimizes sum tau_A^2 / weights... i.e.
     tau_A^T diag(1/weights) tau_A) (Nakamura and Yamane 2000 ref. [8]); with fewer, a motion the actuators
     cannot produce raises ValueError (a producible one is solved exactly).  The constraint
-    forces are those of seed 002 eq. 6.10: J_C^T lam = tau_O - tau (applied).
+    forces are those of the Lagrange-multiplier form of the constrained equations of motion: J_C^T lam = tau_O - tau (applied).
     """
     _need_loops(model, "inverse_dynamics")
     args = _single(model, "inverse_dynamics", q=q, v=v, a=a)
@@ -189,7 +189,7 @@ def forward_dynamics(model, q, v, tau, actuated=None, method="kkt", analysis=Non
 
 
 def _kkt(model, q, v, tau, baumgarte, tol):
-    """Dense reference solution of seed 002 eq. 6.10 on all velocities (cut joints included:
+    """Dense reference solution of the Lagrange-multiplier form of the constrained equations of motion on all velocities (cut joints included:
     M is singular on them, the KKT matrix is not, as J_C has full rank on their columns)."""
     e, JC, bias = _terms(model, q, v, ACC)
     rows = independent_rows(JC, RANK_TOL)
@@ -261,7 +261,7 @@ def _run_solve(model, q, v, tau, mode, alpha, beta):
 
 def constrained_dynamics(model, q, v, tau, baumgarte=(0.0, 0.0), forces=False):
     """q'' of a closed chain under the joint torques ``tau`` (nv,) by the multiplier form
-    (seed 002 eq. 6.10), compiled: tree-sparse factorization of M, the cut joints eliminated,
+    (the Lagrange-multiplier form of the constrained equations of motion, compiled: tree-sparse factorization of M, the cut joints eliminated,
     dependent constraints dropped by pivoting.  ``baumgarte`` = (alpha, beta) stabilizes the
     loops: J q'' = -J' q' - 2 alpha J q' + beta^2 e.  With ``forces`` also returns (nloops, 6):
     each loop's force [f; n] of the real link on the virtual link, in the virtual link's frame

@@ -118,7 +118,7 @@ def _pick_columns(A, m, tiers, tol):
 
 
 class LoopAnalysis:
-    """The seed's closed-chain quantities at one configuration (Nakamura and Yamane 2000 secs. 2.1-2.2).
+    """The closed-chain quantities of Nakamura and Yamane (2000) at one configuration (Nakamura and Yamane 2000 secs. 2.1-2.2).
 
     ``JC`` (6 nl, N_J) loop Jacobians; ``rows`` the m independent rows (J_Cm = JC[rows]);
     ``m``, ``dof`` (N_F); ``S_dofs`` / ``G_dofs`` the velocity indices of theta_S (dependent)

@@ -201,7 +201,7 @@ class ModelBuilder:
         inertia in the body frame.  Limits are per coordinate (``lower``/``upper``, size nq)
         and per velocity (``velocity_limit``/``effort_limit``/``armature``, size nv).
         ``damping`` (viscous, ``tau += damping * v``) and ``friction`` (Coulomb,
-        ``tau += friction * sign(v)``), size nv, enter RNEA and ABA alike (seed 002 sec. 5).
+        ``tau += friction * sign(v)``), size nv, enter RNEA and ABA alike (Spong, Hutchinson and Vidyasagar 2006, ch. 7).
         Returns the body's index in the builder.
         """
         if not isinstance(name, str) or not name:
@@ -316,8 +316,8 @@ class ModelBuilder:
     def reattach(self, body, parent="world", joint: J.Joint | None = None, placement=None,
                  joint_name: str | None = None) -> None:
         """Hang ``body`` (and its subtree, which keeps its shape) from ``parent`` through ``joint``
-        (default a free joint) at ``placement`` instead of its present joint: the cut of seed
-        004 sec. 4.4 / Fig. 12 at a joint that is not a virtual link."""
+        (default a free joint) at ``placement`` instead of its present joint: the cut of
+        Nakamura and Yamane (2000) sec. 4.4 / Fig. 12 at a joint that is not a virtual link."""
         k = self._body_index(body, "reattach.body")
         if k == 0:
             raise ValueError("reattach: the world cannot be re-attached")

@@ -3,7 +3,7 @@
 A joint connects a body to its parent.  Each kind is described by its configuration size
 ``nq``, its velocity size ``nv`` and up to two axes given in the joint frame.  The compiled
 ``jcalc`` (``linkdyn._kernels.jcalc``) turns a kind code and its coordinates into the joint
-transform, the motion subspace ``S`` and the bias ``c = S' q'`` (seed 000 sec. 2.5, seed 003
+transform, the motion subspace ``S`` and the bias ``c = S' q'`` (Baerlocher and Boulic 2001, Walker and Orin 1982
 table of joint types), so no algorithm needs a variant per joint kind.
 
 Coordinates follow Pinocchio where both have the joint:
@@ -315,7 +315,7 @@ class Spherical(_Ball):
 
 
 class SphericalZYX(_Ball):
-    """Ball joint in ZYX angles [z, y, x], R = Rz(z) Ry(y) Rx(x) (seed 000 sec. 2.5.3), with the
+    """Ball joint in ZYX angles [z, y, x], R = Rz(z) Ry(y) Rx(x) (Baerlocher and Boulic 2001), with the
     same optional swing cone and twist range as :class:`Spherical` (``swing``, ``twist``,
     ``axis``, ``plug_axis``: see there).  The angles' own ``lower``/``upper`` (ModelBuilder) are
     separate coordinate limits."""

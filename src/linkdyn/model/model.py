@@ -289,7 +289,7 @@ class Model:
         """The 10 standard inertial parameters of every moving body (Pinocchio's order:
         m, m c, then the rotational inertia about the body origin xx, xy, yy, xz, yz, zz), and
         with ``with_joint_terms`` the armature, damping and friction of every dof: the vector
-        ``p`` with ``rnea(q, v, a) = joint_torque_regressor(q, v, a) @ p`` (seed 002 property 7)."""
+        ``p`` with ``rnea(q, v, a) = joint_torque_regressor(q, v, a) @ p`` (Spong, Hutchinson and Vidyasagar 2006 property 7)."""
         from ..dynamics.regressor import inertial_parameters
         return inertial_parameters(self, with_joint_terms)
 

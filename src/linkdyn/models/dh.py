@@ -1,8 +1,8 @@
 """Serial arms from Denavit-Hartenberg tables.
 
-Two conventions are supported (seed 002 ch. 4):
+Two conventions are supported (Spong, Hutchinson and Vidyasagar 2006, chs. 3-4):
 
-``"standard"`` (Denavit-Hartenberg, seed 002 eq. (4.9))
+``"standard"`` (Denavit-Hartenberg, Denavit and Hartenberg 1955; Spong, Hutchinson and Vidyasagar 2006, ch. 3)
     ``A_i = Rot_z(theta_i) Trans_z(d_i) Trans_x(a_i) Rot_x(alpha_i)``; DH frame ``i`` sits at
     the *end* of link ``i`` and joint ``i`` moves about / along ``z_{i-1}``.
 ``"modified"`` (Craig)
@@ -53,7 +53,7 @@ class DHLink:
     that of a prismatic joint (``q = 0`` gives the table's values).  ``mass``, ``com`` and
     ``inertia`` (3x3, about the centre of mass) are expressed in DH frame ``i``.  ``armature``
     is the reflected rotor inertia (added to the mass matrix diagonal); ``viscous`` and
-    ``coulomb`` are the joint's friction, ``tau_f = viscous q' + coulomb sign(q')`` (seed 002
+    ``coulomb`` are the joint's friction, ``tau_f = viscous q' + coulomb sign(q')`` (Spong, Hutchinson and Vidyasagar 2006
     sec. 5, viscous friction); ``lower``/``upper`` bound ``q_i``.  Armature and friction
     enter RNEA, CRBA and ABA alike.
     """
@@ -116,7 +116,7 @@ def _tz(d):
 
 
 def dh_transform(a, alpha, d, theta, convention: str = "standard") -> np.ndarray:
-    """4x4 link transform: standard ``Rot_z(theta) Trans_z(d) Trans_x(a) Rot_x(alpha)`` (seed 002
+    """4x4 link transform: standard ``Rot_z(theta) Trans_z(d) Trans_x(a) Rot_x(alpha)`` (Spong, Hutchinson and Vidyasagar 2006
     eq. (4.9)) or modified ``Rot_x(alpha) Trans_x(a) Rot_z(theta) Trans_z(d)`` (Craig)."""
     if convention == "standard":
         return _rz(theta) @ _tz(d) @ _tx(a) @ _rx(alpha)
@@ -195,13 +195,13 @@ def planar_2link_links(l1: float = 1.0, l2: float = 1.0, m1: float = 1.0, m2: fl
 
 
 def planar_2link(l1: float = 1.0, l2: float = 1.0, m1: float = 1.0, m2: float = 1.0, **kwargs):
-    """The planar 2-link arm of seed 002 sec. 4.1.2 / 5.4 (two revolute joints about z, standard DH
+    """The planar 2-link arm of Spong, Hutchinson and Vidyasagar 2006, chs. 3-4 / 5.4 (two revolute joints about z, standard DH
     ``a_i = l_i``, ``alpha_i = d_i = theta_i = 0``), links modelled as *uniform slender rods*.
 
-    In the notation of seed 002 sec. 5.4 (eqs. (5.79)-(5.87)), the centre of mass of link ``i``
+    In the notation of Spong, Hutchinson and Vidyasagar 2006, ch. 7 (eqs. (5.79)-(5.87)), the centre of mass of link ``i``
     is at ``[-r_i, 0, 0]`` in DH frame ``i`` with ``r_i = l_i / 2`` (so the distance from the joint
     is ``l_ci = l_i / 2``), and ``J_i = m_i l_i^2 / 12`` about the z axis.  The arm moves in the
-    xy-plane; with the default gravity (-z) gravity does no work, as in seed 002 eq. (5.93).
+    xy-plane; with the default gravity (-z) gravity does no work, as in Spong, Hutchinson and Vidyasagar 2006, ch. 7.
     The tool frame is DH frame 2 (the tip).  ``kwargs`` go to :func:`from_dh`.
     """
     kwargs.setdefault("name", "planar_2link")
@@ -295,7 +295,7 @@ def scara_links(l1: float = 0.35, l2: float = 0.30, h: float = 0.40) -> list:
 
 
 def scara(l1: float = 0.35, l2: float = 0.30, h: float = 0.40, **kwargs):
-    """SCARA arm (RRPR, seed 002 sec. 2.3), standard DH: ``a_1 = l1``, ``d_1 = h``; ``a_2 = l2``,
+    """SCARA arm (RRPR, Spong, Hutchinson and Vidyasagar 2006, ch. 1), standard DH: ``a_1 = l1``, ``d_1 = h``; ``a_2 = l2``,
     ``alpha_2 = pi`` (so z_2 points down); prismatic ``d_3 = q_3`` (downwards); wrist roll.
     Dimensions and masses are *illustrative* (roughly a 0.65 m reach table-top SCARA), not taken
     from a datasheet.  ``kwargs`` go to :func:`from_dh`.
@@ -315,7 +315,7 @@ def cartesian_arm_links(stroke: float = 1.0) -> list:
 
 
 def cartesian_arm(stroke: float = 1.0, **kwargs):
-    """Cartesian (PPP) arm of seed 002 sec. 2.3, standard DH: joint 1 along world z, joint 2
+    """Cartesian (PPP) arm of Spong, Hutchinson and Vidyasagar 2006, ch. 1, standard DH: joint 1 along world z, joint 2
     along world y, joint 3 along world x (``alpha_1 = -pi/2``; ``theta_2 = -pi/2``,
     ``alpha_2 = -pi/2``).  Masses and the ``[0, stroke]`` limits are *illustrative*."""
     kwargs.setdefault("name", "cartesian_arm")
@@ -332,7 +332,7 @@ def cylindrical_arm_links(h: float = 0.5) -> list:
 
 
 def cylindrical_arm(h: float = 0.5, **kwargs):
-    """Cylindrical (RPP) arm of seed 002 sec. 2.3, standard DH: base rotation about z (``d_1 = h``),
+    """Cylindrical (RPP) arm of Spong, Hutchinson and Vidyasagar 2006, ch. 1, standard DH: base rotation about z (``d_1 = h``),
     vertical prismatic ``d_2 = q_2`` (``alpha_2 = -pi/2``), horizontal radial prismatic
     ``d_3 = q_3``.  Dimensions and masses are *illustrative*."""
     kwargs.setdefault("name", "cylindrical_arm")
@@ -349,7 +349,7 @@ def polar_arm_links(h: float = 0.5) -> list:
 
 
 def polar_arm(h: float = 0.5, **kwargs):
-    """Polar (spherical, RRP) arm of seed 002 sec. 2.3, standard DH: base rotation about z
+    """Polar (spherical, RRP) arm of Spong, Hutchinson and Vidyasagar 2006, ch. 1, standard DH: base rotation about z
     (``d_1 = h``, ``alpha_1 = -pi/2``), elevation (``alpha_2 = pi/2``), radial prismatic ``d_3 = q_3``
     (offset 0.3 m).  Dimensions and masses are *illustrative*."""
     kwargs.setdefault("name", "polar_arm")

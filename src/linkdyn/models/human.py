@@ -1,6 +1,6 @@
 """Human figures: the 40-DoF figure of Nakamura and Yamane 2000 (Fig. 13) and its 16-DoF version (sec. 5.1, 5.2).
 
-Seed 004 (Nakamura, Yamane, Nagashima) sec. 4.5 models a human with 12 spherical and 4 revolute
+Nakamura and Yamane (2000) (Nakamura, Yamane, Nagashima) sec. 4.5 models a human with 12 spherical and 4 revolute
 joints, 40 DoF on 17 links, the spherical joints taken as single 3-DoF joints rather than three
 revolute ones (17 links instead of 41).  Its high-bar and swing examples (sec. 5.1, 5.2) use a
 16-DoF figure with 4 DoF per limb.  :func:`human_figure` and :func:`human_figure_16` build both,

@@ -45,7 +45,7 @@ def _rotate_base_about(model, q, point, axis, angle):
 def on_bar(figure=None, grip: str = "revolute", bar_height: float | None = None, swing: float = 0.0):
     """(model, q): ``figure`` (default the 16-DoF figure of Nakamura and Yamane 2000 sec. 5.1) hanging from a
     bar along the world y axis by both hands, each on a cut joint of kind ``grip``:
-    "revolute" (about the bar, the seed's high bar), "spherical" or "weld".  The bar is part of
+    "revolute" (about the bar, the textbook's high bar), "spherical" or "weld".  The bar is part of
     the world, marked by the frame "bar" on the world at the middle of the hands; the two
     loops are named "l_grip__bar" and "r_grip__bar" and are closed in
     the returned configuration, the arms raised overhead, the feet ``bar_height`` below the bar
