@@ -441,53 +441,70 @@ def test_simulate_keeps_the_trajectory_when_it_fails():
     assert info.value.trajectory.t[-1] == pytest.approx(0.04) and len(info.value.trajectory.t) == 5
 
 
-def test_real_ctrl_c_at_random_times_loses_no_column_and_no_event():
-    """Real SIGINTs at random moments of runs of a closed chain whose hand lets go: after each,
-    every column of every segment has the same length and is finite where recorded, the samples'
-    times increase, and once the run is resumed the release has happened exactly once."""
-    import os
-    import signal
-    import threading
-    import time
-    if threading.current_thread() is not threading.main_thread():
-        pytest.skip("signals reach the main thread only")
-    rng = np.random.default_rng(7)
-    spans = []
-    for _ in range(3):
-        sim = sc.high_bar_simulation(dt=1e-3, release=0.01, record_every=1, posture=None)
-        t0 = time.perf_counter()
-        sim.run(until=0.03, progress=False)
-        spans.append(time.perf_counter() - t0)
-    span = sorted(spans)[1]                                          # a run's wall time (compiled)
-    interrupted = 0
-    for trial in range(25):
-        sim = sc.high_bar_simulation(dt=1e-3, release=0.01, record_every=1, posture=None)
-        timer = threading.Timer(rng.uniform(0.0, span), os.kill, (os.getpid(), signal.SIGINT))
-        timer.start()
+CTRL_C_TRIALS = """
+import os, signal, threading, time
+import numpy as np
+from linkdyn.models import scenarios as sc
+
+fired = []
+
+def handler(sig, frame):                      # Ctrl-C as Python's own, and noted
+    fired.append(1)
+    raise KeyboardInterrupt
+
+signal.signal(signal.SIGINT, handler)
+rng = np.random.default_rng(7)
+spans = []
+for _ in range(3):
+    sim = sc.high_bar_simulation(dt=1e-3, release=0.01, record_every=1, posture=None)
+    t0 = time.perf_counter()
+    sim.run(until=0.03, progress=False)
+    spans.append(time.perf_counter() - t0)
+span = sorted(spans)[1]                       # a run's wall time (compiled)
+interrupted = 0
+for trial in range(25):
+    fired.clear()
+    sim = sc.high_bar_simulation(dt=1e-3, release=0.01, record_every=1, posture=None)
+    timer = threading.Timer(rng.uniform(0.0, span), os.kill, (os.getpid(), signal.SIGINT))
+    started = False
+    while True:                               # every Ctrl-C inside is caught, wherever it lands
         try:
-            sim.run(until=0.03, progress=False)
-        except KeyboardInterrupt:              # landed outside the run's loop (at its entry)
+            if not started:
+                started = True
+                timer.start()
+                sim.run(until=0.03, progress=False)
+            while not fired:
+                time.sleep(0.001)
+            timer.join()
+            break
+        except KeyboardInterrupt:
             pass
-        while True:                            # the signal may come after the run: absorb it here
-            try:
-                timer.join()
-                time.sleep(0.02)
-                break
-            except KeyboardInterrupt:
-                pass
-        interrupted += sim.t < 0.03 - 1e-12
-        for seg in sim.recording.segments:
-            n = len(seg.t)
-            for name in ("q", "v", "tau", "kinetic", "potential", "work", "loop_error", "loop_forces"):
-                assert len(getattr(seg, name)) == n, (trial, name)
-            a = seg.arrays()
-            assert np.isfinite(a["q"]).all() and np.isfinite(a["loop_forces"]).all()
-        t = sim.recording.t
-        assert np.all(np.diff(t) >= 0)
-        sim.run(until=0.03, progress=False)                          # resumed to the end
-        assert sim.t == pytest.approx(0.03)
-        assert [e.kind for e in sim.recording.events].count("cut") == 1, trial
-        assert sim.model.nloops == 1
+    interrupted += sim.t < 0.03 - 1e-12
+    for seg in sim.recording.segments:
+        n = len(seg.t)
+        for name in ("q", "v", "tau", "kinetic", "potential", "work", "loop_error", "loop_forces"):
+            assert len(getattr(seg, name)) == n, (trial, name)
+        a = seg.arrays()
+        assert np.isfinite(a["q"]).all() and np.isfinite(a["loop_forces"]).all(), trial
+    assert np.all(np.diff(sim.recording.t) >= 0), trial
+    sim.run(until=0.03, progress=False)       # resumed to the end
+    assert abs(sim.t - 0.03) < 1e-12, trial
+    assert [e.kind for e in sim.recording.events].count("cut") == 1, trial
+    assert sim.model.nloops == 1, trial
+print("interrupted", interrupted)
+"""
+
+
+def test_real_ctrl_c_at_random_times_loses_no_column_and_no_event():
+    """Real SIGINTs at random moments of runs of a closed chain whose hand lets go (in a child
+    process, whose Ctrl-C reaches only itself): after each, every column of every segment has
+    the same length and is finite where recorded, the samples' times increase, and once the run
+    is resumed the release has happened exactly once."""
+    import subprocess
+    import sys
+    out = subprocess.run([sys.executable, "-c", CTRL_C_TRIALS], capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, out.stderr[-3000:]
+    interrupted = int(out.stdout.split()[-1])
     assert interrupted >= 5                                          # most trials did interrupt a run
 
 

@@ -238,6 +238,11 @@ def raise_for_status(model, status, q_name="q", **arrays):
     if code == passes.BAD_SHAPE:
         raise ValueError(f"{prefix}an argument has the wrong length for model {model.name!r} "
                          f"(nq = {model.nq}, nv = {model.nv})")
+    if code == passes.OVERFLOW:
+        big = max((float(np.abs(np.asarray(x, dtype=float)).max(initial=0.0)) for n, x in arrays.items()
+                   if n in ("q", "v", "a", "tau") and x is not None), default=0.0)
+        raise FloatingPointError(f"{prefix}the result overflowed float64: the inputs are finite but too large "
+                                 f"(the largest magnitude among them is {big:.3g})")
     if code == passes.SINGULAR:
         raise np.linalg.LinAlgError(prefix + "the joint-space inertia is singular: a joint moves a subtree "
                                     "without mass or inertia in the direction of motion")

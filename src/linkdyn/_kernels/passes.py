@@ -22,7 +22,7 @@ from .jcalc import jcalc, rodrigues
 from .layout import axis_ids, model_sizes, subtree_ends, unpack_data, unpack_model
 from .spatial_nb import motion_cross_add, motion_inv_act
 
-OK, BAD_Q, BAD_QUAT, BAD_V, BAD_A, BAD_F, SINGULAR, BAD_SHAPE, NO_MASS = 0, 1, 2, 3, 4, 5, 6, 7, 8
+OK, BAD_Q, BAD_QUAT, BAD_V, BAD_A, BAD_F, SINGULAR, BAD_SHAPE, NO_MASS, OVERFLOW = 0, 1, 2, 3, 4, 5, 6, 7, 8, 9
 QUAT_TOL = 1e-6   # |‖quaternion‖ - 1| allowed in a configuration
 
 # kinematics levels

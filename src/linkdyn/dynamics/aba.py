@@ -21,7 +21,7 @@ from .._api import _F64, _ND, FEXT, MF, MI, OUT1, PACKED, VEC, WS, Entry, as_fex
 from .._kernels.batch import chunk as _chunk, pick as _pick
 from .._kernels.layout import (model_sizes as _model_sizes, no_forces as _no_forces, unpack_data as _unpack_data,
     unpack_joint_terms as _unpack_joint_terms, unpack_model as _unpack_model, unpack_packed as _unpack_packed)
-from .._kernels.passes import (BAD_F, OK, SINGULAR, VEL, all_finite as _all_finite, check_inputs as _check_inputs,
+from .._kernels.passes import (BAD_F, OK, OVERFLOW, SINGULAR, VEL, all_finite as _all_finite, check_inputs as _check_inputs,
     joint_torque as _joint_torque, kinematics_pass as _kinematics_pass)
 from .._kernels.spatial_nb import (dot6 as _dot6, force_act_add as _force_act_add, force_cross_add as _force_cross_add,
     inertia_to_parent_add as _inertia_to_parent_add, mat6_vec as _mat6_vec, motion_inv_act as _motion_inv_act)
@@ -144,7 +144,7 @@ def _aba_kernel(mi, mf, ws, q, v, tau, fext, qdd):
         for d in range(va, va + ni):                              # a = a' + S q''
             for k in range(6):
                 acc[i, k] += S[d, k] * qdd[d]
-    return OK
+    return OK if _all_finite(qdd) else OVERFLOW          # finite input, too large for float64
 
 
 @njit(cache=True)

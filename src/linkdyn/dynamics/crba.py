@@ -19,7 +19,7 @@ from .._api import _F64, _ND, MF, MI, OUT2, PACKED, VEC, WS, Entry, as_states, r
 from .._kernels.batch import chunk as _chunk, pick as _pick
 from .._kernels.layout import (model_sizes as _model_sizes, subtree_ends as _subtree_ends, unpack_data as _unpack_data,
     unpack_model as _unpack_model, unpack_packed as _unpack_packed)
-from .._kernels.passes import OK, POS, check_q as _check_q, kinematics_pass as _kinematics_pass
+from .._kernels.passes import OK, OVERFLOW, POS, all_finite as _all_finite, check_q as _check_q, kinematics_pass as _kinematics_pass
 from .._kernels.spatial_nb import (dot6 as _dot6, force_act_add as _force_act_add, mat6_vec as _mat6_vec, motion_act as _motion_act,
     motion_inv_act as _motion_inv_act, rigid_inertia_to_parent_add as _rigid_inertia_to_parent_add,
     rigid_params_times_motion as _rigid_params_times_motion, rigid_params_to_world as _rigid_params_to_world)
@@ -47,7 +47,7 @@ def _crba_kernel(mi, mf, ws, q, M):
         return st
     _kinematics_pass(mi, mf, ws, q, q[:0], q[:0], np.int64(POS), np.bool_(True), np.bool_(False))
     _crba_from_kinematics(mi, mf, ws, M)
-    return OK
+    return OK if _all_finite(M) else OVERFLOW            # finite input, too large for float64
 
 
 @njit(cache=True)

@@ -2,6 +2,8 @@
 
     T = 1/2 sum_i v_i^T I_i v_i  (= 1/2 v^T M(q) v)        U = -sum_i m_i g . c_i
 """
+import math
+
 import numpy as np
 from numba import njit, prange
 
@@ -9,7 +11,7 @@ from .._api import OUT1, PACKED, VEC, Entry, as_states, run, vectors
 from .._kernels.batch import chunk as _chunk, pick as _pick
 from .._kernels.layout import (model_sizes as _model_sizes, unpack_data as _unpack_data, unpack_model as _unpack_model,
     unpack_packed as _unpack_packed)
-from .._kernels.passes import OK, VEL, check_inputs as _check_inputs, kinematics_pass as _kinematics_pass
+from .._kernels.passes import OK, OVERFLOW, VEL, check_inputs as _check_inputs, kinematics_pass as _kinematics_pass
 from .._kernels.spatial_nb import dot6 as _dot6, mat6_vec as _mat6_vec
 
 
@@ -38,7 +40,7 @@ def _energy_kernel(mi, mf, ws, q, v, out):
         T += 0.5 * armature[d] * v[d] * v[d]
     out[0] = T
     out[1] = Ug
-    return OK
+    return OK if math.isfinite(T) and math.isfinite(Ug) else OVERFLOW
 
 
 @njit(parallel=True, cache=True)

@@ -19,7 +19,7 @@ from .._api import _F64, _ND, FEXT, MF, MI, OUT1, PACKED, VEC, WS, Entry, as_fex
 from .._kernels.batch import chunk as _chunk, pick as _pick
 from .._kernels.layout import (model_sizes as _model_sizes, no_forces as _no_forces, unpack_data as _unpack_data,
     unpack_joint_terms as _unpack_joint_terms, unpack_model as _unpack_model, unpack_packed as _unpack_packed)
-from .._kernels.passes import (ACC, BAD_F, OK, all_finite as _all_finite, check_inputs as _check_inputs, joint_torque as _joint_torque,
+from .._kernels.passes import (ACC, BAD_F, OK, OVERFLOW, all_finite as _all_finite, check_inputs as _check_inputs, joint_torque as _joint_torque,
     kinematics_pass as _kinematics_pass)
 from .._kernels.spatial_nb import (dot6 as _dot6, force_act_add as _force_act_add, force_cross_add as _force_cross_add, mat6_vec as _mat6_vec)
 
@@ -34,7 +34,7 @@ def _rnea_kernel(mi, mf, ws, q, v, a, fext, tau):
         return BAD_F
     _kinematics_pass(mi, mf, ws, q, v, a, np.int64(ACC), np.bool_(False), np.bool_(True))
     _rnea_from_kinematics(mi, mf, ws, v[::1], a[::1], fext, np.bool_(False), tau)
-    return OK
+    return OK if _all_finite(tau) else OVERFLOW          # finite input, too large for float64
 
 
 @njit(cache=True)
