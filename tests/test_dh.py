@@ -277,7 +277,8 @@ def test_puma560_known_values():
     np.testing.assert_allclose(ld.generalized_gravity(model, np.zeros(6)), [0, 37.4837, 0.2489, 0, 0, 0], atol=1e-4)
     # qz: the arm is an L, tool at x = a2 + a3-ish, y = -d3, z = d4 (standard Puma geometry)
     np.testing.assert_allclose(ld.frame_pose(model, np.zeros(6), "tool")[:3, 3], [0.4521, -0.15005, 0.4318], atol=1e-12)
-    assert model.nq == 6 and np.allclose(np.degrees(model.upper), [160, 110, 135, 266, 100, 266])
+    assert model.nq == 6 and np.allclose(np.degrees(model.upper), [160, 225, 45, 170, 100, 266])
+    assert np.allclose(np.degrees(model.lower), [-160, -45, -225, -110, -100, -266])   # Wang and Chen 1991
 
 
 def test_q_zero_is_table_offset_and_prismatic_variable():
@@ -307,3 +308,14 @@ def test_from_dh_validation():
         dh.from_dh([dh.DHLink(a=1)], base=np.eye(3))
     with pytest.raises(ValueError, match="tool"):
         dh.from_dh([dh.DHLink(a=1)], tool=2 * np.eye(4))
+
+
+def test_a_dh_table_prints_as_a_table():
+    from linkdyn.models.dh import puma560_links
+    text = ld.models.dh_table(puma560_links())
+    lines = text.splitlines()
+    assert len(lines) == 2 + 6 + 1 and "alpha [deg]" in lines[0]
+    assert lines[3].split()[:3] == ["2", "0.4318", "0"] and "-45 .. 225" in lines[3]
+    assert repr(puma560_links()[1]).startswith("DHLink(a=0.4318, alpha=0, d=0")
+    with pytest.raises(ValueError, match="convention"):
+        ld.models.dh_table(puma560_links(), convention="craig")

@@ -322,15 +322,16 @@ def test_secondary_manipulability_beats_plain_solution(panda):
 
 def test_joint_centering_on_the_puma_wrist(puma):
     """Position task of the PUMA's wrist centre (the tool frame has d6 = 0): joints 4-6 span the
-    null space, so centring brings them to the middle of their ranges (0) exactly, and joints 1-3
-    stay where they were."""
+    null space, so centring brings them to the middle of their ranges exactly (30, 0 and 0
+    degrees), and joints 1-3 stay where they were."""
+    mid = 0.5 * (np.asarray(puma.lower) + np.asarray(puma.upper))
     rng = np.random.default_rng(15)
     for _ in range(3):
         q0 = ld.random_configuration(puma, rng)
         p = ld.frame_pose(puma, q0, "tool")[:3, 3]
         res = inverse_kinematics(puma, "tool", p, q0, mode="position", secondary="joint_centering")
         check_success(puma, "tool", res, p, "position")
-        np.testing.assert_allclose(res.q[3:], 0.0, atol=1e-4)
+        np.testing.assert_allclose(res.q[3:], mid[3:], atol=1e-4)
         np.testing.assert_allclose(res.q[:3], q0[:3], atol=1e-6)
 
 

@@ -209,3 +209,23 @@ def test_plot_manipulability_ellipses(planar):
     ax = plot_manipulability_ellipses(planar, qs, "tool")
     assert len(ax.patches) == 5 and len(ax.lines) == 5
     plt.close(ax.figure)
+
+
+def test_the_3d_ellipsoid_is_drawn_with_its_radii(tmp_path):
+    """``ld.plot_manipulability_ellipsoid``: the surface spans the ellipsoid's principal radii
+    (scaled) around the tool; exported at the top level."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    m = ld.models.puma560()
+    q = np.array([0.2, 0.7, -0.9, 0.3, 0.5, 0.1])
+    radii, axes = ld.manipulability_ellipsoid(m, q, "tool")
+    ax = ld.plot_manipulability_ellipsoid(m, q, "tool", scale=0.5)
+    from linkdyn.analysis.measures import ellipsoid_surface
+    pts = np.stack(ellipsoid_surface(m, q, "tool", scale=0.5, resolution=64), axis=-1).reshape(-1, 3)
+    proj = np.abs((pts - ld.frame_pose(m, q, "tool")[:3, 3]) @ axes)  # along the principal axes
+    assert np.allclose(proj.max(axis=0), 0.5 * radii, rtol=0.01)
+    assert len(ax.collections) == 1
+    ax.figure.savefig(tmp_path / "e.png")
+    plt.close(ax.figure)
+    assert (tmp_path / "e.png").stat().st_size > 1000

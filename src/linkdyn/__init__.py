@@ -15,7 +15,8 @@ from .model import joints  # noqa: F401  (ld.joints.Revolute, ...)
 from . import spatial
 from . import analysis, constraints, contact, loops, models, sim, structure
 from .analysis import (IKError, analytic_jacobian, inverse_kinematics, manipulability, manipulability_ellipsoid,
-                       planar_2link_ik, task_acceleration)
+                       plot_manipulability_ellipses, plot_manipulability_ellipsoid, planar_2link_ik,
+                       task_acceleration)
 from .dynamics import (aba, crba, generalized_gravity, kinetic_energy, mass_matrix, mechanical_energy,
                        nonlinear_effects, potential_energy, rnea)
 from .dynamics.cholesky import mass_matrix_cholesky, solve_mass_matrix

@@ -567,10 +567,12 @@ def quat_to_axis_angle(quat):
 def quat_derivative(quat, omega, frame="body"):
     """Time derivative of ``quat`` for angular velocity ``omega``.
 
-    ``frame="body"``: ``dq = 0.5 q * [omega, 0]`` (omega in the body frame,
-    ``R_dot = R skew(omega)``); ``frame="world"``: ``dq = 0.5 [omega, 0] * q``
-    (``R_dot = skew(omega) R``), which is the quaternion and Euler-angle rate equations (Siciliano et al. 2009):
-    ``[e_dot; w_dot] = 0.5 [w I - S(e); -e^T] omega``.
+    ``frame="body"`` (the default: linkdyn's joint velocities, like Pinocchio's, are in the
+    body frame): ``dq = 0.5 q * [omega, 0]`` (``R_dot = R skew(omega)``).
+    ``frame="world"``: ``dq = 0.5 [omega, 0] * q`` (``R_dot = skew(omega) R``), the form most
+    textbooks print (e.g. Siciliano et al. 2009):
+    ``[e_dot; w_dot] = 0.5 [w I - S(e); -e^T] omega``.  Pass ``frame="world"`` to compare with
+    them: the two differ unless omega is along the rotation axis.
     """
     q, w = _inputs(("quat", quat, (4,)), ("omega", omega, (3,)))
     pairs = {"body": (q, _pure(w)), "world": (_pure(w), q)}

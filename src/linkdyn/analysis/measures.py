@@ -166,3 +166,39 @@ def plot_manipulability_ellipses(model, qs, frame, ax=None, scale: float = 0.2, 
     ax.set_aspect("equal")
     ax.autoscale_view()
     return ax
+
+
+def ellipsoid_surface(model, q, frame, scale: float = 1.0, part="translation", resolution: int = 24):
+    """(X, Y, Z) grids of the manipulability ellipsoid's surface (scaled by ``scale``) centred at
+    ``frame``'s origin: what :func:`plot_manipulability_ellipsoid` draws."""
+    radii, axes = manipulability_ellipsoid(model, np.asarray(q, dtype=float), frame, part=part)
+    if radii.shape != (3,):
+        raise ValueError(f"part: a 3-D ellipsoid needs 3 task rows, got {radii.shape[0]}")
+    u, v = np.meshgrid(np.linspace(0, 2 * np.pi, resolution), np.linspace(0, np.pi, resolution // 2 + 1))
+    sphere = np.stack([np.cos(u) * np.sin(v), np.sin(u) * np.sin(v), np.cos(v)])       # (3, ...)
+    pts = np.einsum("ij,j...->i...", axes * (scale * radii), sphere)
+    return pts + frame_pose(model, np.asarray(q, dtype=float), frame)[:3, 3, None, None]
+
+
+def plot_manipulability_ellipsoid(model, q, frame, ax=None, scale: float = 0.2, part="translation", links=None,
+                                  resolution: int = 24):
+    """Draw the 3-D manipulability ellipsoid of ``frame`` at configuration ``q`` (the image of
+    the unit ball of joint speeds, :func:`manipulability_ellipsoid`, ``part`` "translation"
+    or "rotation"), centred at the frame's origin, with the arm through the frames ``links``
+    (default ``"link0"``, ``"link1"``, ... when they exist).  ``scale`` multiplies the radii.
+    Needs matplotlib; returns the (3-D) axes."""
+    import matplotlib.pyplot as plt
+    q = np.asarray(q, dtype=float)
+    if ax is None:
+        ax = plt.figure().add_subplot(projection="3d")
+    if links is None:
+        links = []
+        while f"link{len(links)}" in model.frame_names:
+            links.append(f"link{len(links)}")
+    ax.plot_surface(*ellipsoid_surface(model, q, frame, scale, part, resolution), color="C0", alpha=0.3,
+                    linewidth=0)
+    if links:
+        arm = np.array([frame_pose(model, q, f)[:3, 3] for f in links])
+        ax.plot(*arm.T, "-o", color="0.3", lw=2, ms=3)
+    ax.set_box_aspect((1, 1, 1))
+    return ax

@@ -11,7 +11,7 @@ import numpy as np
 from ..model import builder as _b
 from ..model import joints as J
 from . import dh, human, mechanisms
-from .dh import (DHLink, cartesian_arm, cylindrical_arm, dh_transform, from_dh, planar_2link, polar_arm, puma560,
+from .dh import (DHLink, cartesian_arm, cylindrical_arm, dh_table, dh_transform, from_dh, planar_2link, polar_arm, puma560,
                  scara, stanford_arm)
 from .human import human_figure, human_figure_16, standing_configuration
 from .mechanisms import five_bar, four_bar, slider_crank, spatial_loop

@@ -71,6 +71,10 @@ class DHLink:
     lower: float = -np.inf
     upper: float = np.inf
 
+    def __repr__(self):
+        return (f"DHLink(a={self.a:.6g}, alpha={self.alpha:.6g}, d={self.d:.6g}, theta={self.theta:.6g}, "
+                f"kind={self.kind!r}, mass={self.mass:.6g})")
+
     def __post_init__(self):
         if self.kind not in _KINDS:
             raise ValueError(f"DHLink.kind: expected 'revolute' or 'prismatic', got {self.kind!r}")
@@ -91,6 +95,30 @@ class DHLink:
         if c.shape != (3,):
             raise ValueError(f"DHLink.com: expected a 3-vector, got shape {c.shape}")
         self.com = c
+
+
+def dh_table(links, convention: str = "standard", degrees: bool = True) -> str:
+    """The DH table of ``links`` (a list of :class:`DHLink`) as text, one row per joint: a,
+    alpha, d, theta, the joint kind (the variable is theta for a revolute joint, d for a
+    prismatic one, marked ``*``), the mass and the limits; angles in degrees unless
+    ``degrees=False``.  ``print(dh_table(puma560_links()))``."""
+    if convention not in ("standard", "modified"):
+        raise ValueError(f"convention: expected 'standard' or 'modified', got {convention!r}")
+    k = 180.0 / np.pi if degrees else 1.0
+    unit = "deg" if degrees else "rad"
+    a_name, al_name = ("a", "alpha") if convention == "standard" else ("a_{i-1}", "alpha_{i-1}")
+    head = (f"{'i':>2} {a_name + ' [m]':>12} {al_name + ' [' + unit + ']':>16} {'d [m]':>10} "
+            f"{'theta [' + unit + ']':>13} {'joint':>10} {'mass [kg]':>10} {'limits [' + unit + ' or m]':>24}")
+    rows = [head, "-" * len(head)]
+    for i, L in enumerate(links, 1):
+        rev = L.kind == "revolute"
+        d = f"{L.d:.5g}" + ("" if rev else "*")
+        th = f"{L.theta * k:.5g}" + ("*" if rev else "")
+        s = k if rev else 1.0
+        lim = f"{L.lower * s:.5g} .. {L.upper * s:.5g}" if np.isfinite(L.lower) or np.isfinite(L.upper) else "none"
+        rows.append(f"{i:>2} {L.a:>12.5g} {L.alpha * k:>16.5g} {d:>10} {th:>13} {L.kind:>10} {L.mass:>10.4g} {lim:>24}")
+    rows.append("(* the joint variable, added to the table's value)")
+    return "\n".join(rows)
 
 
 def _rx(t):
@@ -216,16 +244,16 @@ _PUMA_G = (-62.6111, 107.815, -53.7063, 76.0364, 71.923, 76.686)
 def puma560_links(armature: bool = True) -> list:
     """The DH table (list of :class:`DHLink`) of :func:`puma560`."""
     deg = pi / 180
-    rows = [  # a, alpha, d, mass, com, (Ixx, Iyy, Izz), limits (deg)
-        (0.0, pi / 2, 0.0, 0.0, (0, 0, 0), (0, 0.35, 0), 160),
-        (0.4318, 0.0, 0.0, 17.4, (-0.3638, 0.006, 0.2275), (0.13, 0.524, 0.539), 110),
-        (0.0203, -pi / 2, 0.15005, 4.8, (-0.0203, -0.0141, 0.070), (0.066, 0.086, 0.0125), 135),
-        (0.0, pi / 2, 0.4318, 0.82, (0, 0.019, 0), (1.8e-3, 1.3e-3, 1.8e-3), 266),
-        (0.0, -pi / 2, 0.0, 0.34, (0, 0, 0), (0.3e-3, 0.4e-3, 0.3e-3), 100),
-        (0.0, 0.0, 0.0, 0.09, (0, 0, 0.032), (0.15e-3, 0.15e-3, 0.04e-3), 266),
+    rows = [  # a, alpha, d, mass, com, (Ixx, Iyy, Izz), limits (deg; Wang and Chen 1991)
+        (0.0, pi / 2, 0.0, 0.0, (0, 0, 0), (0, 0.35, 0), (-160, 160)),
+        (0.4318, 0.0, 0.0, 17.4, (-0.3638, 0.006, 0.2275), (0.13, 0.524, 0.539), (-45, 225)),
+        (0.0203, -pi / 2, 0.15005, 4.8, (-0.0203, -0.0141, 0.070), (0.066, 0.086, 0.0125), (-225, 45)),
+        (0.0, pi / 2, 0.4318, 0.82, (0, 0.019, 0), (1.8e-3, 1.3e-3, 1.8e-3), (-110, 170)),
+        (0.0, -pi / 2, 0.0, 0.34, (0, 0, 0), (0.3e-3, 0.4e-3, 0.3e-3), (-100, 100)),
+        (0.0, 0.0, 0.0, 0.09, (0, 0, 0.032), (0.15e-3, 0.15e-3, 0.04e-3), (-266, 266)),
     ]
     links = [DHLink(a=a, alpha=al, d=d, kind="revolute", mass=m, com=c, inertia=np.diag(I),
-                    armature=(jm * g * g if armature else 0.0), lower=-lim * deg, upper=lim * deg)
+                    armature=(jm * g * g if armature else 0.0), lower=lim[0] * deg, upper=lim[1] * deg)
              for (a, al, d, m, c, I, lim), jm, g in zip(rows, _PUMA_JM, _PUMA_G)]
     return links
 
@@ -236,9 +264,11 @@ def puma560(armature: bool = True, **kwargs):
     consensus among model parameters reported for the PUMA 560 robot", ICRA 1994, pp. 1608-1613).
 
     As in ``mdl_puma560`` (MATLAB), ``d_1 = 0`` (no pedestal), the mass of link 1 is 0 (only its
-    inertia about z, 0.35 kg m^2, matters).  The joint limits (+-160, +-110, +-135, +-266, +-100,
-    +-266 degrees) are those of the Python Robotics Toolbox's ``Puma560``; the MATLAB model lists
-    other ranges for joints 2-4 (-45..225, -225..45, -110..170); the dynamics are the same.  With
+    inertia about z, 0.35 kg m^2, matters).  The joint limits (-160..160, -45..225, -225..45,
+    -110..170, -100..100, -266..266 degrees) are those the Robotics Toolbox for Python's
+    ``Puma560`` takes from Wang and Chen (1991, IEEE Trans. Robotics and Automation 7(4)); that
+    model also puts the shoulder 0.672 m above its mounting surface (``d_1``), here 0 as in
+    ``mdl_puma560`` (pass ``base=`` to :func:`from_dh` to add it).  With
     ``armature=True`` the reflected motor inertias ``Jm G^2`` are put on the mass matrix diagonal
     (Corke's ``rne`` does the same).  Centres of mass and inertias (about the com) are in DH frame
     ``i``.  ``kwargs`` go to :func:`from_dh`.
