@@ -95,3 +95,14 @@ def test_operational_space_control_of_a_redundant_arm_tracks_its_tip():
     sim = ld.Simulation(m, q0, dt=1e-3, controller=ctrl, limits=False, contacts=False)
     sim.run(until=2.0, progress=False)
     assert np.abs(ld.frame_pose(m, sim.q, "tip")[:2, 3] - circle(2.0)[0]).max() < 1e-3
+
+
+def test_a_six_dof_arm_presses_on_the_wall_and_holds_its_tool_orientation():
+    """examples/hybrid_wall.py on the PUMA 560 (a frame task: one constrained direction, five
+    free): exact with an exact model, close with 10 % mass errors."""
+    import hybrid_wall
+    exact = hybrid_wall.puma_on_wall(duration=1.5, model_error=0.0)
+    assert exact["position_error"] < 1e-5 and exact["orientation_error"] < 1e-5 and exact["force_error"] < 0.01
+    r = hybrid_wall.puma_on_wall(duration=1.5, model_error=0.1)
+    assert r["position_error"] < 1e-3 and r["orientation_error"] < 2e-3 and r["force_error"] < 0.05
+    assert r["off_wall"] < 1e-9
