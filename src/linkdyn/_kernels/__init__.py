@@ -77,6 +77,8 @@ def _imports(path, root=None):
 
 
 _KEYS: dict = {}
+_DIRECT: dict = {}
+_CONTENT: dict = {}
 
 
 def source_key(path, root=None) -> str:
@@ -87,7 +89,8 @@ def source_key(path, root=None) -> str:
     path = pathlib.Path(path).resolve()
     if root == _PKG and path in _KEYS:
         return _KEYS[path]
-    direct, content = {}, {}
+    # this package's files are read and parsed once per process (the keys of ~170 kernels share them)
+    direct, content = (_DIRECT, _CONTENT) if root == _PKG else ({}, {})
     seen, stack = {path}, [path]
     while stack:
         p = stack.pop()
