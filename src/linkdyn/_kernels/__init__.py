@@ -31,7 +31,7 @@ import time
 import warnings
 
 _PKG = pathlib.Path(__file__).resolve().parent.parent
-_SELF = pathlib.Path(__file__).resolve()
+_SELF = pathlib.Path("_kernels", "__init__.py")          # this file, relative to the package
 _NAME = _PKG.name
 
 
@@ -72,7 +72,7 @@ def _imports(path, root=None):
             targets.extend(a.name.split(".")[1:] for a in node.names if a.name.split(".")[0] == _NAME)
         for t in targets:
             f = _module_file(t, root)
-            if f is not None and f != path and f != _SELF:      # (this file has no kernel code)
+            if f is not None and f != path and f.relative_to(root) != _SELF:   # (no kernel code in it)
                 deps.add(f)
     return deps
 
