@@ -18,7 +18,8 @@ from ._api import OUT1, OUT2, PACKED, VEC, Entry, as_states, batch_workspace, ra
 from ._kernels.batch import chunk as _chunk, pick as _pick
 from ._kernels.layout import (model_sizes as _model_sizes, unpack_data as _unpack_data, unpack_model as _unpack_model,
     unpack_packed as _unpack_packed)
-from ._kernels.passes import (ACC, NO_MASS, OK, POS, VEL, check_inputs as _check_inputs, check_q as _check_q,
+from ._kernels.passes import (ACC, NO_MASS, OK, OVERFLOW, POS, VEL, all_finite as _all_finite, check_inputs as _check_inputs,
+    check_q as _check_q,
     kinematics_pass as _kinematics_pass, support_pass as _support_pass)
 from ._kernels.spatial_nb import motion_act as _motion_act, motion_inv_act as _motion_inv_act
 
@@ -97,7 +98,7 @@ def _frame_jacobian_kernel(mi, mf, ws, q, b, fR, fp, ref, J):
                     J[2, d] = col[2] + col[3] * p[1] - col[4] * p[0]
                     J[3, d], J[4, d], J[5, d] = col[3], col[4], col[5]
         j = parent[j]
-    return OK
+    return OK if _all_finite(J) else OVERFLOW        # finite input too large for float64
 
 
 @njit(cache=True)
@@ -117,7 +118,7 @@ def _joint_jacobians_kernel(mi, mf, ws, q, J):
             _motion_act(oR[j], op[j], S[d], col)
             for k in range(6):
                 J[k, d] = col[k]
-    return OK
+    return OK if _all_finite(J) else OVERFLOW        # finite input too large for float64
 
 
 @njit(cache=True)
@@ -165,7 +166,7 @@ def _frame_motion_kernel(mi, mf, ws, q, v, a, b, fR, fp, ref, classical, out):
         out[1, 0] += w1 * v2 - w2 * v1
         out[1, 1] += w2 * v0 - w0 * v2
         out[1, 2] += w0 * v1 - w1 * v0
-    return OK
+    return OK if _all_finite(out) else OVERFLOW        # finite input too large for float64
 
 
 @njit(cache=True)
@@ -179,7 +180,7 @@ def _frame_pose_kernel(mi, mf, ws, q, b, fR, fp, T):
     _support_pass(mi, mf, ws, q, q[:0], q[:0], np.int64(POS), np.bool_(True), np.bool_(False), b)
     _frame_pose_nb(oR, op, b, fR, fp, T[:3, :3], T[:3, 3])
     T[3, 0], T[3, 1], T[3, 2], T[3, 3] = 0.0, 0.0, 0.0, 1.0
-    return OK
+    return OK if _all_finite(T) else OVERFLOW        # finite input too large for float64
 
 
 @njit(cache=True)
@@ -213,6 +214,8 @@ def _forward_kinematics_kernel(mi, mf, ws, q, v, a, level, R, p, V, A):
         V[:] = vel
     if level >= ACC:
         A[:] = acc
+    if not (_all_finite(R) and _all_finite(p) and _all_finite(V) and _all_finite(A)):
+        return OVERFLOW                                 # finite input too large for float64
     return OK
 
 
