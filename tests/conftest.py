@@ -257,7 +257,8 @@ def make_twin(seed, nbodies=8, kinds=TWIN_KINDS, floating=False, branching=0.6, 
         a2 /= np.linalg.norm(a2)
         R, p = Rotation.random(random_state=rng).as_matrix(), 0.3 * rng.standard_normal(3)
         A = rng.standard_normal((3, 3))
-        mass, com, Ic = rng.uniform(0.5, 2.0), 0.2 * rng.standard_normal(3), A @ A.T + 0.05 * np.eye(3)
+        P = A @ A.T + 0.05 * np.eye(3)      # second moment; I = tr(P) 1 - P is a rigid body's inertia
+        mass, com, Ic = rng.uniform(0.5, 2.0), 0.2 * rng.standard_normal(3), np.trace(P) * np.eye(3) - P
         if massless:
             mass, com, Ic = 0.0, np.zeros(3), np.zeros((3, 3))
         joint = _ld_joint(kind, a1, a2)

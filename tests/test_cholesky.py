@@ -38,6 +38,12 @@ def robot(request):
     return ld.models.example_robot(request.param)
 
 
+def _rigid(A):
+    """A rigid body's rotational inertia from a random matrix: I = tr(P) 1 - P, P = A A^T + 0.1 1."""
+    P = A @ A.T + 0.1 * np.eye(3)
+    return np.trace(P) * np.eye(3) - P
+
+
 def _models():
     return [build_tree(n) for n in TREES]
 
@@ -213,7 +219,7 @@ def _three_limbs(order):
     for key in "LRH":
         for name, joint in limbs[key]:
             A = rng.standard_normal((3, 3))
-            specs[name] = (joint, ld.Inertia(rng.uniform(0.5, 2), 0.1 * rng.standard_normal(3), A @ A.T + 0.1 * np.eye(3)),
+            specs[name] = (joint, ld.Inertia(rng.uniform(0.5, 2), 0.1 * rng.standard_normal(3), _rigid(A)),
                            0.3 * rng.standard_normal(3))
     b = ld.ModelBuilder("three-limbs")
     b.add_body("torso", "world", ld.FreeFlyer(), inertia=ld.Inertia(5.0, [0, 0, 0.1], np.diag([0.3, 0.3, 0.2])))

@@ -443,7 +443,8 @@ def test_twin_external_forces_match_pinocchio(twin):
 def test_builder_inertia_is_pinocchio_spatial_inertia():
     rng = np.random.default_rng(0)
     A = rng.standard_normal((3, 3))
-    m, c, Ic = 1.7, rng.standard_normal(3), A @ A.T + np.eye(3)
+    P = A @ A.T + np.eye(3)                  # second moment of the mass
+    m, c, Ic = 1.7, rng.standard_normal(3), np.trace(P) * np.eye(3) - P
     b = ld.ModelBuilder("one")
     b.add_body("body", "world", ld.FreeFlyer(), inertia=ld.Inertia(m, c, Ic))
     model = b.build()

@@ -252,9 +252,9 @@ def test_inertial_origin_with_rotation():
     expected = ld.Inertia(2.0, (0.1, 0.2, 0.3), np.diag([2.0, 1.0, 3.0])).matrix()
     np.testing.assert_allclose(m.inertia[1], expected, atol=1e-15)
     # a general rotation: R I R^T
-    I = np.array([[0.3, 0.01, -0.02], [0.01, 0.2, 0.03], [-0.02, 0.03, 0.1]])
+    I = np.array([[0.3, 0.01, -0.02], [0.01, 0.2, 0.03], [-0.02, 0.03, 0.15]])
     m = parse_urdf(robot(link("a"), link("b", 2.0, com="0 0 0", com_rpy="0.4 -0.7 1.1",
-                                         I=(0.3, 0.01, -0.02, 0.2, 0.03, 0.1)),
+                                         I=(0.3, 0.01, -0.02, 0.2, 0.03, 0.15)),
                          joint("j", "revolute", "a", "b", axis="0 0 1", limit=LIM)))
     R = rpy(0.4, -0.7, 1.1)
     np.testing.assert_allclose(m.inertia[1], ld.Inertia(2.0, (0, 0, 0), R @ I @ R.T).matrix(), atol=1e-15)
@@ -545,3 +545,18 @@ def test_a_second_parent_joint_closes_a_loop():
     ar = ld.loops.forward_dynamics(ref, qr, vr, [0.4], actuated=["crank"])
     for name in ("crank", "coupler", "rocker"):
         assert abs(a[m.v_index(name)] - ar[ref.v_index(name)]) < 1e-9 * max(1, abs(ar).max()), name
+
+def test_an_inertia_that_breaks_the_triangle_inequality_is_kept_with_a_warning(tmp_path):
+    """Real files carry such inertias (example-robot-data's romeo arms break A + B >= C by 80 %):
+    the URDF loader keeps them as Pinocchio does, and says which link; ld.Inertia refuses them."""
+    path = tmp_path / "bad.urdf"
+    path.write_text("""<robot name="r"><link name="base"/>
+      <link name="arm"><inertial><origin xyz="0 0 0.1"/><mass value="2"/>
+        <inertia ixx="0.01" ixy="0" ixz="0" iyy="0.01" iyz="0" izz="0.05"/></inertial></link>
+      <joint name="j" type="revolute"><parent link="base"/><child link="arm"/><axis xyz="0 0 1"/>
+        <limit lower="-1" upper="1" effort="1" velocity="1"/></joint></robot>""")
+    with pytest.warns(URDFWarning, match="link 'arm'.*triangle inequality"):
+        model = load_urdf(path)
+    I6 = model.inertia[model.body_id("arm")]
+    assert I6[5, 5] == pytest.approx(0.05 + 2 * 0.0, abs=1e-15)      # izz about the joint axis, c on the axis
+    assert I6[3, 3] == pytest.approx(0.01 + 2 * 0.1 ** 2, abs=1e-15)

@@ -476,6 +476,11 @@ def test_model_values_and_argument_types_are_checked():
         b.add_body("huge", "world", ld.Revolute("z"), inertia=ld.Inertia(1e200, [1e200, 0, 0], np.eye(3)))
     with pytest.raises(ValueError, match=r"add_body\('neg'\).inertia: .*positive semi-definite"):
         b.add_body("neg", "world", ld.Revolute("z"), inertia=ld.Inertia(1.0, [0, 0, 0], np.diag([0.1, -0.1, 0.1])))
+    # principal moments no mass distribution has (C > A + B): refused, naming the body
+    with pytest.raises(ValueError, match=r"add_body\('rod'\).inertia: .*triangle inequality"):
+        b.add_body("rod", "world", ld.Revolute("z"), inertia=ld.Inertia(1.0, [0, 0, 0], np.diag([0.1, 0.1, 0.3])))
+    # a thin disc sits on the boundary (C = A + B), and files print few digits: accepted
+    b.add_body("disc", "world", ld.Revolute("z"), inertia=ld.Inertia(1.0, [0, 0, 0], np.diag([0.1, 0.1, 0.2000001])))
     b.add_body("ok", "world", ld.Revolute("z"), inertia=ld.Inertia(1.0, [0, 0, 0], np.diag([0.1, 0.1, 0.2])))
     m = b.build()
     with pytest.raises(TypeError, match="frame"):

@@ -25,6 +25,19 @@ if TYPE_CHECKING:
     from .model import Model
 
 
+class InertiaWarning(UserWarning):
+    """An inertia no rigid body has (principal moments breaking A + B >= C), kept as given
+    because it comes from a file or a published parameter set."""
+
+
+def triangle_violation(lam) -> float:
+    """How far principal moments ``lam`` (ascending) break A + B >= C, beyond a tolerance of
+    1e-6 of their sum (files print few digits; a thin disc sits exactly on the boundary).
+    Positive: broken, by that much."""
+    a, b, c = (float(x) for x in lam)
+    return c - (a + b) - 1e-6 * max(abs(a) + abs(b) + abs(c), 1e-300)
+
+
 @dataclass(frozen=True)
 class Inertia:
     """Mass properties of a body: ``mass``, centre of mass ``com`` and rotational inertia
@@ -45,10 +58,16 @@ class Inertia:
             raise ValueError("Inertia: com and inertia must be finite")
         if not np.allclose(Ic, Ic.T, atol=1e-9 * max(1.0, np.abs(Ic).max())):
             raise ValueError("Inertia.inertia: the rotational inertia must be symmetric")
-        # (the triangle inequality of the principal moments is not enforced: real robot files
-        # break it, e.g. ANYmal's feet and the Allegro hand's links in example-robot-data)
-        if np.linalg.eigvalsh(0.5 * (Ic + Ic.T)).min() < -1e-12 * max(1.0, np.abs(Ic).max()):
-            raise ValueError("Inertia.inertia: the rotational inertia must be positive semi-definite")
+        lam = np.linalg.eigvalsh(0.5 * (Ic + Ic.T))
+        if lam[0] < -1e-12 * max(1.0, np.abs(Ic).max()):
+            raise ValueError("Inertia.inertia: the rotational inertia must be positive semi-definite "
+                             f"(principal moments {lam.tolist()})")
+        # (a massless body with a rotational inertia, a motor's rotor as in the textbook PUMA 560's
+        # first link, is a modelling idiom that only ever turns about one axis: not checked)
+        if m > 0.0 and triangle_violation(lam) > 0.0:
+            raise ValueError(f"Inertia.inertia: the principal moments {lam.tolist()} break the triangle inequality "
+                             "A + B >= C, which every rigid body's moments satisfy (a mass distribution has "
+                             "C - A - B = -2 sum m z^2 <= 0); check the values and their units")
         with np.errstate(over="ignore", invalid="ignore"):
             I6 = spatial.spatial_inertia(m, c, 0.5 * (Ic + Ic.T))
         if not np.isfinite(I6).all():

@@ -67,7 +67,7 @@ import numpy as np
 from . import joints as J
 from .. import spatial
 from ._files import read_model_file
-from .builder import Inertia, ModelBuilder
+from .builder import Inertia, ModelBuilder, triangle_violation
 from .safexml import parse_xml
 
 
@@ -214,6 +214,13 @@ def _link_inertia(ctx, where, link_el):
         # real files have these (romeo, tiago); Pinocchio takes them as they are, and so do we
         warnings.warn(f"{ctx.source}: {where}: the rotational inertia is not positive semi-definite "
                       f"(smallest eigenvalue {lam:.3g}); kept as given", URDFWarning, stacklevel=4)
+        return spatial.spatial_inertia(m, c, I)
+    lam = np.linalg.eigvalsh(I)
+    if triangle_violation(lam) > 0.0:
+        # no rigid body has such moments, but real files do (example-robot-data's romeo arms break
+        # it by 80 %); Pinocchio takes them as they are, so we keep them and say so
+        warnings.warn(f"{ctx.source}: {where}: the principal moments of inertia {np.round(lam, 9).tolist()} break "
+                      "the triangle inequality A + B >= C of a rigid body; kept as given", URDFWarning, stacklevel=4)
         return spatial.spatial_inertia(m, c, I)
     return Inertia(m, tuple(c), I)
 

@@ -66,7 +66,10 @@ def random_tree(nbodies: int = 10, kinds=ALL_KINDS, floating: bool = False, seed
         if floating and k > 0 and parent == "world":
             parent = names[1]
         A = rng.standard_normal((3, 3))
-        inertia = _b.Inertia(rng.uniform(0.5, 2.0), 0.2 * rng.standard_normal(3), A @ A.T + 0.05 * np.eye(3))
+        # a random second moment P of the mass about its centre, and I = tr(P) 1 - P: always the
+        # inertia of a real mass distribution (principal moments satisfy A + B >= C)
+        P = A @ A.T + 0.05 * np.eye(3)
+        inertia = _b.Inertia(rng.uniform(0.5, 2.0), 0.2 * rng.standard_normal(3), np.trace(P) * np.eye(3) - P)
         name = f"body{k}"
         joint = _random_joint(kind, rng)
         extra = {}

@@ -28,11 +28,13 @@ body frame *is* DH frame ``i`` and nothing needs transforming.
 """
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass, field
 from math import pi
 
 import numpy as np
 
+from .. import spatial
 from ..model import builder as _b
 from ..model import joints as J
 
@@ -162,6 +164,18 @@ def _pose4(T, what):
     return out
 
 
+def _dh_inertia(m, c, I, i):
+    """Link i's inertia; one whose principal moments break the triangle inequality of a rigid
+    body (published parameter sets do: Armstrong, Khatib and Burdick 1986's PUMA 560 wrist,
+    the Stanford arm's links) is kept as given, with a :class:`linkdyn.model.builder.InertiaWarning`."""
+    if m > 0.0 and _b.triangle_violation(np.linalg.eigvalsh(0.5 * (I + I.T))) > 0.0:
+        warnings.warn(f"DH link {i}: the principal moments of inertia {np.round(np.linalg.eigvalsh(I), 9).tolist()} "
+                      "break the triangle inequality A + B >= C of a rigid body; kept as given", _b.InertiaWarning,
+                      stacklevel=4)
+        return spatial.spatial_inertia(m, c, 0.5 * (I + I.T))
+    return _b.Inertia(m, c, I)
+
+
 def from_dh(links, convention: str = "standard", base=None, tool=None, name: str = "dh_arm",
             gravity=(0.0, 0.0, -9.81)):
     """Build a :class:`~linkdyn.Model` of a serial arm from a DH table (list of :class:`DHLink`).
@@ -192,7 +206,7 @@ def from_dh(links, convention: str = "standard", base=None, tool=None, name: str
             # body i is DH frame i: placement S_i in DH frame i-1, joint about z_i
             body_place, frame_in_body = placement @ S, np.eye(4)
         R, p = frame_in_body[:3, :3], frame_in_body[:3, 3]
-        inertia = _b.Inertia(float(L.mass), R @ L.com + p, R @ L.inertia @ R.T)
+        inertia = _dh_inertia(float(L.mass), R @ L.com + p, R @ L.inertia @ R.T, i)
         body = f"body{i}"
         b.add_body(body, parent, joint, placement=body_place, inertia=inertia, joint_name=f"joint{i}",
                    lower=[L.lower], upper=[L.upper], armature=[L.armature], damping=[L.viscous],
@@ -274,7 +288,10 @@ def puma560(armature: bool = True, **kwargs):
     ``i``.  ``kwargs`` go to :func:`from_dh`.
     """
     kwargs.setdefault("name", "puma560")
-    return from_dh(puma560_links(armature=armature), **kwargs)
+    with warnings.catch_warnings():
+        # the published wrist inertias break A + B >= C (kept as published: see _dh_inertia)
+        warnings.simplefilter("ignore", _b.InertiaWarning)
+        return from_dh(puma560_links(armature=armature), **kwargs)
 
 
 def stanford_arm_links(armature: bool = True) -> list:
@@ -311,7 +328,10 @@ def stanford_arm(armature: bool = True, **kwargs):
     a faithful model of the hardware.  ``kwargs`` go to :func:`from_dh`.
     """
     kwargs.setdefault("name", "stanford_arm")
-    return from_dh(stanford_arm_links(armature=armature), **kwargs)
+    with warnings.catch_warnings():
+        # the published link inertias break A + B >= C (kept as published: see _dh_inertia)
+        warnings.simplefilter("ignore", _b.InertiaWarning)
+        return from_dh(stanford_arm_links(armature=armature), **kwargs)
 
 
 def scara_links(l1: float = 0.35, l2: float = 0.30, h: float = 0.40) -> list:
