@@ -187,3 +187,145 @@ def test_a_constraint_is_held_over_ten_seconds():
     a = rec.segments[0].arrays()
     assert np.abs(a["q"][:, :3]).max() < 1e-9
     assert np.ptp(a["kinetic"] + a["potential"]) < 1e-9
+
+
+# ------------------------------------------------------------------ the compiled path
+
+
+COMPILED_MODELS = {
+    "floating tree": lambda: ld.models.random_tree(8, floating=True, seed=3, joint_terms=True),
+    "tree": lambda: ld.models.random_tree(7, seed=5),
+    "panda": lambda: ld.models.example_robot("panda"),
+    "puma560": lambda: ld.models.puma560(),
+}
+
+
+def _all_kinds(model, rng, q):
+    """One constraint of every geometric kind on the model's last bodies' frames, with and
+    without targets, and a Distance to a point of the world."""
+    body = {f: int(model.frame_body[k]) for k, f in enumerate(model.frame_names)}
+    f1 = max(body, key=lambda f: (body[f], f))                       # on the last body
+    f2 = min((f for f in body if 0 < body[f] < body[f1]), key=lambda f: (abs(body[f] - body[f1] // 2 - 1), f))
+    T = ld.frame_pose(model, q, f1)
+    drift = ld.spatial.exp3(0.05 * rng.standard_normal(3))
+    target = np.eye(4)
+    target[:3, :3], target[:3, 3] = drift @ T[:3, :3], T[:3, 3] + 0.01 * rng.standard_normal(3)
+    p = 0.1 * rng.standard_normal(3)
+    return [
+        [C.PointFixed(f1, point=p)],
+        [C.PointFixed(f2, point=p, target=tuple(ld.frame_pose(model, q, f2)[:3, 3] + 0.02))],
+        [C.PointOnPlane(f1, normal=rng.standard_normal(3), offset=0.2, point=p)],
+        [C.FrameFixed(f1)],
+        [C.FrameFixed(f1, target=target)],
+        [C.Distance(f1, f2, 0.3, point_a=p, point_b=-p)],
+        [C.Distance(f1, model.frame_names[0], 1.0, point_a=p, point_b=(0.3, -0.2, 0.1))],
+        [C.PointOnPlane(f2, normal=(0.0, 0.0, 1.0)), C.PointFixed(f1, point=p, target=(0.1, 0.2, 0.3))],
+    ]
+
+
+@pytest.mark.parametrize("name", list(COMPILED_MODELS))
+def test_the_compiled_path_agrees_with_the_numpy_path(name):
+    """On random states, every geometric kind (with and without targets, alone and combined),
+    with and without Baumgarte's stabilization: the compiled kernel gives the NumPy path's q'',
+    lambda and residual to 1e-10 (relative), directly, through the cache and through prepare()."""
+    model = COMPILED_MODELS[name]()
+    rng = np.random.default_rng(11)
+    for _ in range(2):
+        q = ld.random_configuration(model, rng)
+        v = rng.standard_normal(model.nv)
+        tau = 5.0 * rng.standard_normal(model.nv)
+        for cons in _all_kinds(model, rng, q):
+            prepared = C.prepare(model, cons)
+            assert prepared.compiled
+            for bg in ((0.0, 0.0), (3.0, 7.0)):
+                ref = C._constrained_dynamics_numpy(model, q, v, tau, cons, bg)
+                for res in (ld.constrained_dynamics(model, q, v, tau, cons, bg), prepared(q, v, tau, baumgarte=bg)):
+                    scale = 1.0 + np.abs(ref.qdd).max()
+                    assert np.abs(res.qdd - ref.qdd).max() < 1e-10 * scale, (name, cons, bg)
+                    for a, b in zip(res.forces, ref.forces, strict=True):
+                        assert a.shape == b.shape
+                        assert np.abs(a - b).max() < 1e-10 * (1.0 + np.abs(b).max()), (name, cons, bg)
+                    assert abs(res.residual - ref.residual) < 1e-9 * scale and res.loop_forces.shape == (0,)
+
+
+def test_the_compiled_path_takes_the_least_norm_split_of_redundant_rows():
+    """Two PointFixed on the same point (6 rows, rank 3) and a FrameFixed with a PointFixed on its
+    origin: q'' as without the copy, lambda the least-norm split (the NumPy path's lstsq)."""
+    model = ld.models.example_robot("panda")
+    rng = np.random.default_rng(5)
+    q = ld.random_configuration(model, rng)
+    v, tau = rng.standard_normal(model.nv), rng.standard_normal(model.nv)
+    one = [C.PointFixed("panda_hand", point=(0.0, 0.0, 0.1))]
+    for cons in (one + [C.PointFixed("panda_hand", point=(0.0, 0.0, 0.1))],
+                 [C.FrameFixed("panda_hand"), C.PointFixed("panda_hand")]):
+        res = ld.constrained_dynamics(model, q, v, tau, cons)
+        ref = C._constrained_dynamics_numpy(model, q, v, tau, cons)
+        assert C.prepare(model, cons).compiled
+        assert np.abs(res.qdd - ref.qdd).max() < 1e-9 * (1 + np.abs(ref.qdd).max())
+        for a, b in zip(res.forces, ref.forces):
+            assert np.abs(a - b).max() < 1e-8 * (1 + np.abs(b).max())
+    single = ld.constrained_dynamics(model, q, v, tau, one)
+    res = ld.constrained_dynamics(model, q, v, tau, one + [C.PointFixed("panda_hand", point=(0.0, 0.0, 0.1))])
+    assert np.allclose(res.forces[0], res.forces[1]) and np.allclose(res.forces[0] * 2, single.forces[0])
+
+
+def test_the_point_acceleration_of_the_kernel_is_the_classical_one():
+    """The kernel's J' v of a point is its classical acceleration (a + dw x r + w x (v + w x r)
+    from the pass's spatial, body-coordinate bias acceleration), not the spatial one: along
+    q(t) = q (+) (v t + a t^2 / 2) the point's world position x(t) has x'' = J a + J' v, and the
+    kernel's q'' (held by J q'' = -J' v) satisfies J (q'' - a) = -x'' (second central
+    differences), on a floating tree where w x v is large."""
+    model = ld.models.random_tree(6, floating=True, seed=8)
+    rng = np.random.default_rng(1)
+    q = ld.random_configuration(model, rng)
+    v, a = 3.0 * rng.standard_normal(model.nv), rng.standard_normal(model.nv)
+    f = model.frame_names[-1]
+    c = C.PointFixed(f, point=(0.2, -0.1, 0.3))
+    res = ld.constrained_dynamics(model, q, v, ld.rnea(model, q, v, a), [c])
+    assert C.prepare(model, [c]).compiled
+    J = c.terms(model, q, v)[0]
+
+    def x(t):
+        T = ld.frame_pose(model, ld.integrate(model, q, v * t + 0.5 * a * t * t), f)
+        return T[:3, 3] + T[:3, :3] @ np.array(c.point)
+    h = 1e-4
+    xdd = (x(h) - 2 * x(0.0) + x(-h)) / h ** 2
+    assert np.abs(J @ (res.qdd - a) + xdd).max() < 1e-5 * (1 + np.abs(xdd).max())
+    # w x (the point's velocity), what the spatial acceleration leaves out, is not small here
+    w = ld.jacobian(model, q, f, "local_world_aligned")[3:] @ v
+    assert np.abs(np.cross(w, J @ v)).max() > 1.0
+
+
+def test_packings_follow_edits_and_bad_input_is_still_named():
+    model = ld.models.example_robot("panda")
+    rng = np.random.default_rng(2)
+    q = ld.random_configuration(model, rng)
+    v, tau = rng.standard_normal(model.nv), rng.standard_normal(model.nv)
+    c = C.PointFixed("panda_hand", target=(0.3, 0.0, 0.5))
+    first = ld.constrained_dynamics(model, q, v, tau, [c], baumgarte=(0.0, 10.0)).qdd
+    c.target = (0.3, 0.1, 0.5)                                   # a new value: packed anew
+    second = ld.constrained_dynamics(model, q, v, tau, [c], baumgarte=(0.0, 10.0)).qdd
+    ref = C._constrained_dynamics_numpy(model, q, v, tau, [c], (0.0, 10.0)).qdd
+    assert not np.allclose(first, second) and np.allclose(second, ref, atol=1e-10)
+    with pytest.raises((TypeError, ValueError)):
+        c.target[0] = 1.0                                        # values, not shared arrays
+    ff = C.FrameFixed("panda_hand", target=np.eye(4))
+    with pytest.raises(ValueError):
+        ff.target[0, 3] = 1.0
+    prepared = C.prepare(model, [c])
+    with pytest.raises(ValueError, match="tau"):
+        prepared(q, v, np.zeros(3))
+    with pytest.raises(ValueError, match="q"):
+        ld.constrained_dynamics(model, np.full(model.nq, np.nan), v, tau, [c])
+    with pytest.raises(KeyError, match="nowhere"):
+        ld.constrained_dynamics(model, q, v, tau, [C.PointFixed("nowhere")])
+    with pytest.raises(ValueError, match="coincide"):
+        ld.constrained_dynamics(model, q, v, tau, [C.Distance("panda_hand", "panda_hand", 1.0)])
+    # lists, Custom and loops take the NumPy path
+    custom = C.Custom(lambda m_, q_, v_: c.terms(m_, q_, v_))
+    assert not C.prepare(model, [custom]).compiled
+    assert np.allclose(C.prepare(model, [custom])(q, v, tau).qdd,
+                       ld.constrained_dynamics(model, q, v, tau, [c]).qdd, atol=1e-10)
+    assert np.allclose(ld.constrained_dynamics(model, list(q), list(v), list(tau), [c]).qdd,
+                       ld.constrained_dynamics(model, q, v, tau, [c]).qdd, atol=1e-12)
+    assert "compiled" in repr(prepared)

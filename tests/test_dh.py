@@ -65,7 +65,7 @@ def random_links(kinds, seed):
         A = rng.normal(size=(3, 3))
         out.append(dh.DHLink(a=rng.normal(), alpha=rng.uniform(-pi, pi), d=rng.normal(), theta=rng.uniform(-pi, pi),
                              kind=k, mass=rng.uniform(0.5, 3), com=rng.normal(size=3) * 0.3,
-                             inertia=A @ A.T * 0.1 + 0.01 * np.eye(3), armature=rng.uniform(0, 0.5)))
+                             inertia=0.1 * (np.trace(A @ A.T) * np.eye(3) - A @ A.T) + 0.01 * np.eye(3), armature=rng.uniform(0, 0.5)))
     return out
 
 
@@ -319,3 +319,79 @@ def test_a_dh_table_prints_as_a_table():
     assert repr(puma560_links()[1]).startswith("DHLink(a=0.4318, alpha=0, d=0")
     with pytest.raises(ValueError, match="convention"):
         ld.models.dh_table(puma560_links(), convention="craig")
+
+
+# ------------------------------------------------------------------ the table kept on the model
+def test_a_dh_built_model_prints_its_table():
+    links = random_links(("revolute", "prismatic", "revolute"), 7)
+    for conv in ("standard", "modified"):
+        model = dh.from_dh(links, convention=conv)
+        assert model.dh_convention == conv and len(model.dh_links) == 3
+        assert model.dh_table() == ld.models.dh_table(links, conv)
+        assert model.dh_table(degrees=False) == ld.models.dh_table(links, conv, degrees=False)
+    links[0].a = 99.0                                    # the model keeps its own copy
+    assert "99" not in model.dh_table()
+    puma = dh.puma560(pedestal=True)
+    assert puma.dh_table() == ld.models.dh_table(dh.puma560_links(pedestal=True))
+    assert puma.dh_table().splitlines()[2].split()[:4] == ["1", "0", "90", "0.672"]
+    b = ld.ModelBuilder("not_dh")
+    b.add_body("b", "world", ld.Revolute("z"), inertia=ld.Inertia(1.0, [0, 0, 0], np.eye(3) * 0.1))
+    assert b.build().dh_links is None
+    with pytest.raises(ValueError, match="Denavit-Hartenberg"):
+        b.build().dh_table()
+
+
+# ------------------------------------------------------------------ the PUMA 560's parameter sets
+#: Corke's Robotics Toolbox Puma560 drives (Armstrong, Khatib and Burdick 1986), at the motor
+TOOLBOX_G = (-62.6111, 107.815, -53.7063, 76.0364, 71.923, 76.686)
+TOOLBOX_JM = (200e-6, 200e-6, 200e-6, 33e-6, 33e-6, 33e-6)
+TOOLBOX_B = (1.48e-3, 0.817e-3, 1.38e-3, 71.2e-6, 82.6e-6, 36.7e-6)
+TOOLBOX_TC = ((0.395, -0.435), (0.126, -0.071), (0.132, -0.105), (11.2e-3, -16.9e-3), (9.26e-3, -14.5e-3),
+              (3.96e-3, -10.5e-3))
+
+
+def toolbox_friction(j, qd):
+    """The toolbox's Link.friction: -|G| (B |G| q' + Tc+ or Tc-), the torque friction adds."""
+    G = abs(TOOLBOX_G[j])
+    tc = TOOLBOX_TC[j][0] if qd > 0 else (TOOLBOX_TC[j][1] if qd < 0 else 0.0)
+    return -G * (TOOLBOX_B[j] * G * qd + tc)
+
+
+def test_puma560_pedestal_moves_the_frames_not_the_dynamics():
+    flat, high, half = dh.puma560(), dh.puma560(pedestal=True), dh.puma560(pedestal=0.5)
+    q = random_q(flat)[0]
+    v, a = RNG.normal(size=6), RNG.normal(size=6)
+    for m, h in ((high, 0.672), (half, 0.5)):
+        dz = ld.frame_pose(m, q, "tool")[:3, 3] - ld.frame_pose(flat, q, "tool")[:3, 3]
+        np.testing.assert_allclose(dz, [0, 0, h], atol=1e-12)
+        np.testing.assert_allclose(ld.rnea(m, q, v, a), ld.rnea(flat, q, v, a), atol=1e-10)
+    np.testing.assert_allclose(ld.generalized_gravity(high, np.zeros(6)), [0, 37.4837, 0.2489, 0, 0, 0], atol=1e-4)
+    assert dh.puma560_links(pedestal=True)[0].d == 0.672 and dh.puma560_links()[0].d == 0.0
+    with pytest.raises(TypeError, match="pedestal"):
+        dh.puma560(pedestal="tall")
+
+
+def test_puma560_friction_is_the_toolbox_friction_seen_at_the_link():
+    """friction=True: viscous B G^2 exactly, and Coulomb friction the symmetric part of the toolbox's
+    asymmetric one, |G| (Tc+ - Tc-) / 2 (what sign(q') can carry); the armature is Jm G^2.  The
+    defaults have no friction, as before."""
+    plain, rough = dh.puma560(), dh.puma560(friction=True)
+    G = np.array(TOOLBOX_G)
+    np.testing.assert_allclose(np.asarray(rough.armature), np.array(TOOLBOX_JM) * G ** 2, rtol=1e-12)
+    np.testing.assert_allclose(np.asarray(rough.damping), np.array(TOOLBOX_B) * G ** 2, rtol=1e-12)
+    assert rough.damping[0] == pytest.approx(5.8018, abs=1e-4)     # 1.48e-3 x 62.6111^2
+    assert not np.any(plain.damping) and not np.any(plain.friction)
+    q = random_q(plain)[0]
+    a = RNG.normal(size=6)
+    for qd in (0.7, -1.3):
+        v = np.full(6, qd)
+        tau_f = ld.rnea(rough, q, v, a) - ld.rnea(plain, q, v, a)    # the torque the joints' friction takes
+        for j in range(6):
+            viscous = -G[j] ** 2 * TOOLBOX_B[j] * qd
+            symmetric = 0.5 * (toolbox_friction(j, qd) - toolbox_friction(j, -qd))
+            assert -tau_f[j] == pytest.approx(symmetric, rel=1e-12)
+            # what is left out: the asymmetric offset, the same in both directions
+            offset = toolbox_friction(j, qd) - symmetric
+            assert offset == pytest.approx(-abs(G[j]) * sum(TOOLBOX_TC[j]) / 2, rel=1e-12)
+            assert -tau_f[j] - viscous == pytest.approx(-abs(G[j]) * (TOOLBOX_TC[j][0] - TOOLBOX_TC[j][1]) / 2
+                                                       * np.sign(qd), rel=1e-12)

@@ -23,9 +23,20 @@ Kinds (each gives its rows J, J' v and, where it has a target, its error c):
 * :class:`Custom` - any ``fn(model, q, v) -> (J, Jdot_v)`` or ``(J, Jdot_v, c)``.
 
 The model's own loop closures (``model.loops``) are added as rows as well.
+
+**Compiled path.**  When every constraint is one of the four geometric kinds (points and frames
+fixed on bodies) and the model has no loops, one compiled kernel does the whole step
+(:mod:`linkdyn._kernels.constraints`: the kinematics pass, RNEA, CRBA, the rows, the
+tree-sparse factorization of M and the solve of Lambda = J M^-1 J^T); the constraints are
+packed (frames resolved to bodies and placements) once and the packing is kept for the next
+call with the same constraint objects (a constraint's fields are values: assigning one makes
+it packed anew).  Redundant rows get the least-norm lambda, as NumPy's ``lstsq``.
+:func:`prepare` gives an object that skips even the look-up.  ``Custom`` constraints and
+models with loops take the NumPy path below.
 """
 from __future__ import annotations
 
+import weakref
 from dataclasses import dataclass
 
 import numpy as np
@@ -48,9 +59,45 @@ def _point_terms(model, q, v, frame, point):
     return T[:3, 3] + r, J, jdv
 
 
+_EDITS = [0]          # bumped by every assignment to a constraint's field (the packings check it)
+
+
+def _as_value(value, shape):
+    """A read-only float copy of ``value`` if it is an array of ``shape`` (a tuple of floats for a
+    3-vector), else ``value`` unchanged (it is rejected where it is used)."""
+    if value is None or isinstance(value, (str, bytes)):
+        return value
+    try:
+        arr = np.array(value, dtype=float)
+    except (TypeError, ValueError):
+        return value
+    if arr.shape != shape:
+        return value
+    if shape == (3,):
+        return tuple(float(x) for x in arr)
+    arr.flags.writeable = False
+    return arr
+
+
 class Constraint:
-    """A constraint's rows at a state: ``terms(model, q, v) -> (J, Jdot_v, c or None)``."""
+    """A constraint's rows at a state: ``terms(model, q, v) -> (J, Jdot_v, c or None)``.
+
+    The geometric kinds keep their points, normals and targets as values (tuples, read-only
+    arrays), so that the compiled path's packing of them cannot go stale: change a constraint
+    by assigning a field (``c.target = (0, 0, 1)``), which is seen by the next call."""
     size = 0
+    _version = 0
+    _vectors = ()          # fields holding 3-vectors
+    _poses = ()            # fields holding 4x4 poses
+
+    def __setattr__(self, name, value):
+        if name in self._vectors:
+            value = _as_value(value, (3,))
+        elif name in self._poses:
+            value = _as_value(value, (4, 4))
+        object.__setattr__(self, name, value)
+        object.__setattr__(self, "_version", self._version + 1)
+        _EDITS[0] += 1
 
     def terms(self, model, q, v):
         raise NotImplementedError
@@ -64,6 +111,7 @@ class PointFixed(Constraint):
     point: tuple = (0.0, 0.0, 0.0)
     target: tuple | None = None
     size = 3
+    _vectors = ("point", "target")
 
     def terms(self, model, q, v):
         p, J, jdv = _point_terms(model, q, v, self.frame, self.point)
@@ -79,6 +127,7 @@ class PointOnPlane(Constraint):
     offset: float = 0.0
     point: tuple = (0.0, 0.0, 0.0)
     size = 1
+    _vectors = ("normal", "point")
 
     def terms(self, model, q, v):
         n = np.asarray(self.normal, dtype=float)
@@ -94,6 +143,7 @@ class FrameFixed(Constraint):
     frame: str
     target: np.ndarray | None = None
     size = 6
+    _poses = ("target",)
 
     def terms(self, model, q, v):
         J = jacobian(model, q, self.frame, "local_world_aligned")
@@ -115,6 +165,7 @@ class Distance(Constraint):
     point_a: tuple = (0.0, 0.0, 0.0)
     point_b: tuple = (0.0, 0.0, 0.0)
     size = 1
+    _vectors = ("point_a", "point_b")
 
     def terms(self, model, q, v):
         pa, Ja, ba = _point_terms(model, q, v, self.frame_a, self.point_a)
@@ -169,7 +220,22 @@ def constrained_dynamics(model, q, v, tau, constraints=(), baumgarte=(0.0, 0.0))
     """Forward dynamics under ``constraints`` (module docstring: the Lagrange-multiplier form)
     and the model's loops: q'' and each constraint's multiplier lambda.  ``baumgarte``:
     (alpha, beta) in 1/s, the stabilization of the constraints that have a target (and of the
-    loops); (0, 0) holds the accelerations only."""
+    loops); (0, 0) holds the accelerations only.
+
+    Geometric constraints on a model without loops run compiled (module docstring), packed
+    once per list of constraint objects; :func:`prepare` skips even that look-up."""
+    if constraints and not model.loops:
+        hit = _CACHE.get((id(model), *map(id, constraints)))
+        pk = hit[1] if hit is not None and hit[0]() is model else _cached_packing(model, constraints)
+        if pk is not None:
+            res = _run_packed(model, pk, q, v, tau, baumgarte)
+            if res is not None:
+                return res
+    return _constrained_dynamics_numpy(model, q, v, tau, constraints, baumgarte)
+
+
+def _constrained_dynamics_numpy(model, q, v, tau, constraints=(), baumgarte=(0.0, 0.0)) -> Result:
+    """The NumPy path of :func:`constrained_dynamics` (every kind, loops; it also names bad input)."""
     from .loops.kinematics import loop_bias, loop_error, loop_jacobian
     q = np.asarray(q, dtype=float)
     v = np.asarray(v, dtype=float)
@@ -215,3 +281,175 @@ def constrained_dynamics(model, q, v, tau, constraints=(), baumgarte=(0.0, 0.0))
         out.append(lam[k:k + s])
         k += s
     return Result(qdd, out, lam[k:], residual)
+
+
+# ---------------------------------------------------------------------------------------
+# the compiled path: packing, a cache of packings per model, and prepare()
+_GEOMETRIC = (PointFixed, PointOnPlane, FrameFixed, Distance)
+_NO_LOOP_FORCES = np.zeros(0)
+_NO_LOOP_FORCES.flags.writeable = False
+_ND, _F64 = np.ndarray, np.dtype(np.float64)
+_CACHE = {}           # (id(model), ids of the constraints) -> (weak reference to the model, _Packing)
+_CACHE_SIZE = 64
+_solve = None
+
+
+def _entry():
+    global _solve
+    if _solve is None:
+        from numba import types as nt
+
+        from ._api import PACKED, VEC, WS, OUT1, Entry
+        from ._kernels.constraints import _constraint_solve
+        from .dynamics.cholesky import LAM
+        _solve = Entry(_constraint_solve, PACKED, LAM, WS, VEC, VEC, VEC, nt.float64, nt.float64, OUT1)
+    return _solve
+
+
+class _Packing:
+    """The constraints of one list packed for the kernel (``cw``: description and workspace)."""
+    __slots__ = ("constraints", "versions", "edits", "cw", "slices", "nout", "nv")
+
+
+def _frame_point(model, frame, point):
+    """(body, the point in body coordinates, frame rotation, frame position in the body)."""
+    f = model.frame_id(frame)
+    R, p = np.asarray(model.frame_R[f]), np.asarray(model.frame_p[f])
+    return int(model.frame_body[f]), R @ np.asarray(point, dtype=float) + p, R, p
+
+
+def _pack(model, constraints) -> _Packing:
+    from ._kernels import constraints as K
+    nc = len(constraints)
+    ci = np.zeros((nc, 4))
+    cf = np.zeros((nc, K.NF))
+    slices, r0 = [], 0
+    for k, c in enumerate(constraints):
+        t = type(c)
+        if t is PointFixed:
+            body, r, _, _ = _frame_point(model, c.frame, c.point)
+            ci[k] = K.POINT, body, 0, r0
+            cf[k, :3] = r
+            if c.target is not None:
+                cf[k, 3:6], cf[k, 6] = np.asarray(c.target, dtype=float), 1.0
+        elif t is PointOnPlane:
+            body, r, _, _ = _frame_point(model, c.frame, c.point)
+            n = np.asarray(c.normal, dtype=float)
+            ci[k] = K.PLANE, body, 0, r0
+            cf[k, :3], cf[k, 3:6], cf[k, 6] = r, n / np.linalg.norm(n), float(c.offset)
+        elif t is FrameFixed:
+            body, _, R, p = _frame_point(model, c.frame, (0.0, 0.0, 0.0))
+            ci[k] = K.FRAME, body, 0, r0
+            cf[k, :9], cf[k, 9:12] = R.ravel(), p
+            if c.target is not None:
+                T = np.asarray(c.target, dtype=float)
+                cf[k, 12:21], cf[k, 21:24], cf[k, 24] = T[:3, :3].ravel(), T[:3, 3], 1.0
+        else:
+            ba, ra, _, _ = _frame_point(model, c.frame_a, c.point_a)
+            bb, rb, _, _ = _frame_point(model, c.frame_b, c.point_b)
+            ci[k] = K.DIST, ba, bb, r0
+            cf[k, :3], cf[k, 3:6], cf[k, 6] = ra, rb, float(c.length)
+        slices.append(slice(model.nv + r0, model.nv + r0 + c.size))
+        r0 += c.size
+    if not (np.isfinite(cf).all()):
+        raise ValueError("constraints: the points, normals, offsets, lengths and targets must be finite")
+    pk = _Packing()
+    pk.cw = np.zeros(K._cw_size(nc, r0, model.nv))
+    pk.cw[:2] = nc, r0
+    pk.cw[2:2 + 4 * nc] = ci.ravel()
+    pk.cw[2 + 4 * nc:2 + (4 + K.NF) * nc] = cf.ravel()
+    pk.constraints = tuple(constraints)
+    pk.versions = tuple(c._version for c in constraints)
+    pk.edits = _EDITS[0]
+    pk.slices = tuple(slices)
+    pk.nout = model.nv + r0 + 1
+    pk.nv = model.nv
+    return pk
+
+
+def _geometric(constraints) -> bool:
+    for c in constraints:
+        if type(c) not in _GEOMETRIC:
+            return False
+    return True
+
+
+def _cached_packing(model, constraints):
+    """The packing of ``constraints`` for ``model`` (made on first use), or None if some
+    constraint is not geometric (the NumPy path then takes it, and names what is wrong).
+    Keyed by the ids of the model and of the constraints: the packing holds the constraints (so
+    their ids stay theirs) and a weak reference to the model (checked on every hit)."""
+    key = (id(model), *map(id, constraints))
+    hit = _CACHE.get(key)
+    if hit is not None and hit[0]() is model:
+        return hit[1]
+    if not _geometric(constraints):
+        return None
+    try:
+        ref = weakref.ref(model)
+    except TypeError:
+        return None
+    if len(_CACHE) >= _CACHE_SIZE:
+        _CACHE.clear()
+    pk = _pack(model, constraints)
+    _CACHE[key] = (ref, pk)
+    return pk
+
+
+def _run_packed(model, pk, q, v, tau, baumgarte):
+    """The compiled step for a packing; None when the NumPy path must answer (input that is not
+    three float64 vectors, a bad value, M singular, a degenerate Distance)."""
+    if not (type(q) is _ND and type(v) is _ND and type(tau) is _ND and q.dtype is _F64 and v.dtype is _F64
+            and tau.dtype is _F64 and q.ndim == 1 and v.ndim == 1 and tau.ndim == 1):
+        return None
+    if pk.edits != _EDITS[0]:
+        if tuple(c._version for c in pk.constraints) != pk.versions:
+            fresh = _pack(model, pk.constraints)
+            pk.cw, pk.versions, pk.slices, pk.nout = fresh.cw, fresh.versions, fresh.slices, fresh.nout
+        pk.edits = _EDITS[0]
+    alpha, beta = baumgarte
+    out = np.empty(pk.nout)
+    if (_solve or _entry()).fn(model._packed, model.dof_parent, pk.cw, q, v, tau, float(alpha), float(beta),
+                               out) != 0:
+        return None
+    sl = pk.slices
+    forces = [out[sl[0]]] if len(sl) == 1 else [out[k] for k in sl]
+    return Result(out[:pk.nv], forces, _NO_LOOP_FORCES, out.item(-1))
+
+
+class Prepared:
+    """``constrained_dynamics`` with its constraints fixed: ``prepared(q, v, tau, baumgarte=...)``
+    gives the same :class:`Result`, without looking the packing up (:func:`prepare`)."""
+
+    def __init__(self, model, constraints):
+        self.model = model
+        self.constraints = tuple(constraints)
+        for k, c in enumerate(self.constraints):
+            if not isinstance(c, Constraint):
+                raise TypeError(f"constraints[{k}]: expected a linkdyn.constraints.Constraint "
+                                f"(PointFixed, PointOnPlane, FrameFixed, Distance, Custom), got {type(c).__name__}")
+        self._pk = (_pack(model, self.constraints) if self.constraints and not model.loops
+                    and _geometric(self.constraints) else None)
+
+    @property
+    def compiled(self) -> bool:
+        """True if the calls run the compiled kernel (geometric constraints, no loops)."""
+        return self._pk is not None
+
+    def __call__(self, q, v, tau, baumgarte=(0.0, 0.0)) -> Result:
+        if self._pk is not None:
+            res = _run_packed(self.model, self._pk, q, v, tau, baumgarte)
+            if res is not None:
+                return res
+        return _constrained_dynamics_numpy(self.model, q, v, tau, self.constraints, baumgarte)
+
+    def __repr__(self):
+        kinds = ", ".join(type(c).__name__ for c in self.constraints)
+        return f"<linkdyn.constraints.Prepared {self.model.name!r}: [{kinds}], {'compiled' if self.compiled else 'NumPy'}>"
+
+
+def prepare(model, constraints) -> Prepared:
+    """``constrained_dynamics(model, ..., constraints)`` ready to be called many times:
+    ``prepared = prepare(model, constraints); res = prepared(q, v, tau, baumgarte=(a, b))``.
+    The frames are resolved and the constraints packed here, once."""
+    return Prepared(model, constraints)

@@ -111,6 +111,11 @@ class Model:
     """Immutable description of a kinematic tree.  Build one with :class:`ModelBuilder`,
     :func:`linkdyn.load_urdf` or :mod:`linkdyn.models`."""
 
+    #: the Denavit-Hartenberg table of a model built by :func:`linkdyn.models.from_dh` (a tuple of
+    #: ``DHLink``) and its convention ("standard" or "modified"); None for any other model
+    dh_links = None
+    dh_convention = None
+
     def __init__(self, name, bodies, parent, tree, inertia, frames, joint_frames, gravity, mimic, loops=(),
                  contacts=(), planes=()):
         nb = len(bodies)
@@ -303,6 +308,15 @@ class Model:
     @property
     def nloops(self) -> int:
         return len(self.loops)
+
+    def dh_table(self, degrees: bool = True) -> str:
+        """The Denavit-Hartenberg table this model was built from (:func:`linkdyn.models.from_dh`,
+        the DH arms of :mod:`linkdyn.models`), as text: ``print(model.dh_table())``."""
+        if self.dh_links is None:
+            raise ValueError(f"model {self.name!r} was not built from a Denavit-Hartenberg table "
+                             "(linkdyn.models.from_dh): it has none to print")
+        from ..models.dh import dh_table
+        return dh_table(self.dh_links, self.dh_convention, degrees)
 
     def __repr__(self):
         kinds = {}

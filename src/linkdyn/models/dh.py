@@ -29,7 +29,7 @@ body frame *is* DH frame ``i`` and nothing needs transforming.
 from __future__ import annotations
 
 import warnings
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from math import pi
 
 import numpy as np
@@ -182,7 +182,8 @@ def from_dh(links, convention: str = "standard", base=None, tool=None, name: str
 
     ``base`` (4x4) places DH frame 0 in the world; ``tool`` (4x4) is the tool frame in DH frame
     ``n``.  See the module docstring for the joint-variable convention (``q = 0`` is the table's
-    offset) and the frames (``"link0"`` .. ``"link{n}"``, ``"tool"``).
+    offset) and the frames (``"link0"`` .. ``"link{n}"``, ``"tool"``).  The model keeps a copy of
+    the table (``model.dh_links``, ``model.dh_convention``): ``print(model.dh_table())``.
     """
     if convention not in ("standard", "modified"):
         raise ValueError(f"convention: expected 'standard' or 'modified', got {convention!r}")
@@ -215,7 +216,11 @@ def from_dh(links, convention: str = "standard", base=None, tool=None, name: str
         parent = body
         placement = frame_in_body if convention == "standard" else np.eye(4)
     b.add_frame("tool", parent, placement=placement @ tool4 if convention == "standard" else tool4)
-    return b.build()
+    model = b.build()
+    # the table itself, for model.dh_table() (copies: later edits of ``links`` do not reach it)
+    model.dh_links = tuple(replace(L) for L in links)
+    model.dh_convention = convention
+    return model
 
 
 # ------------------------------------------------------------------------------ built-in arms
@@ -250,48 +255,94 @@ def planar_2link(l1: float = 1.0, l2: float = 1.0, m1: float = 1.0, m2: float = 
     return from_dh(planar_2link_links(l1=l1, l2=l2, m1=m1, m2=m2), **kwargs)
 
 
-#: reflected armature Jm G^2 of the Puma 560 (Corke's mdl_puma560: Jm, G per joint)
+# The Puma 560's drives, per joint, as in Corke's Robotics Toolbox (``mdl_puma560``, and the Python
+# toolbox's ``Puma560``), which takes them from Armstrong, Khatib and Burdick (1986) through
+# Corke and Armstrong-Helouvry (1994); all referred to the motor side of the gearbox:
+#: motor (armature) inertia Jm [kg m^2]
 _PUMA_JM = (200e-6, 200e-6, 200e-6, 33e-6, 33e-6, 33e-6)
+#: gear ratio G (motor : link; the sign is the motor's sense of rotation)
 _PUMA_G = (-62.6111, 107.815, -53.7063, 76.0364, 71.923, 76.686)
+#: viscous friction B [N m s / rad]
+_PUMA_B = (1.48e-3, 0.817e-3, 1.38e-3, 71.2e-6, 82.6e-6, 36.7e-6)
+#: Coulomb friction (Tc+ for q' > 0, Tc- for q' < 0) [N m]
+_PUMA_TC = ((0.395, -0.435), (0.126, -0.071), (0.132, -0.105), (11.2e-3, -16.9e-3), (9.26e-3, -14.5e-3),
+            (3.96e-3, -10.5e-3))
+#: height of the shoulder axis above the mounting surface [m] (the Python toolbox's ``Puma560``)
+PUMA_PEDESTAL = 0.672
 
 
-def puma560_links(armature: bool = True) -> list:
-    """The DH table (list of :class:`DHLink`) of :func:`puma560`."""
+def _pedestal(pedestal) -> float:
+    if pedestal is True:
+        return PUMA_PEDESTAL
+    if pedestal is False or pedestal is None:
+        return 0.0
+    try:
+        h = float(pedestal)
+    except (TypeError, ValueError):
+        raise TypeError(f"pedestal: expected True, False or a height in metres, got {pedestal!r}") from None
+    if not np.isfinite(h):
+        raise ValueError(f"pedestal: expected a finite height, got {pedestal!r}")
+    return h
+
+
+def puma560_links(armature: bool = True, pedestal=False, friction: bool = False) -> list:
+    """The DH table (list of :class:`DHLink`) of :func:`puma560` (same arguments)."""
     deg = pi / 180
     rows = [  # a, alpha, d, mass, com, (Ixx, Iyy, Izz), limits (deg; Wang and Chen 1991)
-        (0.0, pi / 2, 0.0, 0.0, (0, 0, 0), (0, 0.35, 0), (-160, 160)),
+        (0.0, pi / 2, _pedestal(pedestal), 0.0, (0, 0, 0), (0, 0.35, 0), (-160, 160)),
         (0.4318, 0.0, 0.0, 17.4, (-0.3638, 0.006, 0.2275), (0.13, 0.524, 0.539), (-45, 225)),
         (0.0203, -pi / 2, 0.15005, 4.8, (-0.0203, -0.0141, 0.070), (0.066, 0.086, 0.0125), (-225, 45)),
         (0.0, pi / 2, 0.4318, 0.82, (0, 0.019, 0), (1.8e-3, 1.3e-3, 1.8e-3), (-110, 170)),
         (0.0, -pi / 2, 0.0, 0.34, (0, 0, 0), (0.3e-3, 0.4e-3, 0.3e-3), (-100, 100)),
         (0.0, 0.0, 0.0, 0.09, (0, 0, 0.032), (0.15e-3, 0.15e-3, 0.04e-3), (-266, 266)),
     ]
-    links = [DHLink(a=a, alpha=al, d=d, kind="revolute", mass=m, com=c, inertia=np.diag(I),
-                    armature=(jm * g * g if armature else 0.0), lower=lim[0] * deg, upper=lim[1] * deg)
-             for (a, al, d, m, c, I, lim), jm, g in zip(rows, _PUMA_JM, _PUMA_G)]
+    links = []
+    for (a, al, d, m, c, I, lim), jm, g, B, (tp, tn) in zip(rows, _PUMA_JM, _PUMA_G, _PUMA_B, _PUMA_TC):
+        links.append(DHLink(a=a, alpha=al, d=d, kind="revolute", mass=m, com=c, inertia=np.diag(I),
+                            armature=(jm * g * g if armature else 0.0),
+                            viscous=(B * g * g if friction else 0.0),
+                            coulomb=(abs(g) * 0.5 * (tp - tn) if friction else 0.0),
+                            lower=lim[0] * deg, upper=lim[1] * deg))
     return links
 
 
-def puma560(armature: bool = True, **kwargs):
+def puma560(armature: bool = True, pedestal=False, friction: bool = False, **kwargs):
     """Unimation PUMA 560, standard DH, with the kinematic and dynamic parameters of Peter Corke's
-    Robotics Toolbox ``mdl_puma560`` (from P. Corke and B. Armstrong-Helouvry, "A search for
-    consensus among model parameters reported for the PUMA 560 robot", ICRA 1994, pp. 1608-1613).
+    Robotics Toolbox ``mdl_puma560`` (Corke and Armstrong-Helouvry 1994, "A search for consensus
+    among model parameters reported for the PUMA 560 robot", ICRA, pp. 1608-1613).
 
-    As in ``mdl_puma560`` (MATLAB), ``d_1 = 0`` (no pedestal), the mass of link 1 is 0 (only its
-    inertia about z, 0.35 kg m^2, matters).  The joint limits (-160..160, -45..225, -225..45,
-    -110..170, -100..100, -266..266 degrees) are those the Robotics Toolbox for Python's
-    ``Puma560`` takes from Wang and Chen (1991, IEEE Trans. Robotics and Automation 7(4)); that
-    model also puts the shoulder 0.672 m above its mounting surface (``d_1``), here 0 as in
-    ``mdl_puma560`` (pass ``base=`` to :func:`from_dh` to add it).  With
-    ``armature=True`` the reflected motor inertias ``Jm G^2`` are put on the mass matrix diagonal
-    (Corke's ``rne`` does the same).  Centres of mass and inertias (about the com) are in DH frame
-    ``i``.  ``kwargs`` go to :func:`from_dh`.
+    Where the numbers come from:
+
+    * kinematics: Paul's link twists (the zero pose a "righty" L), d_3 = 0.15005 m as in Armstrong,
+      Khatib and Burdick (1986) and Corke and Armstrong-Helouvry (1994), a_2 = 0.4318 m,
+      a_3 = 0.0203 m, d_4 = 0.4318 m;
+    * link masses, centres of mass and inertias about the centre of mass (in DH frame i):
+      Armstrong, Khatib and Burdick (1986, "The explicit dynamic model and inertial parameters of
+      the PUMA 560 arm", ICRA), as Corke and Armstrong-Helouvry (1994) tabulate them; link 1 has
+      mass 0 and only its inertia about its axis, 0.35 kg m^2, matters (Armstrong et al. found no
+      mass for it);
+    * drives (Armstrong, Khatib and Burdick 1986, in Corke and Armstrong-Helouvry 1994), at the
+      motor: inertia Jm, gear ratio G, viscous friction B and Coulomb friction Tc+ / Tc-;
+    * joint limits: Wang and Chen (1991, IEEE Trans. Robotics and Automation 7(4)), as the Python
+      toolbox's ``Puma560`` has them.
+
+    ``armature`` (default on): the motor inertias seen at the link, Jm G^2, on the diagonal of the
+    mass matrix (as Corke's ``rne`` does).  ``pedestal``: False (default) puts the shoulder at the
+    base, d_1 = 0, as ``mdl_puma560`` (MATLAB) does; True uses the Python toolbox's d_1 = 0.672 m
+    (mounting surface to shoulder axis); a number is d_1 in metres.  With link 1 massless it moves
+    the frames only, not the dynamics.  ``friction`` (default off): the joint friction seen at the
+    link, viscous B G^2 and Coulomb friction.  The toolbox's Coulomb friction is asymmetric,
+    |G| Tc+ for q' > 0 and |G| |Tc-| for q' < 0; linkdyn's joints take one level for both
+    directions (``tau += coulomb sign(q')``), so here it is the mean |G| (Tc+ - Tc-) / 2, which
+    leaves out the offset |G| (Tc+ + Tc-) / 2 (0.19 N m at joint 5 to 2.96 N m at joint 2 in size)
+    that the toolbox adds to it in both directions of motion.  Centres of mass and inertias are in DH frame
+    ``i``.  ``kwargs`` go to :func:`from_dh`; ``model.dh_table()`` prints the table.
     """
     kwargs.setdefault("name", "puma560")
     with warnings.catch_warnings():
         # the published wrist inertias break A + B >= C (kept as published: see _dh_inertia)
         warnings.simplefilter("ignore", _b.InertiaWarning)
-        return from_dh(puma560_links(armature=armature), **kwargs)
+        return from_dh(puma560_links(armature=armature, pedestal=pedestal, friction=friction), **kwargs)
 
 
 def stanford_arm_links(armature: bool = True) -> list:
