@@ -1,4 +1,5 @@
-"""The command line: the README's main job (a scene demo) and the robot demo, run short."""
+"""The command line: the README's main job (a scene demo) and the robot demo, run short; both write the
+3D viewer page."""
 import numpy as np
 
 from linkdyn import cli
@@ -6,22 +7,27 @@ from linkdyn.models import example_robot_data_dir
 
 
 def test_scene_demo_writes_animation_plot_and_recording(tmp_path, capsys):
-    assert cli.main(["demo", "highbar", "--duration", "1.2", "--out", str(tmp_path), "--quiet", "--format", "gif"]) == 0
+    assert cli.main(["demo", "highbar", "--duration", "1.2", "--out", str(tmp_path), "--quiet"]) == 0
     out = capsys.readouterr().out
     assert "cut     r_grip__bar" in out and "energy drift" in out
     for check in ("largest limit violation", "smallest normal force", "deepest penetration", "largest loop error",
                   "energy ledger residual"):
         assert f"ok   {check}" in out, check
-    for name in ("highbar.gif", "highbar.png", "highbar.npz"):
+    for name in ("highbar.html", "highbar.png", "highbar.npz"):
         assert (tmp_path / name).stat().st_size > 1000, name
+    page = (tmp_path / "highbar.html").read_text()           # the 3D viewer (the gif: tests/test_viz.py)
+    assert '"format":"linkdyn-viewer-1"' in page and "r_grip__bar released" in page
     data = np.load(tmp_path / "highbar.npz")
     assert data["seg1_t"][-1] == 1.2
 
 
 def test_robot_demo_and_info(tmp_path, capsys):
-    assert cli.main(["demo", "ur5", "--duration", "0.05", "--plot", str(tmp_path / "ur5.png")]) == 0
+    assert cli.main(["demo", "ur5", "--duration", "0.05", "--plot", str(tmp_path / "ur5.png"),
+                     "--out", str(tmp_path)]) == 0
     out = capsys.readouterr().out
     assert "energy drift over the run" in out and (tmp_path / "ur5.png").exists()
+    page = (tmp_path / "ur5.html").read_text()                # the 3D viewer, with the robot's meshes if trimesh is here
+    assert '"format":"linkdyn-viewer-1"' in page and "3D viewer written to" in out
     urdf = example_robot_data_dir() / "ur_description/urdf/ur5_robot.urdf"
     assert cli.main(["info", str(urdf)]) == 0
     assert "shoulder_pan_joint" in capsys.readouterr().out

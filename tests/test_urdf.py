@@ -546,6 +546,7 @@ def test_a_second_parent_joint_closes_a_loop():
     for name in ("crank", "coupler", "rocker"):
         assert abs(a[m.v_index(name)] - ar[ref.v_index(name)]) < 1e-9 * max(1, abs(ar).max()), name
 
+
 def test_an_inertia_that_breaks_the_triangle_inequality_is_kept_with_a_warning(tmp_path):
     """Real files carry such inertias (example-robot-data's romeo arms break A + B >= C by 80 %):
     the URDF loader keeps them as Pinocchio does, and says which link; ld.Inertia refuses them."""

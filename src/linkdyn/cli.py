@@ -79,15 +79,22 @@ def _scene(args) -> int:
     rec_path = out / f"{args.robot}.npz"
     sim.save(rec_path)
     print(f"recording written to {rec_path}")
-    try:
-        from linkdyn import viz
-    except ImportError:
-        print("matplotlib is not installed (pip install 'linkdyn[plot]'): no animation or plot", file=sys.stderr)
-        return _verdict(checks)
+    from linkdyn import viz
     props = _scene_props(args.robot, rec)
     anim_path = out / f"{args.robot}.{args.format}"
-    viz.animate(rec, anim_path, props=props, title=f"linkdyn: {args.robot}")
-    print(f"animation written to {anim_path}")
+    if args.format == "html":       # the interactive 3D viewer: needs nothing else
+        viz.view(rec, props=props, title=f"linkdyn: {args.robot}").save(anim_path)
+        print(f"3D viewer written to {anim_path} (open it in a browser)")
+    try:
+        from linkdyn.viz.animate import require_matplotlib
+        require_matplotlib()
+    except ImportError:
+        print("matplotlib is not installed (pip install 'linkdyn[plot]'): no plot"
+              + ("" if args.format == "html" else " or animation"), file=sys.stderr)
+        return _verdict(checks)
+    if args.format != "html":
+        viz.animate(rec, anim_path, props=props, title=f"linkdyn: {args.robot}")
+        print(f"animation written to {anim_path}")
     plot_path = out / f"{args.robot}.png"
     viz.plot_run(rec, plot_path, title=f"linkdyn: {args.robot}")
     print(f"plots written to {plot_path}")
@@ -155,6 +162,14 @@ def _demo(args) -> int:
     if args.plot:
         _plot(model, traj, args.plot, f"{args.robot}: {what}")
         print(f"plot written to {args.plot}")
+    if args.format == "html":
+        from pathlib import Path
+
+        from linkdyn import viz
+        out = Path(args.out)
+        out.mkdir(parents=True, exist_ok=True)
+        page = viz.view(traj, model=model, title=f"linkdyn: {args.robot}, {what}").save(out / f"{args.robot}.html")
+        print(f"3D viewer written to {page} (open it in a browser)")
     return 0
 
 
@@ -271,8 +286,10 @@ def main(argv=None) -> int:
                                                                "2 s for a robot)")
     d.add_argument("--dt", type=float, default=1e-3)
     d.add_argument("--seed", type=int, default=0)
-    d.add_argument("--out", default=".", help="folder for a scene's animation, plot and recording (default: here)")
-    d.add_argument("--format", default="html", choices=["html", "gif", "mp4"], help="a scene's animation format")
+    d.add_argument("--out", default=".", help="folder for the 3D viewer page (a robot's too), a scene's plot and "
+                                              "recording (default: here)")
+    d.add_argument("--format", default="html", choices=["html", "gif", "mp4"],
+                   help="html: an interactive 3D viewer page (the default); gif, mp4: a scene's matplotlib animation")
     d.add_argument("--quiet", action="store_true", help="no progress bar")
     d.add_argument("--plot", default=None, help="a robot's run: write a PNG of joint angles and energies")
     d.set_defaults(func=_demo)

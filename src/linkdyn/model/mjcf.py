@@ -117,7 +117,11 @@ Mapping (the supported subset)
     have no counterpart: linkdyn's contacts are hard.
 * ``<keyframe><key qpos>`` -> ``info.keyframes`` (q in linkdyn's layout; cut joints at the
   identity, close them with ``linkdyn.loops.close_loops``).
-* Ignored: ``<asset>``, ``<visual>``, ``<statistic>``, ``<size>``, ``<tendon>``,
+* Drawing only (the dynamics never read it): every geom's shape, pose and ``rgba`` and the
+  ``<asset><mesh file scale>`` files under ``<compiler meshdir>`` are kept in ``model.visuals``
+  (:class:`linkdyn.model.urdf.Visual` on the geom's body frame; ``group`` 3 and above as
+  collision geometry), which :func:`linkdyn.viz.view` draws.
+* Ignored: ``<asset>`` (but for meshes, above), ``<visual>``, ``<statistic>``, ``<size>``, ``<tendon>``,
   ``<actuator>``, ``<sensor>``, ``<custom>``, ``<extension>``, ``<deformable>``, cameras,
   lights, and ``<contact>`` apart from the pairs and exclusions above.  Refused (``NotImplementedError``): ``<composite>``, ``<flexcomp>``, ``<replicate>``,
   ``<attach>``, body plugins.
@@ -1227,6 +1231,7 @@ def _build(text, source, base_dir, gravity, joint_friction, return_info, default
         model = b.build()
     except ValueError as exc:
         raise MJCFError(f"{source}: {exc}") from None
+    model.visuals = _geom_visuals(P, root, base_dir)
     if not return_info:
         return model
     q0 = qpos_to_q(model, np.array(q0_mj, dtype=float))
@@ -1244,6 +1249,69 @@ def _build(text, source, base_dir, gravity, joint_friction, return_info, default
                 raise a.err(f"qpos has {len(raw)} numbers, the model has nq = {nq_mj} (MuJoCo's layout)")
             keys[kname] = qpos_to_q(model, a.floats("qpos", nq_mj))
     return model, MJCFInfo(q0=q0, keyframes=keys)
+
+
+def _geom_visuals(P, root, base_dir):
+    """Every geom as drawing geometry (:class:`linkdyn.model.urdf.Visual` on its body's frame):
+    spheres, capsules, cylinders, boxes, ellipsoids, planes and meshes (``<asset><mesh file>``
+    under ``<compiler meshdir>``); geoms of ``group`` 3 and above are "collision" geometry, as
+    MuJoCo's viewer hides them.  A geom that cannot be read is skipped: drawing never stops a
+    file from loading."""
+    from .urdf import Visual
+    meshdir, meshes = None, {}
+    for el in root.iter("compiler"):
+        meshdir = el.get("meshdir") or el.get("assetdir") or meshdir
+    for asset in root.iter("asset"):
+        for m in asset.findall("mesh"):
+            f = m.get("file")
+            if not f:
+                continue
+            name = m.get("name") or Path(f).stem
+            try:
+                sc = [float(x) for x in (m.get("scale") or "1 1 1").split()]
+            except ValueError:
+                sc = [1.0, 1.0, 1.0]
+            meshes[name] = (f, sc if len(sc) == 3 else [1.0, 1.0, 1.0])
+    folder = str(Path(base_dir or ".") / meshdir) if meshdir else base_dir
+    out = []
+    for el, body, R0, p0, cc, where in P.geoms:
+        try:
+            a = _Attr(P.ctx, el, where, P.defaults.of(el, "geom", cc, where))
+            gtype = a.choice("type", _GEOM_TYPES, "sphere")
+            if gtype in ("hfield", "sdf"):
+                continue
+            size = a.floats("size", 3, [0.0, 0.0, 0.0], min_n=1)
+            ft = a.fromto_pose() if gtype in ("capsule", "cylinder", "box", "ellipsoid") else None
+            if ft is not None:
+                R, p, half = ft
+                size = np.array([size[0], half, 0.0]) if gtype in ("capsule", "cylinder") else \
+                    np.array([size[0], size[0], half])
+            else:
+                R, p = a.pose()
+            rgba = a.floats("rgba", 4, [0.5, 0.5, 0.5, 1.0]) if a.has("rgba") else None
+            role = "collision" if int(a.number("group", 0)) >= 3 else "visual"
+            kw = dict(R=R0 @ R, p=p0 + R0 @ p, rgba=None if rgba is None else tuple(rgba), role=role,
+                      name=el.get("name") or "")
+            if rgba is not None and rgba[3] == 0:
+                continue
+            if gtype == "mesh":
+                mesh = meshes.get(a.raw("mesh") or "")
+                if mesh is None:
+                    continue
+                out.append(Visual(body, "mesh", (), mesh[0], folder, mesh[1], **kw))
+            elif gtype in ("capsule", "cylinder"):
+                out.append(Visual(body, gtype, (size[0], 2.0 * size[1]), **kw))
+            elif gtype == "box":
+                out.append(Visual(body, "box", 2.0 * size[:3], **kw))
+            elif gtype == "ellipsoid":
+                out.append(Visual(body, "ellipsoid", size[:3], **kw))
+            elif gtype == "sphere":
+                out.append(Visual(body, "sphere", size[:1], **kw))
+            elif gtype == "plane":
+                out.append(Visual(body, "plane", 2.0 * size[:2], **kw))
+        except (ValueError, TypeError, NotImplementedError):
+            continue
+    return tuple(out)
 
 
 def _matrix_to_quat_wxyz(R):

@@ -42,8 +42,12 @@ Mapping (the same as Pinocchio's ``buildModelFromUrdf`` unless stated):
 * ``<dynamics damping friction>`` of revolute, continuous and prismatic joints with
   ``joint_friction=True`` (viscous and Coulomb friction, applied by RNEA and ABA); ignored
   otherwise, as Pinocchio's algorithms do;
-* ``<safety_controller>``, ``<calibration>``, ``<visual>``,
-  ``<collision>``, ``<transmission>``, ``<gazebo>`` and unknown elements are ignored.
+* ``<visual>`` and ``<collision>`` play no part in the dynamics; their geometry (mesh file
+  name and scale, box, cylinder, sphere; origin; material colour) is kept for drawing in
+  ``model.visuals``, a tuple of :class:`Visual` on the link's frame (an element that cannot be
+  read is skipped: drawing never stops a file from loading);
+* ``<safety_controller>``, ``<calibration>``, ``<transmission>``, ``<gazebo>`` and unknown
+  elements are ignored.
 
 Planar joints: the URDF specification says a planar joint moves in the plane normal to its
 axis.  linkdyn follows it: for an axis n other than +z, the joint frame is turned by Rn, the
@@ -79,6 +83,35 @@ class URDFWarning(UserWarning):
     """Something in a URDF file was ignored (e.g. a ``<mimic>`` tag naming an unknown joint)."""
 
 
+class Visual:
+    """Drawing geometry on a frame of a model (URDF ``<visual>`` / ``<collision>``, MJCF
+    ``<geom>``); the dynamics never read it.
+
+    ``frame``: the name of the model frame it is attached to (a URDF link, an MJCF body);
+    ``kind``: "mesh", "box", "cylinder", "sphere", "capsule", "ellipsoid" or "plane";
+    ``size``: box (x, y, z) full lengths, cylinder and capsule (radius, length of the axis
+    part, along z), sphere (radius,), ellipsoid (a, b, c) semi-axes, plane (x, y) full lengths;
+    ``filename``: a mesh file as written in the model file (may be ``package://...``),
+    ``base_dir``: the folder of the model file (to resolve relative names), ``scale`` (3,);
+    ``R``, ``p``: the pose of the geometry in the frame; ``rgba``: a colour or None;
+    ``role``: "visual" or "collision"; ``name``: the element's name or ""."""
+    __slots__ = ("frame", "kind", "size", "filename", "base_dir", "scale", "R", "p", "rgba", "role", "name")
+
+    def __init__(self, frame, kind, size=(), filename=None, base_dir=None, scale=(1.0, 1.0, 1.0), R=None, p=None,
+                 rgba=None, role="visual", name=""):
+        self.frame, self.kind, self.size = str(frame), str(kind), tuple(float(x) for x in size)
+        self.filename, self.base_dir = filename, base_dir
+        self.scale = np.array(scale, dtype=float).reshape(3)
+        self.R = np.eye(3) if R is None else np.array(R, dtype=float).reshape(3, 3)
+        self.p = np.zeros(3) if p is None else np.array(p, dtype=float).reshape(3)
+        self.rgba = None if rgba is None else tuple(float(x) for x in rgba)
+        self.role, self.name = role, name
+
+    def __repr__(self):
+        what = self.filename if self.kind == "mesh" else self.size
+        return f"Visual({self.role} {self.kind} {what!r} on {self.frame!r})"
+
+
 _JOINT_TYPES = ("revolute", "continuous", "prismatic", "fixed", "floating", "planar")
 _FLOAT = re.compile(r"[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?")
 _INF = re.compile(r"[+-]?inf(?:inity)?", re.IGNORECASE)
@@ -99,7 +132,8 @@ def load_urdf(path, floating_base: bool = False, gravity=(0.0, 0.0, -9.81), join
     """
     path = Path(path)
     data = read_model_file(path, URDFError, what="URDF file")
-    return _build(data, str(path), floating_base, gravity, default_name=path.stem, joint_friction=joint_friction)
+    return _build(data, str(path), floating_base, gravity, default_name=path.stem, joint_friction=joint_friction,
+                  base_dir=str(path.resolve().parent))
 
 
 def parse_urdf(text, floating_base: bool = False, gravity=(0.0, 0.0, -9.81), source: str = "<string>",
@@ -240,7 +274,76 @@ def _unique(base, used):
     return name
 
 
-def _build(text, source, floating_base, gravity, default_name, joint_friction=False):
+def _visuals(root, link_els, base_dir):
+    """The ``<visual>`` and ``<collision>`` geometry of every link, as :class:`Visual` objects on
+    the link's frame; elements that cannot be read are skipped (they are drawing only)."""
+    materials = {}
+    for m in root.findall("material"):
+        c = m.find("color")
+        if m.get("name") and c is not None:
+            rgba = _floats(c.get("rgba"), 4)
+            if rgba is not None:
+                materials[m.get("name")] = rgba
+    out = []
+    for link, el in link_els.items():
+        for role in ("visual", "collision"):
+            for v in el.findall(role):
+                try:
+                    vis = _visual(v, link, role, base_dir, materials)
+                except (TypeError, ValueError):
+                    vis = None
+                if vis is not None:
+                    out.append(vis)
+    return tuple(out)
+
+
+def _floats(raw, n):
+    if raw is None:
+        return None
+    try:
+        x = np.array([float(s) for s in raw.split()], dtype=float)
+    except ValueError:
+        return None
+    return x if len(x) == n and np.isfinite(x).all() else None
+
+
+def _visual(v, link, role, base_dir, materials):
+    geo = v.find("geometry")
+    if geo is None or len(geo) == 0:
+        return None
+    g = geo[0]
+    o = v.find("origin")
+    xyz = _floats(o.get("xyz"), 3) if o is not None else None
+    rpy = _floats(o.get("rpy"), 3) if o is not None else None
+    R = rpy_matrix(*rpy) if rpy is not None else np.eye(3)
+    p = xyz if xyz is not None else np.zeros(3)
+    rgba = None
+    mat = v.find("material")
+    if mat is not None:
+        c = mat.find("color")
+        rgba = _floats(c.get("rgba"), 4) if c is not None else None
+        if rgba is None:
+            rgba = materials.get(mat.get("name"))
+    kw = dict(R=R, p=p, rgba=rgba, role=role, name=v.get("name") or "")
+    if g.tag == "mesh" and g.get("filename"):
+        scale = _floats(g.get("scale"), 3)
+        if scale is None:
+            s1 = _floats(g.get("scale"), 1)
+            scale = np.repeat(s1, 3) if s1 is not None else np.ones(3)
+        return Visual(link, "mesh", (), g.get("filename"), base_dir, scale, **kw)
+    if g.tag == "box":
+        size = _floats(g.get("size"), 3)
+        return None if size is None else Visual(link, "box", size, **kw)
+    if g.tag in ("cylinder", "capsule"):
+        r, h = _floats(g.get("radius"), 1), _floats(g.get("length"), 1)
+        return None if r is None or h is None else Visual(link, g.tag, (r[0], h[0]), **kw)
+    if g.tag == "sphere":
+        r = _floats(g.get("radius"), 1)
+        return None if r is None else Visual(link, "sphere", r, **kw)
+    return None
+
+
+def _build(text, source, floating_base, gravity, default_name, joint_friction=False, base_dir=None):
     ctx = _Ctx(source)
     root = _parse_xml(text, source)
     if root.tag != "robot":
@@ -443,6 +546,8 @@ def _build(text, source, floating_base, gravity, default_name, joint_friction=Fa
                    joint_name=js.name)
     b.mimic.extend(mimic)
     try:
-        return b.build()
+        model = b.build()
     except ValueError as exc:       # pragma: no cover - the checks above should make this unreachable
         raise URDFError(f"{source}: {exc}") from None
+    model.visuals = _visuals(root, link_els, base_dir)
+    return model

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..kinematics import forward_kinematics
+from ..kinematics import Kinematics, forward_kinematics
 from ..model import joints as J
 
 #: joint kinds that make a body a floating base when its parent is the world
@@ -98,8 +98,19 @@ class Skeleton:
 
     # --- placement ------------------------------------------------------------------------
     def kinematics(self, q):
-        """Body poses (``forward_kinematics``) for one configuration (nq,) or a stack (N, nq)."""
-        return forward_kinematics(self.model, np.asarray(q, dtype=float))
+        """Body poses (``forward_kinematics``) for one configuration (nq,) or a stack (N, nq).
+
+        A stack is done state by state: a picture needs a few thousand poses at most (a few ms),
+        and the parallel batched kernel would cost a newcomer's first demo ~10 s to compile."""
+        q = np.asarray(q, dtype=float)
+        if q.ndim == 1:
+            return forward_kinematics(self.model, q)
+        R = np.empty((q.shape[0], self.model.nbody, 3, 3))
+        p = np.empty((q.shape[0], self.model.nbody, 3))
+        for k in range(q.shape[0]):
+            kin = forward_kinematics(self.model, q[k])
+            R[k], p[k] = kin.R, kin.p
+        return Kinematics(self.model, R, p, None, None)
 
     def segments(self, q=None, kin=None) -> np.ndarray:
         """(nseg, 2, 3) line segments [start, end] in world coordinates ((N, nseg, 2, 3) for a stack
