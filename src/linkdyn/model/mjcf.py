@@ -67,8 +67,11 @@ Mapping (the supported subset)
   or always (``"true"``) the body's mass properties are computed from its geoms as MuJoCo does:
   ``sphere``, ``capsule``, ``cylinder``, ``box``, ``ellipsoid`` (``size`` or ``fromto``), solid,
   ``density`` (default 1000) or ``mass``, geoms whose ``group`` is inside ``inertiagrouprange``.
-  ``mesh`` geoms are skipped with a warning (give such bodies an ``<inertial>``); ``plane``,
-  ``hfield`` and ``sdf`` geoms carry no mass; ``shellinertia`` is refused.
+  ``mesh`` geoms as MuJoCo's compiler does (the mesh's ``inertia="legacy|convex|exact|shell"``,
+  ``scale``, ``refpos``, ``refquat``; files read with trimesh, ``pip install 'linkdyn[meshes]'``,
+  or ``vertex``/``face`` given inline; without trimesh, or for MuJoCo's ``.msh`` format, the
+  geom is left out with a warning); ``plane``, ``hfield`` and ``sdf`` geoms carry no mass;
+  ``shellinertia`` on a primitive geom is refused.
 * ``<site>`` -> a frame named after the site on its body (unnamed sites are skipped; a site
   whose name is taken by a body gets ``"<name>_site"``, with a warning).
 * ``<equality>``:
@@ -474,6 +477,9 @@ class _Ctx:
     def warn(self, el, where, msg):
         _warn(f"{self.file(el)}: {where}: {msg}")
 
+    def mesh_properties(self, el, where, name):
+        return self.meshes.properties(el, where, name)
+
 
 class _Attr:
     """The attributes of one element: its own, then those of its default class."""
@@ -714,9 +720,7 @@ def _geom_inertia(ctx, a):
     if gtype in ("plane", "hfield", "sdf"):
         return None
     if gtype == "mesh":
-        ctx.warn(a.el, a.where, "a mesh geom is left out of the body's inertia (linkdyn does not read meshes); "
-                                "give the body an <inertial> element")
-        return None
+        return _mesh_geom_inertia(ctx, a)
     if a.boolean("shellinertia", False):
         raise NotImplementedError(f"{ctx.file(a.el)}: {a.where}: shellinertia='true' is not supported")
     size = a.floats("size", 3, [0.0, 0.0, 0.0], min_n=1)
@@ -767,6 +771,111 @@ def _geom_inertia(ctx, a):
         s2 = size ** 2
         d = m / 5.0 * np.array([s2[1] + s2[2], s2[0] + s2[2], s2[0] + s2[1]])
     return m, R, p, d
+
+
+def _mesh_geom_inertia(ctx, a):
+    """(mass, R, p, diag inertia) of a mesh geom, as MuJoCo's compiler computes it
+    (:mod:`linkdyn.model._mesh_inertia`: the mesh's ``inertia`` mode, its ``scale``, ``refpos``
+    and ``refquat``; the geom's ``density`` or ``mass``); None, with a warning, when the mesh
+    cannot be read here (no trimesh, or MuJoCo's own .msh format)."""
+    name = a.raw("mesh")
+    if not name:
+        raise a.err("a mesh geom needs a 'mesh' attribute")
+    props = ctx.mesh_properties(a.el, a.where, name)
+    if props is None:
+        return None
+    measure, com, I = props
+    if a.has("mass"):
+        m = a.nonneg("mass")
+        rho = m / measure
+    else:
+        rho = a.nonneg("density", 1000.0)
+        m = rho * measure
+    lam, W = np.linalg.eigh(rho * I)
+    if np.linalg.det(W) < 0:
+        W[:, 0] = -W[:, 0]
+    R, p = a.pose()
+    return m, R @ W, p + R @ com, np.maximum(lam, 0.0)
+
+
+class _MeshAssets:
+    """``<asset><mesh>`` elements by name, read on first use: (measure, com, I) per mesh for a
+    unit density, in the mesh's coordinates after its refpos, refquat and scale."""
+
+    def __init__(self, ctx, defaults, root, base_dir):
+        self.ctx, self.cache, self.els = ctx, {}, {}
+        meshdir = None
+        for el in root.iter("compiler"):
+            meshdir = el.get("meshdir") or el.get("assetdir") or meshdir
+        base = Path(base_dir) if base_dir is not None else None
+        self.folder = (base / meshdir if meshdir else base) if base is not None else None
+        self.defaults = defaults
+        for asset in root.iter("asset"):
+            for m in asset.findall("mesh"):
+                f = m.get("file")
+                name = m.get("name") or (Path(f).stem if f else None)
+                if name:
+                    self.els[name] = m
+
+    def properties(self, gel, where, name):
+        if name in self.cache:
+            return self.cache[name]
+        from . import _mesh_inertia as mi
+        el = self.els.get(name)
+        if el is None:
+            raise self.ctx.error(gel, where, f"<geom mesh={name!r}>: no <asset><mesh> of that name")
+        mwhere = f"<mesh name={name!r}>"
+        a = _Attr(self.ctx, el, mwhere, self.defaults.of(el, "mesh", None, mwhere))
+        mode = a.choice("inertia", mi.MODES, "legacy")
+        if a.has("vertex"):
+            try:
+                V = np.asarray([float(x) for x in a.raw("vertex").split()], dtype=float).reshape(-1, 3)
+                F = (np.asarray([int(x) for x in a.raw("face").split()], dtype=np.int64).reshape(-1, 3)
+                     if a.has("face") else None)
+            except ValueError:
+                raise a.err("'vertex' needs 3 numbers per vertex and 'face' 3 integers per triangle") from None
+            if not np.isfinite(V).all() or len(V) < 4 or (F is not None and (F.min() < 0 or F.max() >= len(V))):
+                raise a.err("a mesh needs at least 4 finite vertices and faces that index them")
+            if F is None:
+                mode = "convex"             # MuJoCo makes the faces from the convex hull
+                F = np.zeros((0, 3), dtype=np.int64)
+        else:
+            f = a.raw("file")
+            if not f:
+                raise a.err("a mesh needs a 'file' or 'vertex' attribute")
+            if f.lower().endswith(".msh"):
+                self.ctx.warn(gel, where, f"the mesh {name!r} is in MuJoCo's .msh format, which linkdyn does not read: "
+                                          "left out of the body's inertia (give the body an <inertial> element)")
+                self.cache[name] = None
+                return None
+            if self.folder is None:
+                raise a.err(f"the model was given as text without base_dir, so the mesh file {f!r} cannot be "
+                            "looked up (use load_mjcf(path) or parse_mjcf(text, base_dir=...))")
+            path = self.folder / f
+            try:
+                V, F = mi.load_mesh(path)
+            except ImportError:
+                self.ctx.warn(gel, where, f"the mesh {name!r} is left out of the body's inertia: reading mesh files "
+                                          "needs trimesh (pip install 'linkdyn[meshes]')")
+                self.cache[name] = None
+                return None
+            except (OSError, ValueError) as exc:
+                raise a.err(f"cannot read the mesh file {str(path)!r}: {exc}") from None
+        refpos = a.floats("refpos", 3, [0.0, 0.0, 0.0])
+        V = V - refpos
+        if a.has("refquat"):
+            qr = a.floats("refquat", 4)
+            if not np.linalg.norm(qr) > 1e-10:
+                raise a.err("refquat: the quaternion is zero")
+            R = _quat_wxyz_matrix(qr / np.linalg.norm(qr))
+            V = V @ R                       # the vertices in the frame refquat names
+        V = V * a.floats("scale", 3, [1.0, 1.0, 1.0])
+        try:
+            props = mi.mass_properties(V, F, mode)
+        except ValueError as exc:
+            raise a.err(str(exc)) from None
+        self.cache[name] = props
+        return props
 
 
 def _combine(parts):
@@ -1137,6 +1246,7 @@ def _build(text, source, base_dir, gravity, joint_friction, return_info, default
     root = reader.read(text, source, [main_file] if main_file is not None else [])
     ctx = _Ctx(source, reader, _Compiler())
     P = _Parser(ctx, root)
+    ctx.meshes = _MeshAssets(ctx, P.defaults, root, base_dir)
     try:
         file_gravity = P.read_header()
         P.read_bodies()
