@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import weakref
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Iterable, Sequence
 
 import numpy as np
 import scipy.linalg
@@ -45,6 +46,11 @@ import scipy.linalg
 from .dynamics.crba import crba
 from .dynamics.rnea import nonlinear_effects
 from .kinematics import frame_pose, frame_velocity, jacobian, jacobian_dot_times_v
+
+if TYPE_CHECKING:
+    from numpy.typing import ArrayLike, NDArray
+
+    from .model.model import Model
 
 
 def _point_terms(model, q, v, frame, point):
@@ -99,7 +105,7 @@ class Constraint:
         object.__setattr__(self, "_version", self._version + 1)
         _EDITS[0] += 1
 
-    def terms(self, model, q, v):
+    def terms(self, model: Model, q: NDArray[np.float64], v: NDArray[np.float64]) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64] | None]:
         raise NotImplementedError
 
 
@@ -113,7 +119,7 @@ class PointFixed(Constraint):
     size = 3
     _vectors = ("point", "target")
 
-    def terms(self, model, q, v):
+    def terms(self, model: Model, q: NDArray[np.float64], v: NDArray[np.float64]) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64] | None]:
         p, J, jdv = _point_terms(model, q, v, self.frame, self.point)
         return J, jdv, (None if self.target is None else p - np.asarray(self.target, dtype=float))
 
@@ -129,7 +135,7 @@ class PointOnPlane(Constraint):
     size = 1
     _vectors = ("normal", "point")
 
-    def terms(self, model, q, v):
+    def terms(self, model: Model, q: NDArray[np.float64], v: NDArray[np.float64]) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64] | None]:
         n = np.asarray(self.normal, dtype=float)
         n = n / np.linalg.norm(n)
         p, J, jdv = _point_terms(model, q, v, self.frame, self.point)
@@ -145,7 +151,7 @@ class FrameFixed(Constraint):
     size = 6
     _poses = ("target",)
 
-    def terms(self, model, q, v):
+    def terms(self, model: Model, q: NDArray[np.float64], v: NDArray[np.float64]) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64] | None]:
         J = jacobian(model, q, self.frame, "local_world_aligned")
         jdv = jacobian_dot_times_v(model, q, v, self.frame, "local_world_aligned")
         if self.target is None:
@@ -167,7 +173,7 @@ class Distance(Constraint):
     size = 1
     _vectors = ("point_a", "point_b")
 
-    def terms(self, model, q, v):
+    def terms(self, model: Model, q: NDArray[np.float64], v: NDArray[np.float64]) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64] | None]:
         pa, Ja, ba = _point_terms(model, q, v, self.frame_a, self.point_a)
         pb, Jb, bb = _point_terms(model, q, v, self.frame_b, self.point_b)
         d = pa - pb
@@ -190,7 +196,7 @@ class Custom(Constraint):
     fn: object
     name: str = "custom"
 
-    def terms(self, model, q, v):
+    def terms(self, model: Model, q: NDArray[np.float64], v: NDArray[np.float64]) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64] | None]:
         out = self.fn(model, q, v)
         if len(out) == 2:
             J, jdv = out
@@ -216,7 +222,8 @@ class Result:
     residual: float
 
 
-def constrained_dynamics(model, q, v, tau, constraints=(), baumgarte=(0.0, 0.0)) -> Result:
+def constrained_dynamics(model: Model, q: ArrayLike, v: ArrayLike, tau: ArrayLike, constraints: Sequence[Constraint] = (),
+                         baumgarte: tuple[float, float] = (0.0, 0.0)) -> Result:
     """Forward dynamics under ``constraints`` (module docstring: the Lagrange-multiplier form)
     and the model's loops: q'' and each constraint's multiplier lambda.  ``baumgarte``:
     (alpha, beta) in 1/s, the stabilization of the constraints that have a target (and of the
@@ -421,7 +428,7 @@ class Prepared:
     """``constrained_dynamics`` with its constraints fixed: ``prepared(q, v, tau, baumgarte=...)``
     gives the same :class:`Result`, without looking the packing up (:func:`prepare`)."""
 
-    def __init__(self, model, constraints):
+    def __init__(self, model: Model, constraints: Iterable[Constraint]) -> None:
         self.model = model
         self.constraints = tuple(constraints)
         for k, c in enumerate(self.constraints):
@@ -436,7 +443,7 @@ class Prepared:
         """True if the calls run the compiled kernel (geometric constraints, no loops)."""
         return self._pk is not None
 
-    def __call__(self, q, v, tau, baumgarte=(0.0, 0.0)) -> Result:
+    def __call__(self, q: ArrayLike, v: ArrayLike, tau: ArrayLike, baumgarte: tuple[float, float] = (0.0, 0.0)) -> Result:
         if self._pk is not None:
             res = _run_packed(self.model, self._pk, q, v, tau, baumgarte)
             if res is not None:
@@ -448,7 +455,7 @@ class Prepared:
         return f"<linkdyn.constraints.Prepared {self.model.name!r}: [{kinds}], {'compiled' if self.compiled else 'NumPy'}>"
 
 
-def prepare(model, constraints) -> Prepared:
+def prepare(model: Model, constraints: Iterable[Constraint]) -> Prepared:
     """``constrained_dynamics(model, ..., constraints)`` ready to be called many times:
     ``prepared = prepare(model, constraints); res = prepared(q, v, tau, baumgarte=(a, b))``.
     The frames are resolved and the constraints packed here, once."""

@@ -33,19 +33,30 @@ dynamically consistent inverse D^-1 J^T (J D^-1 J^T)^-1 and the remaining motion
 """
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Callable, Sequence
+
 import numpy as np
 
 from .dynamics.crba import crba
 from .dynamics.rnea import nonlinear_effects
 from .kinematics import frame_pose, frame_velocity, jacobian, jacobian_dot_times_v
 
+if TYPE_CHECKING:
+    from numpy.typing import ArrayLike, NDArray
 
-def computed_torque(model, trajectory, kp: float, kd: float):
+    from .model.model import Model
+
+    #: ``target(t) -> (x_d, x_d', x_d'')``; x_d is (p_d, R_d) for a frame task
+    Target = Callable[[float], tuple[ArrayLike | tuple[ArrayLike, ArrayLike], ArrayLike, ArrayLike]]
+
+
+def computed_torque(model: Model, trajectory: Callable[[float], tuple[ArrayLike, ArrayLike, ArrayLike]], kp: float,
+                    kd: float) -> Callable[[float, ArrayLike, ArrayLike], NDArray[np.float64]]:
     """tau = M (q_d'' - kp e - kd e') + b (``trajectory(t) -> (q_d, v_d, a_d)``; e on the
     configuration manifold)."""
     from .model.configuration import difference
 
-    def control(t, q, v):
+    def control(t: float, q: ArrayLike, v: ArrayLike) -> NDArray[np.float64]:
         qd, vd, ad = trajectory(t)
         e = -difference(model, q, qd)
         a = np.asarray(ad, dtype=float) - kp * e - kd * (v - np.asarray(vd, dtype=float))
@@ -116,8 +127,10 @@ class HybridForcePosition:
 
     ``last`` holds the last (u_1, u_2, lambda measured) for plots."""
 
-    def __init__(self, model, frame, normal, target, force, K1: float, K2: float, K3: float = 0.0, *,
-                 task: str = "point", point=(0.0, 0.0, 0.0), axes=None, measure=None, damping: float = 1.0):
+    def __init__(self, model: Model, frame: str | int, normal: ArrayLike | None, target: Target, force: Callable[[float], float],
+                 K1: float, K2: float, K3: float = 0.0, *, task: str = "point", point: ArrayLike = (0.0, 0.0, 0.0),
+                 axes: Sequence[int] | None = None, measure: Callable[[float, ArrayLike, ArrayLike], float] | None = None,
+                 damping: float = 1.0) -> None:
         self.model = model
         self.task = _Task(model, frame, task, point, axes)
         self.E, self.Ep, self.Ef = _basis(normal, self.task.n)
@@ -126,7 +139,7 @@ class HybridForcePosition:
         self._integral, self._t = 0.0, None
         self.last = None
 
-    def __call__(self, t, q, v):
+    def __call__(self, t: float, q: ArrayLike, v: ArrayLike) -> NDArray[np.float64]:
         m, tk = self.model, self.task
         x, J, jdv, xdot = tk.terms(q, v)
         xd, vd, ad = self.target(t)
@@ -161,8 +174,9 @@ class HybridForcePosition:
         return tau
 
 
-def operational_space(model, frame, target, K1: float, K2: float, *, task: str = "point", point=(0.0, 0.0, 0.0),
-                      axes=None, damping: float = 1.0):
+def operational_space(model: Model, frame: str | int, target: Target, K1: float, K2: float, *, task: str = "point",
+                      point: ArrayLike = (0.0, 0.0, 0.0), axes: Sequence[int] | None = None,
+                      damping: float = 1.0) -> HybridForcePosition:
     """Operational-space (task-space) control of ``frame``'s point or pose: x'' = x_d'' - K_1 e
     - K_2 e' by tau = D J^-1 (x'' - J' q') + h (the dynamically consistent inverse for a task
     of fewer coordinates than joints, the rest damped): :class:`HybridForcePosition` with no

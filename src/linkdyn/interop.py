@@ -8,9 +8,18 @@ which Pinocchio expresses as constraint models instead) are left out: :func:`pin
 """
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, overload
+
 import numpy as np
 
 from .model import joints as J
+
+if TYPE_CHECKING:
+    from numpy.typing import ArrayLike, NDArray
+
+    import pinocchio
+
+    from .model.model import Model
 
 
 def _pin():
@@ -35,7 +44,7 @@ def _pin_joint(pin, joint):
                      "(revolute, prismatic, spherical and free joints are supported)")
 
 
-def to_pinocchio(model):
+def to_pinocchio(model: Model) -> tuple[pinocchio.Model, dict[int, int]]:
     """A ``pinocchio.Model`` of ``model``'s tree without its virtual links, every linkdyn frame
     an OP_FRAME, and a dict {linkdyn body index: Pinocchio joint id}."""
     pin = _pin()
@@ -66,7 +75,7 @@ def to_pinocchio(model):
     return pm, jid
 
 
-def pinocchio_q(model, q):
+def pinocchio_q(model: Model, q: ArrayLike) -> NDArray[np.float64]:
     """linkdyn configuration(s) -> the Pinocchio model's (the virtual links' coordinates left out)."""
     q = np.asarray(q, dtype=float)
     keep = np.concatenate([np.arange(model.jnt_qadr[i], model.jnt_qadr[i] + model.jnt_nq[i])
@@ -74,7 +83,7 @@ def pinocchio_q(model, q):
     return q[..., keep.astype(int)]
 
 
-def pinocchio_v(model, v):
+def pinocchio_v(model: Model, v: ArrayLike) -> NDArray[np.float64]:
     """linkdyn velocities -> the Pinocchio model's (the virtual links' left out)."""
     v = np.asarray(v, dtype=float)
     keep = np.concatenate([np.arange(model.jnt_vadr[i], model.jnt_vadr[i] + model.jnt_nv[i])
@@ -83,7 +92,15 @@ def pinocchio_v(model, v):
 
 
 # ------------------------------------------------------------------------------- MuJoCo
-def from_mujoco(model, qpos, qvel=None):
+@overload
+def from_mujoco(model: Model, qpos: ArrayLike, qvel: None = None) -> tuple[NDArray[np.float64], None]: ...
+
+
+@overload
+def from_mujoco(model: Model, qpos: ArrayLike, qvel: ArrayLike) -> tuple[NDArray[np.float64], NDArray[np.float64]]: ...
+
+
+def from_mujoco(model: Model, qpos: ArrayLike, qvel: ArrayLike | None = None) -> tuple[NDArray[np.float64], NDArray[np.float64] | None]:
     """linkdyn's ``(q, v)`` of a MuJoCo state (``data.qpos``, ``data.qvel``; one state or a
     stack) of the MJCF file ``model`` was loaded from (``ld.load_mjcf``): quaternions from
     [w, x, y, z] to [x, y, z, w], a free joint's linear velocity from the world frame to the body
@@ -94,7 +111,15 @@ def from_mujoco(model, qpos, qvel=None):
     return q, (None if qvel is None else qvel_to_v(model, q, qvel))
 
 
-def to_mujoco(model, q, v=None):
+@overload
+def to_mujoco(model: Model, q: ArrayLike, v: None = None) -> tuple[NDArray[np.float64], None]: ...
+
+
+@overload
+def to_mujoco(model: Model, q: ArrayLike, v: ArrayLike) -> tuple[NDArray[np.float64], NDArray[np.float64]]: ...
+
+
+def to_mujoco(model: Model, q: ArrayLike, v: ArrayLike | None = None) -> tuple[NDArray[np.float64], NDArray[np.float64] | None]:
     """MuJoCo's ``(qpos, qvel)`` of linkdyn's state (the inverse of :func:`from_mujoco`)."""
     from .model.mjcf import q_to_qpos, v_to_qvel
     return q_to_qpos(model, q), (None if v is None else v_to_qvel(model, q, v))

@@ -10,6 +10,8 @@ manipulator Jacobian, x'' = J q'' + J' q').  References, as in Pinocchio:
 """
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 from numba import njit, prange
 from numba import types as nt
@@ -22,6 +24,11 @@ from ._kernels.passes import (ACC, NO_MASS, OK, OVERFLOW, POS, VEL, all_finite a
     check_q as _check_q,
     kinematics_pass as _kinematics_pass, support_pass as _support_pass)
 from ._kernels.spatial_nb import motion_act as _motion_act, motion_inv_act as _motion_inv_act
+
+if TYPE_CHECKING:
+    from numpy.typing import ArrayLike, NDArray
+
+    from .model.model import Model
 
 WORLD, LOCAL, LOCAL_WORLD_ALIGNED = 0, 1, 2
 _REFS = {"world": WORLD, "local": LOCAL, "local_world_aligned": LOCAL_WORLD_ALIGNED}
@@ -345,10 +352,10 @@ class Kinematics:
     every body, and if asked, body-frame spatial velocities ``v`` and accelerations ``a``
     (nb, 6), all with a leading N axis for a stack of states."""
 
-    def __init__(self, model, R, p, v, a):
+    def __init__(self, model: Model, R: NDArray[np.float64], p: NDArray[np.float64], v: NDArray[np.float64] | None, a: NDArray[np.float64] | None) -> None:
         self.model, self.R, self.p, self.v, self.a = model, R, p, v, a
 
-    def pose(self, frame) -> np.ndarray:
+    def pose(self, frame: str | int) -> NDArray[np.float64]:
         """4x4 homogeneous world pose of a frame (or (N, 4, 4))."""
         b, fR, fp = _frame(self.model, frame)
         R, p = self.R[..., b, :, :], self.p[..., b, :]
@@ -359,7 +366,7 @@ class Kinematics:
         return T
 
 
-def forward_kinematics(model, q, v=None, a=None) -> Kinematics:
+def forward_kinematics(model: Model, q: ArrayLike, v: ArrayLike | None = None, a: ArrayLike | None = None) -> Kinematics:
     """Poses of every body in the world (and velocities, accelerations if v, a are given)."""
     level = POS if v is None else (VEL if a is None else ACC)
     kw = {"q": q}
@@ -387,7 +394,7 @@ def forward_kinematics(model, q, v=None, a=None) -> Kinematics:
     return Kinematics(model, R, P, VV if level >= VEL else None, AA if level >= ACC else None)
 
 
-def frame_pose(model, q, frame) -> np.ndarray:
+def frame_pose(model: Model, q: ArrayLike, frame: str | int) -> NDArray[np.float64]:
     """4x4 homogeneous world pose of ``frame`` (a link, user frame or joint name); (N, 4, 4) for a stack."""
     b, fR, fp = _frame(model, frame)
     if vectors(q):
@@ -397,7 +404,7 @@ def frame_pose(model, q, frame) -> np.ndarray:
     return run(model, (_frame_pose_kernel, _frame_pose_batch), (4, 4), as_states(model, q=q), ("q",), (b, fR, fp))
 
 
-def jacobian(model, q, frame, reference: str = "world") -> np.ndarray:
+def jacobian(model: Model, q: ArrayLike, frame: str | int, reference: str = "world") -> NDArray[np.float64]:
     """Frame Jacobian (6, nv), rows [linear; angular], in ``reference`` ("world", "local",
     "local_world_aligned"); (N, 6, nv) for a stack of configurations."""
     ref = _ref(reference)
@@ -410,7 +417,7 @@ def jacobian(model, q, frame, reference: str = "world") -> np.ndarray:
                ("q",), (b, fR, fp, ref))
 
 
-def point_jacobian(model, q, frame, point=(0.0, 0.0, 0.0)) -> np.ndarray:
+def point_jacobian(model: Model, q: ArrayLike, frame: str | int, point: ArrayLike = (0.0, 0.0, 0.0)) -> NDArray[np.float64]:
     """(3, nv) Jacobian of the world velocity of a point fixed in ``frame`` (coordinates in that frame)."""
     point = np.asarray(point, dtype=float)
     if point.shape != (3,) or not np.isfinite(point).all():
@@ -422,7 +429,7 @@ def point_jacobian(model, q, frame, point=(0.0, 0.0, 0.0)) -> np.ndarray:
     return J[..., :3, :] + np.cross(J[..., 3:, :], xw[..., :, None], axisa=-2, axisb=-2, axisc=-2)
 
 
-def joint_jacobians(model, q) -> np.ndarray:
+def joint_jacobians(model: Model, q: ArrayLike) -> NDArray[np.float64]:
     """(6, nv) motion of every dof in world coordinates at the world origin (Pinocchio's
     ``computeJointJacobians``); (N, 6, nv) for a stack."""
     if vectors(q):
@@ -450,30 +457,32 @@ def _frame_motion(model, q, v, a, frame, reference, classical):
                (b, fR, fp, ref, classical))
 
 
-def frame_velocity(model, q, v, frame, reference: str = "local") -> np.ndarray:
+def frame_velocity(model: Model, q: ArrayLike, v: ArrayLike, frame: str | int, reference: str = "local") -> NDArray[np.float64]:
     """Spatial velocity [v; w] (6,) of ``frame`` in ``reference``; (N, 6) for a stack."""
     return _frame_motion(model, q, v, None, frame, reference, False)[..., 0, :]
 
 
-def frame_acceleration(model, q, v, a, frame, reference: str = "local", classical: bool = False) -> np.ndarray:
+def frame_acceleration(model: Model, q: ArrayLike, v: ArrayLike, a: ArrayLike, frame: str | int, reference: str = "local",
+                       classical: bool = False) -> NDArray[np.float64]:
     """Spatial acceleration of ``frame``; with ``classical`` (and reference
     "local_world_aligned") the second derivative of the frame origin's position instead."""
     return _frame_motion(model, q, v, a, frame, reference, classical)[..., 1, :]
 
 
-def jacobian_dot_times_v(model, q, v, frame, reference: str = "local_world_aligned") -> np.ndarray:
+def jacobian_dot_times_v(model: Model, q: ArrayLike, v: ArrayLike, frame: str | int,
+                         reference: str = "local_world_aligned") -> NDArray[np.float64]:
     """J'(q, v) v of ``jacobian(model, q, frame, reference)`` (6,): so that the frame's
     acceleration is J a + J' v (Spong, Hutchinson and Vidyasagar 2006: x'' = J q'' + J' q').  For
     "local_world_aligned" the linear rows are the origin's classical acceleration."""
     return _frame_motion(model, q, v, None, frame, reference, True)[..., 1, :]
 
 
-def center_of_mass(model, q) -> np.ndarray:
+def center_of_mass(model: Model, q: ArrayLike) -> NDArray[np.float64]:
     """World position (3,) of the centre of mass; (N, 3) for a stack."""
     return _com(model, q, False)[0]
 
 
-def com_jacobian(model, q) -> np.ndarray:
+def com_jacobian(model: Model, q: ArrayLike) -> NDArray[np.float64]:
     """(3, nv) Jacobian of the centre of mass, world coordinates; (N, 3, nv) for a stack."""
     return _com(model, q, True)[1]
 

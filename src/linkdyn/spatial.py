@@ -21,7 +21,10 @@ permuted to ``[v; w]``, as Pinocchio does); Spong, Hutchinson and Vidyasagar (20
 Siciliano et al. (2009) for the quaternion and Euler-angle rate equations.
 """
 
+from __future__ import annotations
+
 import numpy as np
+from numpy.typing import ArrayLike, NDArray
 
 __all__ = [
     "skew", "unskew", "rotx", "roty", "rotz", "is_rotation_matrix",
@@ -306,7 +309,7 @@ def _cross_motion(v):
 
 # ------------------------------------------------------------ SO(3) basics
 
-def skew(v):
+def skew(v: ArrayLike) -> NDArray[np.float64]:
     """Skew matrix ``S(v)`` with ``S(v) @ u = v x u`` (Spong, Hutchinson and Vidyasagar 2006, ch. 2).
 
     ``v``: (..., 3) -> (..., 3, 3).
@@ -314,7 +317,7 @@ def skew(v):
     return _skew(_arr(v, "v", (3,)))
 
 
-def unskew(S):
+def unskew(S: ArrayLike) -> NDArray[np.float64]:
     """Vector of the skew-symmetric part of ``S``: inverse of :func:`skew`.
 
     ``S``: (..., 3, 3) -> (..., 3).  The symmetric part of ``S`` is ignored.
@@ -322,29 +325,29 @@ def unskew(S):
     return _vee(_arr(S, "S", (3, 3)))
 
 
-def rotx(angle):
+def rotx(angle: ArrayLike) -> NDArray[np.float64]:
     """Rotation about x by ``angle`` [rad], (...) -> (..., 3, 3) (Spong, Hutchinson and Vidyasagar 2006, ch. 2)."""
     return _elementary(0, _arr(angle, "angle"))
 
 
-def roty(angle):
+def roty(angle: ArrayLike) -> NDArray[np.float64]:
     """Rotation about y by ``angle`` [rad], (...) -> (..., 3, 3) (Spong, Hutchinson and Vidyasagar 2006, ch. 2)."""
     return _elementary(1, _arr(angle, "angle"))
 
 
-def rotz(angle):
+def rotz(angle: ArrayLike) -> NDArray[np.float64]:
     """Rotation about z by ``angle`` [rad], (...) -> (..., 3, 3) (Spong, Hutchinson and Vidyasagar 2006, ch. 2)."""
     return _elementary(2, _arr(angle, "angle"))
 
 
-def is_rotation_matrix(R, tol=1e-9):
+def is_rotation_matrix(R: ArrayLike, tol: float = 1e-9) -> np.bool_ | NDArray[np.bool_]:
     """Boolean (...) array: ``R^T R = I`` and ``det R = 1`` within ``tol``."""
     R = _arr(R, "R", (3, 3))
     orth = np.abs(_T(R) @ R - np.eye(3)).max(axis=(-2, -1)) <= tol
     return _scalar(orth & (np.abs(np.linalg.det(R) - 1) <= tol))
 
 
-def axis_angle_to_matrix(axis, angle):
+def axis_angle_to_matrix(axis: ArrayLike, angle: ArrayLike) -> NDArray[np.float64]:
     """Rotation by ``angle`` about ``axis`` (Rodrigues; Spong, Hutchinson and Vidyasagar 2006, ch. 2).
 
     ``R = I + sin(a) K + (1 - cos(a)) K^2`` with ``K = skew(axis / |axis|)``.
@@ -355,7 +358,7 @@ def axis_angle_to_matrix(axis, angle):
     return _poly_skew(_skew(k), np.sin(angle), 1 - np.cos(angle))
 
 
-def matrix_to_axis_angle(R):
+def matrix_to_axis_angle(R: ArrayLike) -> tuple[NDArray[np.float64], float | NDArray[np.float64]]:
     """``(axis, angle)`` of a rotation matrix, ``angle`` in [0, pi].
 
     Computed from the Shepperd quaternion, so it is accurate near 0 and near
@@ -366,7 +369,7 @@ def matrix_to_axis_angle(R):
     return axis, _scalar(angle)
 
 
-def exp3(omega):
+def exp3(omega: ArrayLike) -> NDArray[np.float64]:
     """SO(3) exponential ``exp(skew(omega))``: rotation by ``|omega|`` about ``omega``.
 
     ``omega``: (..., 3) -> (..., 3, 3); exact at ``omega = 0`` (Taylor series).
@@ -374,7 +377,7 @@ def exp3(omega):
     return _exp3(_arr(omega, "omega", (3,)))
 
 
-def log3(R):
+def log3(R: ArrayLike) -> NDArray[np.float64]:
     """SO(3) logarithm: rotation vector ``omega`` with ``|omega|`` in [0, pi].
 
     Inverse of :func:`exp3`, robust near 0 and near pi (via Shepperd's quaternion).
@@ -384,7 +387,7 @@ def log3(R):
 
 # ------------------------------------------------------------- Euler angles
 
-def rpy_to_matrix(rpy):
+def rpy_to_matrix(rpy: ArrayLike) -> NDArray[np.float64]:
     """``R = Rz(yaw) @ Ry(pitch) @ Rx(roll)`` from ``rpy = [roll, pitch, yaw]`` (..., 3).
 
     Same product as Spong, Hutchinson and Vidyasagar 2006, ch. 2 (some texts name the angles in the
@@ -393,7 +396,7 @@ def rpy_to_matrix(rpy):
     return _euler_to_matrix(_arr(rpy, "rpy", (3,))[..., ::-1], (2, 1, 0))
 
 
-def matrix_to_rpy(R):
+def matrix_to_rpy(R: ArrayLike) -> NDArray[np.float64]:
     """``[roll, pitch, yaw]`` of ``R = Rz(yaw) Ry(pitch) Rx(roll)``.
 
     Principal branch: pitch in [-pi/2, pi/2], roll and yaw in [-pi, pi].  At
@@ -404,7 +407,7 @@ def matrix_to_rpy(R):
     return _matrix_to_zyx(_arr(R, "R", (3, 3)))[..., ::-1]
 
 
-def zyx_to_matrix(zyx):
+def zyx_to_matrix(zyx: ArrayLike) -> NDArray[np.float64]:
     """``R = Rz(z) @ Ry(y) @ Rx(x)`` from ``zyx = [z, y, x]`` (..., 3).
 
     The ball-joint angles of Baerlocher and Boulic 2001; equal to
@@ -413,17 +416,17 @@ def zyx_to_matrix(zyx):
     return _euler_to_matrix(_arr(zyx, "zyx", (3,)), (2, 1, 0))
 
 
-def matrix_to_zyx(R):
+def matrix_to_zyx(R: ArrayLike) -> NDArray[np.float64]:
     """``[z, y, x]`` of ``R = Rz(z) Ry(y) Rx(x)``; branch and gimbal lock as :func:`matrix_to_rpy`."""
     return _matrix_to_zyx(_arr(R, "R", (3, 3)))
 
 
-def euler_zyz_to_matrix(zyz):
+def euler_zyz_to_matrix(zyz: ArrayLike) -> NDArray[np.float64]:
     """``R = Rz(phi) @ Ry(theta) @ Rz(psi)`` from ``zyz = [phi, theta, psi]`` (Spong, Hutchinson and Vidyasagar 2006, ch. 2)."""
     return _euler_to_matrix(_arr(zyz, "zyz", (3,)), (2, 1, 2))
 
 
-def matrix_to_euler_zyz(R):
+def matrix_to_euler_zyz(R: ArrayLike) -> NDArray[np.float64]:
     """``[phi, theta, psi]`` of ``R = Rz(phi) Ry(theta) Rz(psi)``.
 
     Principal branch: theta in [0, pi], phi and psi in [-pi, pi].  At the
@@ -442,7 +445,7 @@ def matrix_to_euler_zyz(R):
 
 # -------------------------------------------------- Euler-angle rate matrices
 
-def zyx_rate_matrix(zyx):
+def zyx_rate_matrix(zyx: ArrayLike) -> NDArray[np.float64]:
     """E with ``omega_world = E @ [z_dot, y_dot, x_dot]`` for :func:`zyx_to_matrix`.
 
     the quaternion and Euler-angle rate equations (Siciliano et al. 2009) (``omega = J_a a_dot``); columns are ``e_z``,
@@ -451,14 +454,14 @@ def zyx_rate_matrix(zyx):
     return _euler_rate_matrix(_arr(zyx, "zyx", (3,)), (2, 1, 0))
 
 
-def zyx_rate_matrix_inverse(zyx, tol=1e-9):
+def zyx_rate_matrix_inverse(zyx: ArrayLike, tol: float = 1e-9) -> NDArray[np.float64]:
     """Inverse of :func:`zyx_rate_matrix`; ValueError where |cos y| < ``tol``."""
     zyx = _arr(zyx, "zyx", (3,))
     return _checked_inverse(_euler_rate_matrix(zyx, (2, 1, 0)), np.cos(zyx[..., 1]), tol,
                             "zyx", "y = +-pi/2 (cos y ~ 0)")
 
 
-def rpy_rate_matrix(rpy):
+def rpy_rate_matrix(rpy: ArrayLike) -> NDArray[np.float64]:
     """E with ``omega_world = E @ [roll_dot, pitch_dot, yaw_dot]`` for :func:`rpy_to_matrix`.
 
     ``E = [[cy cp, -sy, 0], [sy cp, cy, 0], [-sp, 0, 1]]``; this is the
@@ -468,13 +471,13 @@ def rpy_rate_matrix(rpy):
     return _rpy_rate(_arr(rpy, "rpy", (3,)))
 
 
-def rpy_rate_matrix_inverse(rpy, tol=1e-9):
+def rpy_rate_matrix_inverse(rpy: ArrayLike, tol: float = 1e-9) -> NDArray[np.float64]:
     """Inverse of :func:`rpy_rate_matrix`; ValueError where |cos pitch| < ``tol``."""
     rpy = _arr(rpy, "rpy", (3,))
     return _checked_inverse(_rpy_rate(rpy), np.cos(rpy[..., 1]), tol, "rpy", "pitch = +-pi/2 (cos pitch ~ 0)")
 
 
-def euler_zyz_rate_matrix(zyz):
+def euler_zyz_rate_matrix(zyz: ArrayLike) -> NDArray[np.float64]:
     """E with ``omega_world = E @ [phi_dot, theta_dot, psi_dot]`` for :func:`euler_zyz_to_matrix`.
 
     ``E = [[0, -s_phi, c_phi s_theta], [0, c_phi, s_phi s_theta], [1, 0, c_theta]]``
@@ -483,7 +486,7 @@ def euler_zyz_rate_matrix(zyz):
     return _euler_rate_matrix(_arr(zyz, "zyz", (3,)), (2, 1, 2))
 
 
-def euler_zyz_rate_matrix_inverse(zyz, tol=1e-9):
+def euler_zyz_rate_matrix_inverse(zyz: ArrayLike, tol: float = 1e-9) -> NDArray[np.float64]:
     """Inverse of :func:`euler_zyz_rate_matrix`; ValueError where |sin theta| < ``tol``."""
     zyz = _arr(zyz, "zyz", (3,))
     return _checked_inverse(_euler_rate_matrix(zyz, (2, 1, 2)), np.sin(zyz[..., 1]), tol,
@@ -492,7 +495,7 @@ def euler_zyz_rate_matrix_inverse(zyz, tol=1e-9):
 
 # --------------------------------------------------------------- quaternions
 
-def quat_to_matrix(quat):
+def quat_to_matrix(quat: ArrayLike) -> NDArray[np.float64]:
     """Rotation matrix of a unit quaternion ``[x, y, z, w]`` (Spong, Hutchinson and Vidyasagar 2006, ch. 2).
 
     ``R = (w^2 - |e|^2) I + 2 e e^T + 2 w S(e)`` with ``e = [x, y, z]``.
@@ -502,7 +505,7 @@ def quat_to_matrix(quat):
     return _quat_to_matrix(_unit_quat(_arr(quat, "quat", (4,))))
 
 
-def matrix_to_quat(R):
+def matrix_to_quat(R: ArrayLike) -> NDArray[np.float64]:
     """Unit quaternion ``[x, y, z, w]`` of ``R`` with ``w >= 0`` (Shepperd's method).
 
     Builds ``K = 4 q q^T`` from the entries of ``R`` (Spong, Hutchinson and Vidyasagar 2006, ch. 2
@@ -512,7 +515,7 @@ def matrix_to_quat(R):
     return _matrix_to_quat(_arr(R, "R", (3, 3)))
 
 
-def quat_multiply(a, b):
+def quat_multiply(a: ArrayLike, b: ArrayLike) -> NDArray[np.float64]:
     """Hamilton product ``a * b`` of ``[x, y, z, w]`` quaternions.
 
     ``quat_to_matrix(quat_multiply(a, b)) == quat_to_matrix(a) @ quat_to_matrix(b)``.
@@ -520,22 +523,22 @@ def quat_multiply(a, b):
     return _qmul(*_inputs(("a", a, (4,)), ("b", b, (4,))))
 
 
-def quat_conjugate(quat):
+def quat_conjugate(quat: ArrayLike) -> NDArray[np.float64]:
     """Conjugate ``[-x, -y, -z, w]``."""
     return _qconj(_arr(quat, "quat", (4,)))
 
 
-def quat_inverse(quat):
+def quat_inverse(quat: ArrayLike) -> NDArray[np.float64]:
     """Multiplicative inverse ``conj(q) / |q|^2`` (any non-zero quaternion)."""
     return _qinv(_arr(quat, "quat", (4,)))
 
 
-def quat_normalize(quat):
+def quat_normalize(quat: ArrayLike) -> NDArray[np.float64]:
     """``quat / |quat|``; ValueError for a zero quaternion."""
     return _normalized(_arr(quat, "quat", (4,)), "quat")
 
 
-def quat_rotate(quat, v):
+def quat_rotate(quat: ArrayLike, v: ArrayLike) -> NDArray[np.float64]:
     """Rotate ``v`` (..., 3) by the unit quaternion ``quat``: ``R(quat) @ v``."""
     q, v = _inputs(("quat", quat, (4,)), ("v", v, (3,)))
     q = _unit_quat(q)
@@ -544,7 +547,7 @@ def quat_rotate(quat, v):
     return v + w * t + np.cross(u, t)
 
 
-def quat_from_axis_angle(axis, angle):
+def quat_from_axis_angle(axis: ArrayLike, angle: ArrayLike) -> NDArray[np.float64]:
     """Quaternion ``[k sin(a/2), cos(a/2)]``, ``k = axis / |axis|`` (Spong, Hutchinson and Vidyasagar 2006, ch. 2).
 
     ``w`` is negative for angles beyond pi (no sign canonicalization).
@@ -555,7 +558,7 @@ def quat_from_axis_angle(axis, angle):
     return np.concatenate([k * np.sin(half), np.cos(half)], -1)
 
 
-def quat_to_axis_angle(quat):
+def quat_to_axis_angle(quat: ArrayLike) -> tuple[NDArray[np.float64], float | NDArray[np.float64]]:
     """``(axis, angle)`` of a unit quaternion, ``angle`` in [0, pi] (``q`` and ``-q`` agree).
 
     For the identity the axis is ``[1, 0, 0]``.
@@ -564,7 +567,7 @@ def quat_to_axis_angle(quat):
     return axis, _scalar(angle)
 
 
-def quat_derivative(quat, omega, frame="body"):
+def quat_derivative(quat: ArrayLike, omega: ArrayLike, frame: str = "body") -> NDArray[np.float64]:
     """Time derivative of ``quat`` for angular velocity ``omega``.
 
     ``frame="body"`` (the default: linkdyn's joint velocities, like Pinocchio's, are in the
@@ -579,7 +582,7 @@ def quat_derivative(quat, omega, frame="body"):
     return 0.5 * _qmul(*pairs[_frame(frame)])
 
 
-def quat_angular_velocity(quat, dquat, frame="body"):
+def quat_angular_velocity(quat: ArrayLike, dquat: ArrayLike, frame: str = "body") -> NDArray[np.float64]:
     """Angular velocity from ``quat`` and ``dquat``: inverse of :func:`quat_derivative`.
 
     ``body``: ``omega = 2 vec(q^-1 * dq)``; ``world``: ``omega = 2 vec(dq * q^-1)``
@@ -593,7 +596,7 @@ def quat_angular_velocity(quat, dquat, frame="body"):
 
 # ------------------------------------------------------------- SE(3), poses
 
-def exp6(nu):
+def exp6(nu: ArrayLike) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
     """SE(3) exponential of the twist ``nu = [v; w]``: returns ``(R, p)``.
 
     ``R = exp3(w)``, ``p = V(w) v`` with the left Jacobian
@@ -606,7 +609,7 @@ def exp6(nu):
     return _poly_skew(W, _sinc(t), _cosc(t)), _mv(_poly_skew(W, _cosc(t), _sinc3(t)), v)
 
 
-def log6(R, p):
+def log6(R: ArrayLike, p: ArrayLike) -> NDArray[np.float64]:
     """SE(3) logarithm of ``(R, p)``: twist ``nu = [v; w]`` with ``|w|`` in [0, pi].
 
     ``w = log3(R)``, ``v = V^-1 p``, ``V^-1 = I - W/2 + (1 - (t/2) cot(t/2))/t^2 W^2``
@@ -619,29 +622,29 @@ def log6(R, p):
     return np.concatenate([_mv(Vinv, p), w], -1)
 
 
-def pose_inverse(R, p):
+def pose_inverse(R: ArrayLike, p: ArrayLike) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
     """Inverse pose ``bMa = (R^T, -R^T p)`` of ``aMb = (R, p)`` (Spong, Hutchinson and Vidyasagar 2006, ch. 2)."""
     return _pose_inverse(*_inputs(("R", R, (3, 3)), ("p", p, (3,))))
 
 
-def transform(R, p):
+def transform(R: ArrayLike, p: ArrayLike) -> NDArray[np.float64]:
     """Homogeneous transform ``[[R, p], [0, 1]]`` (..., 4, 4) (Spong, Hutchinson and Vidyasagar 2006, ch. 2)."""
     return _transform(*_inputs(("R", R, (3, 3)), ("p", p, (3,))))
 
 
-def transform_inverse(T):
+def transform_inverse(T: ArrayLike) -> NDArray[np.float64]:
     """Inverse ``[[R^T, -R^T p], [0, 1]]`` of a homogeneous transform (Spong, Hutchinson and Vidyasagar 2006, ch. 2)."""
     return _transform(*_pose_inverse(*_split(_arr(T, "T", (4, 4)))))
 
 
-def transform_point(T, x):
+def transform_point(T: ArrayLike, x: ArrayLike) -> NDArray[np.float64]:
     """``R x + p`` for points ``x`` (..., 3) (Spong, Hutchinson and Vidyasagar 2006, ch. 2)."""
     T, x = _inputs(("T", T, (4, 4)), ("x", x, (3,)))
     R, p = _split(T)
     return _mv(R, x) + p
 
 
-def transform_compose(T1, T2):
+def transform_compose(T1: ArrayLike, T2: ArrayLike) -> NDArray[np.float64]:
     """``T1 @ T2``: ``aTc`` from ``aTb``, ``bTc`` (Spong, Hutchinson and Vidyasagar 2006, ch. 2)."""
     T1, T2 = _inputs(("T1", T1, (4, 4)), ("T2", T2, (4, 4)))
     _split(T1, "T1")
@@ -651,7 +654,7 @@ def transform_compose(T1, T2):
 
 # ----------------------------------------------------- spatial (6D) algebra
 
-def motion_transform(R, p):
+def motion_transform(R: ArrayLike, p: ArrayLike) -> NDArray[np.float64]:
     """Plücker motion transform ``aXb = [[R, skew(p) R], [0, R]]`` of ``aMb = (R, p)``.
 
     ``v_a = X v_b`` for motion vectors ``[v; w]`` (``pinocchio.SE3.action``).
@@ -662,12 +665,12 @@ def motion_transform(R, p):
     return _motion_transform(*_inputs(("R", R, (3, 3)), ("p", p, (3,))))
 
 
-def motion_transform_inverse(R, p):
+def motion_transform_inverse(R: ArrayLike, p: ArrayLike) -> NDArray[np.float64]:
     """``bXa = X(aMb)^-1 = [[R^T, -R^T skew(p)], [0, R^T]]`` (Featherstone 2008, ch. 2)."""
     return _motion_transform(*_pose_inverse(*_inputs(("R", R, (3, 3)), ("p", p, (3,)))))
 
 
-def force_transform(R, p):
+def force_transform(R: ArrayLike, p: ArrayLike) -> NDArray[np.float64]:
     """Force transform ``aX*b = [[R, 0], [skew(p) R, R]] = X^-T`` (Featherstone 2008).
 
     ``f_a = X* f_b`` for force vectors ``[f; n]`` (``pinocchio.SE3.dualAction``).
@@ -675,7 +678,7 @@ def force_transform(R, p):
     return _force_transform(*_inputs(("R", R, (3, 3)), ("p", p, (3,))))
 
 
-def cross_motion(v):
+def cross_motion(v: ArrayLike) -> NDArray[np.float64]:
     """Matrix of ``v x`` on motion vectors: ``[[S(w), S(v_lin)], [0, S(w)]]``.
 
     ``cross_motion(v) @ u = [w x u_lin + v_lin x u_ang; w x u_ang]`` (Featherstone 2008
@@ -684,7 +687,7 @@ def cross_motion(v):
     return _cross_motion(_arr(v, "v", (6,)))
 
 
-def cross_force(v):
+def cross_force(v: ArrayLike) -> NDArray[np.float64]:
     """Matrix of ``v x*`` on force vectors: ``-cross_motion(v)^T = [[S(w), 0], [S(v_lin), S(w)]]``.
 
     ``cross_force(v) @ f = [w x f_lin; w x f_ang + v_lin x f_lin]`` (Featherstone 2008).
@@ -692,7 +695,7 @@ def cross_force(v):
     return -_T(_cross_motion(_arr(v, "v", (6,))))
 
 
-def spatial_inertia(mass, com, inertia_com):
+def spatial_inertia(mass: ArrayLike, com: ArrayLike, inertia_com: ArrayLike) -> NDArray[np.float64]:
     """6x6 spatial inertia about the frame origin (Featherstone 2008).
 
     ``I = [[m 1, -m S(c)], [m S(c), I_c - m S(c) S(c)]]`` with the mass ``m``
@@ -708,7 +711,7 @@ def spatial_inertia(mass, com, inertia_com):
     return np.block([[m * np.eye(3), -m * C], [m * C, Ic - m * (C @ C)]])
 
 
-def inertia_parameters(I6):
+def inertia_parameters(I6: ArrayLike) -> tuple[float | NDArray[np.float64], NDArray[np.float64], NDArray[np.float64]]:
     """``(mass, com, inertia_com)`` of a spatial inertia: inverse of :func:`spatial_inertia`.
 
     The mass is the mean of the diagonal of the linear block; it must be positive.
@@ -722,7 +725,7 @@ def inertia_parameters(I6):
     return _scalar(m), c, I6[..., 3:, 3:] + m[..., None, None] * (C @ C)
 
 
-def inertia_transform(R, p, I6):
+def inertia_transform(R: ArrayLike, p: ArrayLike, I6: ArrayLike) -> NDArray[np.float64]:
     """Inertia in frame a from ``I6`` in frame b: ``I_a = X* I_b X^-1`` for ``aMb = (R, p)``.
 
     Keeps the kinetic energy invariant (``X^-1 = X*^T``); same as
@@ -733,7 +736,7 @@ def inertia_transform(R, p, I6):
     return np.einsum("...ij,...jk,...lk->...il", Xf, I6, Xf)
 
 
-def kinetic_energy(I6, v):
+def kinetic_energy(I6: ArrayLike, v: ArrayLike) -> float | NDArray[np.float64]:
     """Kinetic energy ``0.5 v^T I v`` of spatial velocity ``v`` (..., 6)."""
     I6, v = _inputs(("I6", I6, (6, 6)), ("v", v, (6,)))
     return _scalar(0.5 * np.einsum("...i,...ij,...j->...", v, I6, v))

@@ -12,6 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, overload
 
 from .dynamics.energy import kinetic_energy
 from .kinematics import forward_kinematics, frame_pose
@@ -19,6 +20,11 @@ from .model.builder import ModelBuilder
 from .model.configuration import neutral
 from .model.joints import FreeFlyer, Fixed, Joint
 from .spatial import matrix_to_quat
+
+if TYPE_CHECKING:
+    from numpy.typing import ArrayLike, NDArray
+
+    from .model.model import Model
 
 
 def _frame(model, frame, what):
@@ -30,7 +36,15 @@ def _frame(model, frame, what):
     return int(model.frame_body[k]), np.array(model.frame_R[k]), np.array(model.frame_p[k])
 
 
-def map_state(old, new, q, v=None):
+@overload
+def map_state(old: Model, new: Model, q: ArrayLike, v: None = None) -> NDArray[np.float64]: ...
+
+
+@overload
+def map_state(old: Model, new: Model, q: ArrayLike, v: ArrayLike) -> tuple[NDArray[np.float64], NDArray[np.float64]]: ...
+
+
+def map_state(old: Model, new: Model, q: ArrayLike, v: ArrayLike | None = None) -> NDArray[np.float64] | tuple[NDArray[np.float64], NDArray[np.float64]]:
     """(q, v) of model ``old`` carried over to model ``new`` joint by joint (by name); joints
     that only ``new`` has start at their neutral configuration and at rest."""
     q = np.asarray(q, dtype=float)
@@ -44,7 +58,8 @@ def map_state(old, new, q, v=None):
     return (qn, vn) if v is not None else qn
 
 
-def connect(model, q, frame, to="world", joint: Joint | None = None, name: str | None = None):
+def connect(model: Model, q: ArrayLike, frame: str | int, to: str | int = "world", joint: Joint | None = None,
+            name: str | None = None) -> tuple[Model, NDArray[np.float64]]:
     """A new model in which ``frame`` (a frame or body of ``model``) is joined to ``to`` (another
     frame or body) by ``joint`` (any kind; default a weld), closed at the configuration ``q``:
     the joint's frame is ``frame``, with its axes given in ``frame``'s coordinates (so
@@ -88,7 +103,7 @@ class Jump:
         return self.kinetic_before - self.kinetic_after
 
 
-def velocity_jump(model, q, v) -> Jump:
+def velocity_jump(model: Model, q: ArrayLike, v: ArrayLike) -> Jump:
     """The velocity just after the loops of ``model`` take hold at (q, v) with a relative
     velocity: the impulse F with A dv = J^T F (eq. 20 / 29), the new joints' velocities free
     (eq. 23: no impulse along them) and the loops' velocity constraints met afterwards (eq. 22).
@@ -121,7 +136,8 @@ class Change:
     name: str
 
 
-def connect_state(model, q, v, frame, to="world", joint: Joint | None = None, name: str | None = None) -> Change:
+def connect_state(model: Model, q: ArrayLike, v: ArrayLike, frame: str | int, to: str | int = "world", joint: Joint | None = None,
+                  name: str | None = None) -> Change:
     """:func:`connect` at the state (q, v): the new model, q, and the velocity after the jump
     the new joint imposes (:func:`velocity_jump`; Nakamura and Yamane 2000 sec. 4.3).  The impulse acts on the
     new loop only: the other loops were closed and stay closed."""
@@ -131,7 +147,7 @@ def connect_state(model, q, v, frame, to="world", joint: Joint | None = None, na
     return Change(new, qn, jump.v, jump, new.loops[-1].name if new.loops else "")
 
 
-def cut(model, q, v, name) -> Change:
+def cut(model: Model, q: ArrayLike, v: ArrayLike, name: str) -> Change:
     """Cut the loop or joint ``name`` (Nakamura and Yamane 2000 sec. 4.4); velocities are kept (a cut releases,
     it does not strike: no jump).
 

@@ -32,6 +32,7 @@ recomputed and found within tolerance and its coordinates within the limits.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Callable
 
 import numpy as np
 
@@ -40,6 +41,11 @@ from ..kinematics import frame_pose, jacobian
 from ..model import joints as J
 from ..model.configuration import difference, integrate, neutral, normalize, random_configuration
 from .measures import manipulability
+
+if TYPE_CHECKING:
+    from numpy.typing import ArrayLike, NDArray
+
+    from ..model.model import Model
 
 __all__ = ["IKResult", "IKError", "inverse_kinematics", "null_space_projector", "planar_2link_ik"]
 
@@ -91,7 +97,7 @@ def planar_2link_ik(l1: float, l2: float, x: float, y: float, raise_if_unreachab
 
 # ---------------------------------------------------------------------------------------
 # general solver
-def null_space_projector(J, rcond: float = 1e-10) -> np.ndarray:
+def null_space_projector(J: ArrayLike, rcond: float = 1e-10) -> NDArray[np.float64]:
     """``N = I - J^+ J`` (n, n) of a task Jacobian ``J`` (m, n), Liegeois 1977: ``J N = 0``,
     so ``q' = J^+ x' + N xi`` (eq. (4.49)) realises ``x'`` whatever ``xi``.  ``J^+`` is the
     pseudo-inverse (eq. (4.50) ``J^T (J J^T)^-1`` when J has full row rank; singular values below
@@ -107,7 +113,7 @@ class IKError(RuntimeError):
     """Raised by :func:`inverse_kinematics` with ``raise_on_failure=True``; ``.result`` holds the
     :class:`IKResult`."""
 
-    def __init__(self, message, result):
+    def __init__(self, message: str, result: IKResult) -> None:
         super().__init__(message)
         self.result = result
 
@@ -430,9 +436,11 @@ def _null_space(prob, obj, q, r, pe, oe, gain, max_iter, secondary_tol):
     return q, r, pe, oe, it, steps, "the iteration limit was reached"
 
 
-def inverse_kinematics(model, frame, target, q0=None, mode: str = "pose", *, tol_position: float = 1e-6,
-                       tol_orientation: float = 1e-6, max_iterations: int = 200, restarts: int = 50, rng=None,
-                       secondary=None, secondary_gain: float = 0.5, secondary_iterations: int = 100,
+def inverse_kinematics(model: Model, frame: str | int, target: ArrayLike | tuple[ArrayLike, ArrayLike], q0: ArrayLike | None = None,
+                       mode: str = "pose", *, tol_position: float = 1e-6,
+                       tol_orientation: float = 1e-6, max_iterations: int = 200, restarts: int = 50,
+                       rng: int | np.random.Generator | None = None,
+                       secondary: str | Callable[[NDArray[np.float64]], ArrayLike] | None = None, secondary_gain: float = 0.5, secondary_iterations: int = 100,
                        secondary_tol: float = 1e-6, max_step: float = 0.5,
                        raise_on_failure: bool = False) -> IKResult:
     """Joint configuration that brings ``frame`` to ``target`` (see the module docstring for the

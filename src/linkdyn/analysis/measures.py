@@ -17,9 +17,18 @@ value per configuration.
 """
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Sequence
+
 import numpy as np
 
 from ..kinematics import frame_pose, jacobian
+
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
+    from mpl_toolkits.mplot3d import Axes3D
+    from numpy.typing import ArrayLike, NDArray
+
+    from ..model.model import Model
 
 _PARTS = {"full": (0, 1, 2, 3, 4, 5), "translation": (0, 1, 2), "rotation": (3, 4, 5)}
 _KINDS = ("yoshikawa", "stochastic", "condition")
@@ -60,7 +69,8 @@ def _weight_factor(model, weight):
     return np.linalg.inv(L).T
 
 
-def task_jacobian(model, q, frame, part="full", weight=None) -> np.ndarray:
+def task_jacobian(model: Model, q: ArrayLike, frame: str | int, part: str | Sequence[int] = "full",
+                  weight: ArrayLike | None = None) -> NDArray[np.float64]:
     """The (weighted) task Jacobian the measures are computed from: rows ``part`` of the
     ``"local_world_aligned"`` Jacobian of ``frame``, times ``W^-1/2`` (see :func:`manipulability`).
     (m, nv) for one configuration, (N, m, nv) for a stack."""
@@ -79,7 +89,8 @@ def task_jacobian(model, q, frame, part="full", weight=None) -> np.ndarray:
     return J if Lt is None else J @ Lt
 
 
-def manipulability(model, q, frame, kind: str = "yoshikawa", part="full", weight=None):
+def manipulability(model: Model, q: ArrayLike, frame: str | int, kind: str = "yoshikawa", part: str | Sequence[int] = "full",
+                   weight: ArrayLike | None = None) -> float | NDArray[np.float64]:
     """Manipulability of ``frame`` at ``q`` (float, or (N,) for a stack of configurations).
 
     ``kind``:
@@ -122,7 +133,8 @@ def manipulability(model, q, frame, kind: str = "yoshikawa", part="full", weight
     return float(out) if np.ndim(out) == 0 else out
 
 
-def manipulability_ellipsoid(model, q, frame, part="translation", weight=None):
+def manipulability_ellipsoid(model: Model, q: ArrayLike, frame: str | int, part: str | Sequence[int] = "translation",
+                             weight: ArrayLike | None = None) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
     """Manipulability ellipsoid ``x'^T (J J^T)^-1 x' <= 1`` (Yoshikawa 1985): the image of the
     unit ball of joint speeds.  Returns ``(radii, axes)`` from the SVD ``J = U S V^T``: ``radii``
     (m,) are the singular values (descending, padded with zeros when m > nv) and the columns of
@@ -138,7 +150,8 @@ def manipulability_ellipsoid(model, q, frame, part="translation", weight=None):
     return radii, U
 
 
-def plot_manipulability_ellipses(model, qs, frame, ax=None, scale: float = 0.2, links=None):
+def plot_manipulability_ellipses(model: Model, qs: ArrayLike, frame: str | int, ax: Axes | None = None, scale: float = 0.2,
+                                 links: Sequence[str | int] | None = None) -> Axes:
     """Draw a planar arm (in the world xy-plane) and the xy manipulability ellipse of ``frame`` at
     each configuration of ``qs`` (N, nq), like Yoshikawa 1985.  The arm is drawn through the
     frames ``links`` (default: ``"link0"``, ``"link1"``, ... when they exist, as in models from
@@ -168,7 +181,8 @@ def plot_manipulability_ellipses(model, qs, frame, ax=None, scale: float = 0.2, 
     return ax
 
 
-def ellipsoid_surface(model, q, frame, scale: float = 1.0, part="translation", resolution: int = 24):
+def ellipsoid_surface(model: Model, q: ArrayLike, frame: str | int, scale: float = 1.0, part: str | Sequence[int] = "translation",
+                      resolution: int = 24) -> NDArray[np.float64]:
     """(X, Y, Z) grids of the manipulability ellipsoid's surface (scaled by ``scale``) centred at
     ``frame``'s origin: what :func:`plot_manipulability_ellipsoid` draws."""
     radii, axes = manipulability_ellipsoid(model, np.asarray(q, dtype=float), frame, part=part)
@@ -180,8 +194,9 @@ def ellipsoid_surface(model, q, frame, scale: float = 1.0, part="translation", r
     return pts + frame_pose(model, np.asarray(q, dtype=float), frame)[:3, 3, None, None]
 
 
-def plot_manipulability_ellipsoid(model, q, frame, ax=None, scale: float = 0.2, part="translation", links=None,
-                                  resolution: int = 24):
+def plot_manipulability_ellipsoid(model: Model, q: ArrayLike, frame: str | int, ax: Axes3D | None = None, scale: float = 0.2,
+                                  part: str | Sequence[int] = "translation", links: Sequence[str | int] | None = None,
+                                  resolution: int = 24) -> Axes3D:
     """Draw the 3-D manipulability ellipsoid of ``frame`` at configuration ``q`` (the image of
     the unit ball of joint speeds, :func:`manipulability_ellipsoid`, ``part`` "translation"
     or "rotation"), centred at the frame's origin, with the arm through the frames ``links``

@@ -5,17 +5,12 @@ The geometric Jacobian of :func:`linkdyn.jacobian` maps ``q'`` to the frame orig
 eqs. (4.40)-(4.45)).  An *analytic* Jacobian maps ``q'`` to the time derivatives of task
 coordinates ``x = [p; phi]``, where ``phi`` are orientation coordinates:
 
-========================  ===  ==========================================================
-``orientation``           k    ``phi`` and its relation to the rotation ``R`` of the frame
-========================  ===  ==========================================================
-``"rpy"``                 3    ``[roll, pitch, yaw]``, ``R = Rz(yaw) Ry(pitch) Rx(roll)``
-                               (Spong, Hutchinson and Vidyasagar 2006, ch. 2); singular at pitch = +-pi/2
-``"zyx"``                 3    ``[z, y, x]``, ``R = Rz(z) Ry(y) Rx(x)``; singular at y = +-pi/2
-``"zyz"``                 3    ``[phi, theta, psi]``, ``R = Rz(phi) Ry(theta) Rz(psi)`` (Spong, Hutchinson and Vidyasagar 2006
-                               eq. (3.25)); singular at theta = 0 or pi
-``"quaternion"``          4    Euler parameters ``[eps; eta] = [x, y, z, w]`` (Spong, Hutchinson and Vidyasagar 2006 eqs.
-                               (3.28)-(3.32)), ``w >= 0``; never singular
-========================  ===  ==========================================================
+| ``orientation`` | k | ``phi`` and its relation to the rotation ``R`` of the frame |
+|---|---|---|
+| ``"rpy"`` | 3 | ``[roll, pitch, yaw]``, ``R = Rz(yaw) Ry(pitch) Rx(roll)`` (Spong, Hutchinson and Vidyasagar 2006, ch. 2); singular at pitch = +-pi/2 |
+| ``"zyx"`` | 3 | ``[z, y, x]``, ``R = Rz(z) Ry(y) Rx(x)``; singular at y = +-pi/2 |
+| ``"zyz"`` | 3 | ``[phi, theta, psi]``, ``R = Rz(phi) Ry(theta) Rz(psi)`` (Spong, Hutchinson and Vidyasagar 2006 eq. (3.25)); singular at theta = 0 or pi |
+| ``"quaternion"`` | 4 | Euler parameters ``[eps; eta] = [x, y, z, w]`` (Spong, Hutchinson and Vidyasagar 2006 eqs. (3.28)-(3.32)), ``w >= 0``; never singular |
 
 With ``omega = E(phi) phi'`` (``omega`` in world coordinates; the rate matrices ``E`` are those
 of :mod:`linkdyn.spatial`), the analytic Jacobian is (the quaternion and Euler-angle rate equations (Siciliano et al. 2009))
@@ -43,6 +38,13 @@ import numpy as np
 from .. import spatial as sp
 from .._api import as_states
 from ..kinematics import frame_pose, jacobian, jacobian_dot_times_v
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from numpy.typing import ArrayLike, NDArray
+
+    from ..model.model import Model
 
 __all__ = ["RepresentationSingularityError", "REPRESENTATIONS", "orientation_coordinates", "orientation_rate",
            "angular_velocity", "rate_matrix", "analytic_pose", "analytic_jacobian", "task_velocity",
@@ -139,7 +141,7 @@ def _check_singular(phi, representation, tol):
 
 # ---------------------------------------------------------------------------------------
 # rate maps
-def orientation_coordinates(R, representation: str = "rpy") -> np.ndarray:
+def orientation_coordinates(R: ArrayLike, representation: str = "rpy") -> NDArray[np.float64]:
     """Orientation coordinates ``phi`` (..., k) of rotation matrices ``R`` (..., 3, 3): the
     principal branches of :mod:`linkdyn.spatial` (``matrix_to_rpy``, ``matrix_to_zyx``,
     ``matrix_to_euler_zyz``, ``matrix_to_quat`` with ``w >= 0``)."""
@@ -149,7 +151,7 @@ def orientation_coordinates(R, representation: str = "rpy") -> np.ndarray:
     return _EULER[rep][0](R)
 
 
-def rate_matrix(phi, representation: str = "rpy") -> np.ndarray:
+def rate_matrix(phi: ArrayLike, representation: str = "rpy") -> NDArray[np.float64]:
     """The map from ``phi'`` to the world angular velocity: ``E(phi)`` (..., 3, 3) with
     ``omega = E phi'`` for Euler angles, ``2 J_E^T`` (..., 3, 4) for Euler parameters (Spong, Hutchinson and Vidyasagar 2006
     Siciliano et al. 2009)."""
@@ -170,7 +172,7 @@ def _inverse_rate(phi, rep, tol):
     return _EULER[rep][2](phi, tol=tol)
 
 
-def orientation_rate(phi, omega, representation: str = "rpy", tol: float = SINGULAR_TOL) -> np.ndarray:
+def orientation_rate(phi: ArrayLike, omega: ArrayLike, representation: str = "rpy", tol: float = SINGULAR_TOL) -> NDArray[np.float64]:
     """``phi'`` of the orientation coordinates ``phi`` for the world angular velocity ``omega``.
 
     Euler angles: ``phi' = E(phi)^-1 omega`` (the quaternion and Euler-angle rate equations (Siciliano et al. 2009), ``omega = J_a a'``), raising
@@ -186,7 +188,7 @@ def orientation_rate(phi, omega, representation: str = "rpy", tol: float = SINGU
     return np.einsum("...ij,...j->...i", _inverse_rate(phi, rep, tol), omega)
 
 
-def angular_velocity(phi, phi_dot, representation: str = "rpy") -> np.ndarray:
+def angular_velocity(phi: ArrayLike, phi_dot: ArrayLike, representation: str = "rpy") -> NDArray[np.float64]:
     """World angular velocity ``omega`` (..., 3) from ``phi`` and ``phi'``: the inverse of
     :func:`orientation_rate`.  Euler angles: ``omega = E(phi) phi'``; Euler parameters:
     ``omega = 2 J_E^T [eps'; eta']`` (the quaternion and Euler-angle rate equations (Siciliano et al. 2009); the component of ``phi'`` along
@@ -233,7 +235,7 @@ def _states(model, **arrays):
     return out
 
 
-def analytic_pose(model, q, frame, orientation: str = "rpy") -> np.ndarray:
+def analytic_pose(model: Model, q: ArrayLike, frame: str | int, orientation: str = "rpy") -> NDArray[np.float64]:
     """Task coordinates ``x = [p; phi]`` (3 + k,) of ``frame``: the world position of its origin
     and the orientation coordinates of its rotation (see :func:`orientation_coordinates`);
     (N, 3 + k) for a stack of configurations."""
@@ -242,7 +244,8 @@ def analytic_pose(model, q, frame, orientation: str = "rpy") -> np.ndarray:
     return np.concatenate([T[..., :3, 3], orientation_coordinates(T[..., :3, :3], rep)], axis=-1)
 
 
-def analytic_jacobian(model, q, frame, orientation: str = "rpy", tol: float = SINGULAR_TOL) -> np.ndarray:
+def analytic_jacobian(model: Model, q: ArrayLike, frame: str | int, orientation: str = "rpy",
+                      tol: float = SINGULAR_TOL) -> NDArray[np.float64]:
     """Analytic Jacobian ``J_A`` (3 + k, nv): ``x' = J_A q'`` for ``x = [p; phi]`` of
     :func:`analytic_pose` (the quaternion and Euler-angle rate equations (Siciliano et al. 2009) on eqs. (4.40)-(4.45)).
 
@@ -260,7 +263,8 @@ def analytic_jacobian(model, q, frame, orientation: str = "rpy", tol: float = SI
     return np.concatenate([J[..., :3, :], H @ J[..., 3:, :]], axis=-2)
 
 
-def task_velocity(model, q, v, frame, orientation: str | None = None, tol: float = SINGULAR_TOL) -> np.ndarray:
+def task_velocity(model: Model, q: ArrayLike, v: ArrayLike, frame: str | int, orientation: str | None = None,
+                  tol: float = SINGULAR_TOL) -> NDArray[np.float64]:
     """``x' = J q'`` (Spong, Hutchinson and Vidyasagar 2006, ch. 4): ``[p'; omega]`` (6,) of ``frame`` in world axes, or
     with ``orientation`` the analytic rates ``[p'; phi']`` (3 + k,).  (N, ...) for a stack."""
     q, v = _states(model, q=q, v=v)
@@ -273,8 +277,8 @@ def task_velocity(model, q, v, frame, orientation: str | None = None, tol: float
     return np.concatenate([xd[..., :3], orientation_rate(phi, xd[..., 3:], rep, tol)], axis=-1)
 
 
-def task_acceleration(model, q, v, a, frame, orientation: str | None = None,
-                      tol: float = SINGULAR_TOL) -> np.ndarray:
+def task_acceleration(model: Model, q: ArrayLike, v: ArrayLike, a: ArrayLike, frame: str | int, orientation: str | None = None,
+                      tol: float = SINGULAR_TOL) -> NDArray[np.float64]:
     """``x'' = J q'' + J' q'`` (Spong, Hutchinson and Vidyasagar 2006, ch. 4) of ``frame``.
 
     ``orientation=None``: ``[p''; omega']`` (6,), the classical acceleration of the frame origin

@@ -26,6 +26,7 @@ and e = 0 it is the impulse of structure changes (Nakamura and Yamane 2000, eqs.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Hashable, Mapping, Sequence
 
 import numpy as np
 import scipy.linalg
@@ -34,6 +35,12 @@ from ..dynamics.aba import aba
 from ..dynamics.crba import crba
 from . import lcp
 from .rows import CONTACT
+
+if TYPE_CHECKING:
+    from numpy.typing import ArrayLike, NDArray
+
+    from ..model.model import Model
+    from .rows import Units
 
 #: a contact slides (its friction force is -mu lambda_n along its slip) above this speed (m/s);
 #: below it, friction is a variable of the problem (sticking, or slipping from rest on the rim
@@ -52,7 +59,7 @@ class Response:
     have no inertia, so M alone is singular there, but M is positive definite on the motions
     the loops allow), LU-factored once per state."""
 
-    def __init__(self, model, q):
+    def __init__(self, model: Model, q: ArrayLike) -> None:
         self.model, self.q = model, q
         M = crba(model, q)
         self._nv = model.nv
@@ -79,7 +86,7 @@ class Response:
         else:
             self._cho = scipy.linalg.cho_factor(M, lower=True, check_finite=False)
 
-    def apply(self, F, loops=False):
+    def apply(self, F: ArrayLike, loops: bool = False) -> NDArray[np.float64] | tuple[NDArray[np.float64], NDArray[np.float64]]:
         """Z F; with ``loops`` also the loops' impulses (6 nloops, k) that hold them closed
         against F (zero for a tree, and on the rows the KKT system left out as dependent)."""
         F = np.asarray(F, dtype=float)
@@ -178,7 +185,9 @@ def _warm(owner, units, warm):
     return lam
 
 
-def acceleration(model, q, v, tau, units, response=None, a_free=None, warm=None, slide=None) -> Solution:
+def acceleration(model: Model, q: ArrayLike, v: NDArray[np.float64], tau: ArrayLike, units: Units, response: Response | None = None,
+                 a_free: NDArray[np.float64] | None = None, warm: Mapping[Hashable, Sequence[float]] | None = None,
+                 slide: Sequence[ArrayLike | None] | None = None) -> Solution:
     """q'' under ``tau`` with the loops closed and the ``units`` (the ones in contact: phi = 0,
     phi' = 0) pushing, never pulling, and their friction inside the cone.  ``slide``: each
     contact's mode, kept through an integration step (see ``_problem``); by default a contact
@@ -204,7 +213,8 @@ def acceleration(model, q, v, tau, units, response=None, a_free=None, warm=None,
     return Solution(a_free + ZF @ lam, units, _unpack(units, lam, owner, sliding, v, slide), sliding, res)
 
 
-def impulse(model, q, v, units, restitution=True, response=None) -> Solution:
+def impulse(model: Model, q: ArrayLike, v: NDArray[np.float64], units: Units, restitution: bool = True,
+            response: Response | None = None) -> Solution:
     """The velocity change dv of an impact on ``units`` at (q, v): impulses that push, with
     phi'+ >= -e phi'- (e of each unit where it approaches, ``restitution``) and friction
     impulses inside the cone; the loops stay closed."""
@@ -226,7 +236,7 @@ def impulse(model, q, v, units, restitution=True, response=None) -> Solution:
     return sol
 
 
-def position_correction(model, q, units, response=None):
+def position_correction(model: Model, q: ArrayLike, units: Units, response: Response | None = None) -> NDArray[np.float64]:
     """dq (a velocity-space step, apply with ``linkdyn.integrate``) that brings every unit with
     phi < 0 back to phi >= 0 to first order, in the kinetic-energy metric and with the loops
     held to first order, pushing only: the LCP  0 <= lambda _|_ phi + N Z N^T lambda >= 0,

@@ -38,6 +38,8 @@ then k walks up the tree (one 6x6 product per ancestor) and k (k + 1) / 2 blocks
 """
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Sequence
+
 import numpy as np
 from numba import njit
 from numba import types as nt
@@ -50,6 +52,11 @@ from .._kernels.spatial_nb import (dot6 as _dot6, force_act_inplace as _force_ac
     mat6_vec as _mat6_vec, motion_inv_act as _motion_inv_act)
 from ..dynamics.aba import _spd_inverse
 from ..kinematics import _frame, _ref, _express
+
+if TYPE_CHECKING:
+    from numpy.typing import ArrayLike, NDArray
+
+    from ..model.model import Model
 
 __all__ = ["inverse_inertia", "inverse_inertia_block"]
 
@@ -293,7 +300,8 @@ def _frames(model, frames):
     return args
 
 
-def inverse_inertia(model, q, frames, reference: str = "local_world_aligned") -> np.ndarray:
+def inverse_inertia(model: Model, q: ArrayLike, frames: str | int | Sequence[str | int],
+                    reference: str = "local_world_aligned") -> NDArray[np.float64]:
     """Inverse operational-space inertia (the Delassus matrix) of a set of frames:
     ``J M^-1 J^T`` (6k, 6k) with ``J`` the k frame Jacobians ``linkdyn.jacobian(model, q, f,
     reference)`` stacked, without forming M or J.
@@ -348,7 +356,8 @@ def inverse_inertia(model, q, frames, reference: str = "local_world_aligned") ->
     raise RuntimeError(f"inverse_inertia: kernel status {st}")      # pragma: no cover
 
 
-def inverse_inertia_block(model, q, frame_a, frame_b, reference: str = "local_world_aligned") -> np.ndarray:
+def inverse_inertia_block(model: Model, q: ArrayLike, frame_a: str | int, frame_b: str | int,
+                          reference: str = "local_world_aligned") -> NDArray[np.float64]:
     """The 6x6 block ``J_a M^-1 J_b^T`` of :func:`inverse_inertia` for one pair of frames
     (any pair: the same frame, frames on one body, an ancestor, siblings, the world): the
     acceleration of frame a per unit force at frame b."""

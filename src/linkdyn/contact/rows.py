@@ -23,12 +23,19 @@ Units:
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 from numba import njit
 
 from ..kinematics import forward_kinematics, joint_jacobians
 from ..model import joints as J
+
+if TYPE_CHECKING:
+    from numpy.typing import ArrayLike, NDArray
+
+    from ..kinematics import Kinematics
+    from ..model.model import Model
 
 CONTACT, LIMIT = 0, 1
 #: joint kinds whose coordinates are their velocities' integrals (q_k' = v_k): a coordinate
@@ -61,7 +68,7 @@ class Units:
     def __len__(self):
         return len(self.name)
 
-    def subset(self, idx):
+    def subset(self, idx: ArrayLike) -> Units:
         idx = np.asarray(idx, dtype=np.int64)
         return Units([self.name[i] for i in idx], self.kind[idx], self.gap[idx], self.N[idx], self.T[idx],
                      self.mu[idx], self.e[idx], self.drift_n[idx], self.drift_t[idx], self.point[idx],
@@ -245,7 +252,7 @@ class UnitCatalog:
     """Every unilateral unit a model can have (fixed per model): contact pairs (contact point,
     plane on another body) and limits.  ``limits`` / ``contacts``: include them."""
 
-    def __init__(self, model, limits: bool = True, contacts: bool = True):
+    def __init__(self, model: Model, limits: bool = True, contacts: bool = True) -> None:
         self.model = model
         self.pairs = []            # (contact index, plane index)
         if contacts:
@@ -326,7 +333,7 @@ class UnitCatalog:
     def empty(self) -> bool:
         return self.size == 0
 
-    def gaps(self, q, kin=None):
+    def gaps(self, q: NDArray[np.float64], kin: Kinematics | None = None) -> NDArray[np.float64]:
         """The gaps of every unit (in catalog order: contact pairs, coordinate limits, ball
         limits), cheap: no Jacobians.  Contacts outside a bounded plane's extent get +inf.
         The last answer is kept: a step asks for the gaps at the same q several times."""
@@ -355,7 +362,7 @@ class UnitCatalog:
             out[ncp + ncl:] = ball_limit_gaps_model(m, q)
         return out
 
-    def units(self, q, v=None, select=None, with_drift=False):
+    def units(self, q: NDArray[np.float64], v: NDArray[np.float64] | None = None, select: ArrayLike | None = None, with_drift: bool = False) -> Units:
         """The :class:`Units` at (q, v): all of them, or those whose catalog index is in
         ``select`` (e.g. the ones with a small gap).  ``with_drift`` computes J' v (needs v)."""
         m = self.model

@@ -14,6 +14,8 @@ dofs through their motion subspace S_i (Baerlocher and Boulic 2001):
 with a_0 = -g; the joints' damping and friction torques are taken off tau (see rnea).
 D_i is inverted in place (a 1x1 to 6x6 symmetric positive definite block).
 """
+from __future__ import annotations
+
 import numpy as np
 from numba import njit, prange
 
@@ -25,6 +27,13 @@ from .._kernels.passes import (BAD_F, OK, OVERFLOW, SINGULAR, VEL, all_finite as
     joint_torque as _joint_torque, kinematics_pass as _kinematics_pass)
 from .._kernels.spatial_nb import (dot6 as _dot6, force_act_add as _force_act_add, force_cross_add as _force_cross_add,
     inertia_to_parent_add as _inertia_to_parent_add, mat6_vec as _mat6_vec, motion_inv_act as _motion_inv_act)
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from numpy.typing import ArrayLike, NDArray
+
+    from ..model.model import Model
 
 
 @njit(inline="always", cache=True)
@@ -167,7 +176,7 @@ _aba = Entry(_aba_kernel, MI, MF, WS, VEC, VEC, VEC, FEXT, OUT1)
 _aba_entry = Entry(_aba_packed, PACKED, VEC, VEC, VEC, OUT1)
 
 
-def aba(model, q, v, tau, fext=None) -> np.ndarray:
+def aba(model: Model, q: ArrayLike, v: ArrayLike, tau: ArrayLike, fext: ArrayLike | None = None) -> NDArray[np.float64]:
     """Joint accelerations q'' = M^-1 (tau - b(q, v) + sum_i J_i^T f_i^ext) by the
     articulated body algorithm.  Shapes as in :func:`linkdyn.rnea`."""
     if (fext is None and type(q) is _ND and type(v) is _ND and type(tau) is _ND and q.dtype is _F64

@@ -67,6 +67,13 @@ from .._kernels.batch import chunk as _chunk, pick as _pick
 from .._kernels.passes import BAD_A, BAD_SHAPE, OK, SINGULAR, all_finite as _all_finite
 from .crba import _crba_kernel
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from numpy.typing import ArrayLike, NDArray
+
+    from ..model.model import Model
+
 #: a dof is singular when D_kk <= SINGULAR_TOL * H_kk (H_kk: its diagonal entry of H)
 SINGULAR_TOL = 1e-12
 
@@ -313,7 +320,7 @@ _congruence = Entry(_ltdl_inverse_congruence, LDT, LAM, nt.Array(nt.float64, 2, 
 # --- public layer ------------------------------------------------------------------------
 
 
-def dof_parent(model) -> np.ndarray:
+def dof_parent(model: Model) -> NDArray[np.int64]:
     """The parent dof lambda(i) of every dof, (nv,) int64, -1 at the root (read-only; computed
     once per model).  lambda(i) < i, and the descendants of dof i are the contiguous dofs
     after it."""
@@ -384,7 +391,7 @@ class MassMatrixCholesky:
     """
     __slots__ = ("LD", "lam", "batch")
 
-    def __init__(self, LD, lam, batch=None):
+    def __init__(self, LD: NDArray[np.float64], lam: NDArray[np.int64], batch: int | None = None) -> None:
         self.LD, self.lam, self.batch = LD, lam, batch
 
     @property
@@ -409,7 +416,7 @@ class MassMatrixCholesky:
             raise ValueError(f"{name}: contains NaN or infinity at index {_first_bad(B)}")
         return B
 
-    def solve(self, b) -> np.ndarray:
+    def solve(self, b: ArrayLike) -> NDArray[np.float64]:
         """H^-1 b for b of shape (nv,) or (nv, k) ((N, nv) or (N, nv, k) for a stack).
         O(k nv d) per state."""
         if self.batch is None and type(b) is _ND and b.dtype is _F64 and b.ndim == 1:
@@ -429,7 +436,7 @@ class MassMatrixCholesky:
             _ltdl_solve_many_batch(self.LD, self.lam, X)
         return X
 
-    def inverse_congruence(self, Jc):
+    def inverse_congruence(self, Jc: ArrayLike) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
         """(Y, Lambda) = (H^-1 Jc^T, Jc H^-1 Jc^T) for a constraint Jacobian Jc (m, nv)
         (a stack: (N, m, nv), or one (m, nv) shared by every state)."""
         nv = self.nv
@@ -453,16 +460,16 @@ class MassMatrixCholesky:
         _ltdl_inverse_congruence_batch(self.LD, self.lam, J if J.ndim == 3 else J[None], Y, Lam)
         return Y, Lam
 
-    def diagonal(self) -> np.ndarray:
+    def diagonal(self) -> NDArray[np.float64]:
         """D, (nv,) or (N, nv)."""
         return np.diagonal(self.LD, axis1=-2, axis2=-1).copy()
 
-    def logdet(self):
+    def logdet(self) -> float | NDArray[np.float64]:
         """log det H = sum_k log D_kk (a float, or (N,) for a stack)."""
         out = np.log(self.diagonal()).sum(axis=-1)
         return float(out) if self.batch is None else out
 
-    def to_dense(self):
+    def to_dense(self) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
         """(L, D): L (nv, nv) unit lower triangular, zero outside the tree pattern, and
         D (nv,), with H = L^T diag(D) L; (N, nv, nv) and (N, nv) for a stack."""
         P = _pattern(self.lam)
@@ -472,7 +479,7 @@ class MassMatrixCholesky:
         return L, self.diagonal()
 
 
-def mass_matrix_cholesky(model, q) -> MassMatrixCholesky:
+def mass_matrix_cholesky(model: Model, q: ArrayLike) -> MassMatrixCholesky:
     """The tree-sparse factorization H(q) = L^T D L of the joint-space inertia matrix
     (CRBA, then Featherstone 2008 sec. 6.5, Table 6.3): one state q (nq,) or a stack (N, nq).
 
@@ -496,7 +503,7 @@ def mass_matrix_cholesky(model, q) -> MassMatrixCholesky:
     return MassMatrixCholesky(LD, lam, args.batch)
 
 
-def solve_mass_matrix(model, q, b) -> np.ndarray:
+def solve_mass_matrix(model: Model, q: ArrayLike, b: ArrayLike) -> NDArray[np.float64]:
     """x = H(q)^-1 b by CRBA and the tree-sparse LTDL factorization (:func:`mass_matrix_cholesky`).
 
     q (nq,) or (N, nq), b (nv,) or (N, nv) (a single q or b is shared by the stack; one q with

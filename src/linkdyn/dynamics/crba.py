@@ -11,6 +11,8 @@
 
 All three include the armature on the diagonal and must agree to round-off.
 """
+from __future__ import annotations
+
 import numpy as np
 from numba import njit, prange
 from numba import types as nt
@@ -23,6 +25,13 @@ from .._kernels.passes import OK, OVERFLOW, POS, all_finite as _all_finite, chec
 from .._kernels.spatial_nb import (dot6 as _dot6, force_act_add as _force_act_add, mat6_vec as _mat6_vec, motion_act as _motion_act,
     motion_inv_act as _motion_inv_act, rigid_inertia_to_parent_add as _rigid_inertia_to_parent_add,
     rigid_params_times_motion as _rigid_params_times_motion, rigid_params_to_world as _rigid_params_to_world)
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from numpy.typing import ArrayLike, NDArray
+
+    from ..model.model import Model
 
 _EMPTY = np.zeros(0)
 CRBA, UNIT_VECTOR, JACOBIAN = 0, 1, 2
@@ -179,7 +188,7 @@ _mass_matrix = Entry(_mass_matrix_kernel, MI, MF, WS, VEC, nt.int64, OUT2)
 _crba = Entry(_crba_packed, PACKED, VEC, OUT2)
 
 
-def mass_matrix(model, q, method: str = "crba") -> np.ndarray:
+def mass_matrix(model: Model, q: ArrayLike, method: str = "crba") -> NDArray[np.float64]:
     """Joint-space inertia matrix M(q) (nv, nv), full and symmetric; (N, nv, nv) for a stack.
 
     ``method``: "crba" (default, fastest), "unit_vector" or "jacobian" (Walker and Orin 1982).
@@ -192,7 +201,7 @@ def mass_matrix(model, q, method: str = "crba") -> np.ndarray:
     return run(model, (_mass_matrix, _mass_matrix_batch), (model.nv, model.nv), args, ("q",), (code,))
 
 
-def crba(model, q) -> np.ndarray:
+def crba(model: Model, q: ArrayLike) -> NDArray[np.float64]:
     """M(q) by the composite rigid body algorithm (full symmetric matrix)."""
     if type(q) is _ND and q.dtype is _F64 and q.ndim == 1:
         M = np.empty((model.nv, model.nv))

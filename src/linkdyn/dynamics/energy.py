@@ -2,6 +2,8 @@
 
     T = 1/2 sum_i v_i^T I_i v_i  (= 1/2 v^T M(q) v)        U = -sum_i m_i g . c_i
 """
+from __future__ import annotations
+
 import math
 
 import numpy as np
@@ -13,6 +15,13 @@ from .._kernels.layout import (model_sizes as _model_sizes, unpack_data as _unpa
     unpack_packed as _unpack_packed)
 from .._kernels.passes import OK, OVERFLOW, VEL, check_inputs as _check_inputs, kinematics_pass as _kinematics_pass
 from .._kernels.spatial_nb import dot6 as _dot6, mat6_vec as _mat6_vec
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from numpy.typing import ArrayLike, NDArray
+
+    from ..model.model import Model
 
 
 @njit(cache=True)
@@ -71,13 +80,13 @@ def _energies(model, q, v):
     return run(model, (_energy_kernel, _energy_batch), (2,), args, ("q", "v"))
 
 
-def kinetic_energy(model, q, v):
+def kinetic_energy(model: Model, q: ArrayLike, v: ArrayLike) -> float | NDArray[np.float64]:
     """T = 1/2 v^T M(q) v (float, or (N,) for a stack)."""
     e = _energies(model, q, v)
     return e[0] if e.ndim == 1 else e[:, 0]
 
 
-def potential_energy(model, q):
+def potential_energy(model: Model, q: ArrayLike) -> float | NDArray[np.float64]:
     """U = -sum_i m_i g . c_i, zero at the world origin (float, or (N,) for a stack)."""
     if vectors(q):
         out = np.empty(2)
@@ -88,7 +97,7 @@ def potential_energy(model, q):
     return _energies(model, args.q if args.batch is None else args.q.reshape(args.batch, -1), zeros)[..., 1]
 
 
-def mechanical_energy(model, q, v):
+def mechanical_energy(model: Model, q: ArrayLike, v: ArrayLike) -> float | NDArray[np.float64]:
     """T + U."""
     e = _energies(model, q, v)
     return e[0] + e[1] if e.ndim == 1 else e[:, 0] + e[:, 1]

@@ -67,6 +67,13 @@ from ..model.joints import SPHERICAL_ZYX, UNIVERSAL
 from .crba import crba
 from .rnea import generalized_gravity
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from numpy.typing import ArrayLike, NDArray
+
+    from ..model.model import Model
+
 _EMPTY = np.zeros(0)
 CORIOLIS, MASS_MATRIX_DERIVATIVE = 0, 1
 
@@ -260,7 +267,7 @@ def _coriolis(model, q, v, mode):
     return run(model, (_coriolis_kernel, _coriolis_batch), (model.nv, model.nv), args, ("q", "v"), (mode,))
 
 
-def coriolis_matrix(model, q, v) -> np.ndarray:
+def coriolis_matrix(model: Model, q: ArrayLike, v: ArrayLike) -> NDArray[np.float64]:
     """Coriolis and centrifugal matrix C(q, v) (nv, nv) of Spong, Hutchinson and Vidyasagar 2006, ch. 7; (N, nv, nv) for a stack.
 
     C v = nonlinear_effects(q, v) - generalized_gravity(q) (without joint friction) and
@@ -273,7 +280,7 @@ def coriolis_matrix(model, q, v) -> np.ndarray:
     return _coriolis(model, q, v, CORIOLIS)
 
 
-def mass_matrix_derivative(model, q, v) -> np.ndarray:
+def mass_matrix_derivative(model: Model, q: ArrayLike, v: ArrayLike) -> NDArray[np.float64]:
     """D'(q, v) = d/dt D(q(t)) along q(t) = integrate(model, q, v t) at t = 0 (nv, nv); (N, nv, nv)
     for a stack.
 
@@ -292,7 +299,7 @@ class LagrangianTerms(NamedTuple):
     F: np.ndarray   #: joint friction torques damping q' + friction sign(q') (nv,) (eq. 5.94)
 
 
-def joint_friction(model, v) -> np.ndarray:
+def joint_friction(model: Model, v: NDArray[np.float64]) -> NDArray[np.float64]:
     """Joint friction torques ``damping * v + friction * sign(v)`` (zero for a model without
     ``damping`` / ``friction``); v (nv,) or (N, nv), already validated."""
     nv = model.nv
@@ -306,7 +313,7 @@ def joint_friction(model, v) -> np.ndarray:
     return out
 
 
-def lagrangian_terms(model, q, v) -> LagrangianTerms:
+def lagrangian_terms(model: Model, q: ArrayLike, v: ArrayLike) -> LagrangianTerms:
     """D, C, G (and the joint friction F) of Lagrange's equations, so that
     ``D @ a + C @ v + G + F == rnea(model, q, v, a)`` for every a (Spong, Hutchinson and Vidyasagar 2006, ch. 7; F is the
     viscous friction of eq. 5.94 plus Coulomb friction, zero unless the model has them).

@@ -28,6 +28,7 @@ entry is then one dot product with the world-frame motion S_e of an ancestor dof
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Literal
 
 import numpy as np
 from numba import njit, prange
@@ -37,6 +38,11 @@ from .._kernels.batch import chunk as _chunk, pick as _pick
 from .._kernels.layout import (_view, model_sizes as _model_sizes, unpack_data as _unpack_data, unpack_model as _unpack_model)
 from .._kernels.passes import ACC, OK, check_inputs as _check_inputs, kinematics_pass as _kinematics_pass
 from .._kernels.spatial_nb import dot6 as _dot6, force_act_inplace as _force_act_inplace, motion_act as _motion_act
+
+if TYPE_CHECKING:
+    from numpy.typing import ArrayLike, NDArray
+
+    from ..model.model import Model
 
 N_BODY_PARAMS = 10
 BODY_PARAM_NAMES = ("m", "mcx", "mcy", "mcz", "Ixx", "Ixy", "Iyy", "Ixz", "Iyz", "Izz")
@@ -152,12 +158,12 @@ def _flag(x, name):
     raise TypeError(f"{name}: expected True or False, got {x!r}")
 
 
-def n_parameters(model, with_joint_terms: bool = False) -> int:
+def n_parameters(model: Model, with_joint_terms: bool = False) -> int:
     """Number of columns of the regressor: 10 per moving body (+ 3 per dof with joint terms)."""
     return N_BODY_PARAMS * (model.nbody - 1) + (3 * model.nv if with_joint_terms else 0)
 
 
-def joint_torque_regressor(model, q, v, a, with_joint_terms: bool = False) -> np.ndarray:
+def joint_torque_regressor(model: Model, q: ArrayLike, v: ArrayLike, a: ArrayLike, with_joint_terms: bool = False) -> NDArray[np.float64]:
     """Y(q, v, a) (nv, 10 (nbody - 1)) with ``Y @ inertial_parameters(model) == rnea(model, q, v, a)``
     (Spong, Hutchinson and Vidyasagar 2006, ch. 7, gravity included, the armature and friction not;
     (N, nv, ncols) for a stack.
@@ -187,7 +193,7 @@ def _joint_vector(model, name):
     return x.copy()
 
 
-def inertial_parameters(model, with_joint_terms: bool = False) -> np.ndarray:
+def inertial_parameters(model: Model, with_joint_terms: bool = False) -> NDArray[np.float64]:
     """The parameter vector of :func:`joint_torque_regressor`: 10 per moving body,
     [m, m c_x, m c_y, m c_z, I_xx, I_xy, I_yy, I_xz, I_yz, I_zz] (body frame, rotational inertia
     about the body origin; Pinocchio's ``Inertia.toDynamicParameters``), then with
@@ -207,7 +213,7 @@ def inertial_parameters(model, with_joint_terms: bool = False) -> np.ndarray:
     return out
 
 
-def parameter_names(model, with_joint_terms: bool = False) -> tuple:
+def parameter_names(model: Model, with_joint_terms: bool = False) -> tuple[str, ...]:
     """Names of the parameters, e.g. ``"link2.Izz"``, ``"joint3.viscous"`` (the joint terms name
     the dof: ``"joint.armature"``, or ``"joint[k].armature"`` for dof k of a multi-dof joint)."""
     jt = _flag(with_joint_terms, "with_joint_terms")
@@ -239,11 +245,11 @@ class BaseParameters:
     tol: float                 #: |R_kk| / |R_00| below this counted as dependent (column-scaled QR)
     gap: float                 #: smallest kept / largest dropped |R_kk| (large: a clear rank)
 
-    def beta(self, pi) -> np.ndarray:
+    def beta(self, pi: ArrayLike) -> NDArray[np.float64]:
         """Base parameters of a full parameter vector (e.g. ``inertial_parameters(model)``)."""
         return self.E @ np.asarray(pi, dtype=float)
 
-    def regressor(self, Y) -> np.ndarray:
+    def regressor(self, Y: ArrayLike) -> NDArray[np.float64]:
         """The base regressor Y[..., index] of a full regressor (nv, ncols) or (N, nv, ncols)."""
         return np.asarray(Y)[..., self.index]
 
@@ -261,7 +267,8 @@ class BaseParameters:
 DEFAULT_RTOL = 1e-9
 
 
-def base_parameters(model, with_joint_terms: bool = False, n_samples: int | None = None, rng=0,
+def base_parameters(model: Model, with_joint_terms: bool = False, n_samples: int | None = None,
+                    rng: int | np.random.Generator | None = 0,
                     rtol: float = DEFAULT_RTOL) -> BaseParameters:
     """Base parameters by a rank-revealing QR (``scipy.linalg.qr`` with column pivoting) of the
     regressor stacked over ``n_samples`` random states (configurations from
@@ -334,7 +341,7 @@ class Identification:
         with np.errstate(divide="ignore", invalid="ignore"):
             return np.where(self.beta != 0, self.std / np.abs(self.beta), np.inf)
 
-    def predict(self, Y) -> np.ndarray:
+    def predict(self, Y: ArrayLike) -> NDArray[np.float64]:
         """Torques of a full regressor (from :func:`joint_torque_regressor`) with the estimate."""
         return self.base.regressor(Y) @ self.beta
 
@@ -348,7 +355,8 @@ def _weights(weights, n, nv):
     return np.broadcast_to(w, (n, nv))
 
 
-def identify(model, Q, V, A, TAU, base: BaseParameters | None = None, weights=None,
+def identify(model: Model, Q: ArrayLike, V: ArrayLike, A: ArrayLike, TAU: ArrayLike, base: BaseParameters | None = None,
+             weights: ArrayLike | Literal["joint"] | None = None,
              with_joint_terms: bool | None = None, chunk_size: int = 4096) -> Identification:
     """Least-squares estimate of the base parameters from measured torques (Spong, Hutchinson and Vidyasagar 2006, ch. 7:
     stack Y_base(q_k, v_k, a_k) beta = tau_k over the samples and solve).

@@ -12,6 +12,8 @@ inertia, viscous and Coulomb friction, Spong, Hutchinson and Vidyasagar 2006, ch
 
 External forces are per body, in the body frame (Pinocchio's convention).
 """
+from __future__ import annotations
+
 import numpy as np
 from numba import njit, prange
 
@@ -22,6 +24,13 @@ from .._kernels.layout import (model_sizes as _model_sizes, no_forces as _no_for
 from .._kernels.passes import (ACC, BAD_F, OK, OVERFLOW, all_finite as _all_finite, check_inputs as _check_inputs, joint_torque as _joint_torque,
     kinematics_pass as _kinematics_pass)
 from .._kernels.spatial_nb import (dot6 as _dot6, force_act_add as _force_act_add, force_cross_add as _force_cross_add, mat6_vec as _mat6_vec)
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from numpy.typing import ArrayLike, NDArray
+
+    from ..model.model import Model
 
 
 
@@ -99,7 +108,7 @@ def _run_states(model, args, fext=None):
     return run(model, (_rnea, _rnea_batch), (model.nv,), args, ("q", "v", "a"), (F,), 1, fext=fext)
 
 
-def rnea(model, q, v, a, fext=None):
+def rnea(model: Model, q: ArrayLike, v: ArrayLike, a: ArrayLike, fext: ArrayLike | None = None) -> NDArray[np.float64]:
     """Joint torques ``tau = M(q) a + b(q, v) - sum_i J_i^T f_i^ext`` by the recursive
     Newton-Euler algorithm (with the model's armature, damping and friction, if any).
 
@@ -115,7 +124,7 @@ def rnea(model, q, v, a, fext=None):
     return _run(model, q, v, a, fext)
 
 
-def nonlinear_effects(model, q, v):
+def nonlinear_effects(model: Model, q: ArrayLike, v: ArrayLike) -> NDArray[np.float64]:
     """b(q, v) = C(q, v) v + g(q) (+ the joints' damping and friction torques, if the model
     has any): RNEA with zero acceleration, so that ``rnea(q, v, a) = crba(q) a + b(q, v)``."""
     if (type(q) is _ND and type(v) is _ND and q.dtype is _F64 and v.dtype is _F64 and q.ndim == 1
@@ -128,7 +137,7 @@ def nonlinear_effects(model, q, v):
     return _run_states(model, args)
 
 
-def generalized_gravity(model, q):
+def generalized_gravity(model: Model, q: ArrayLike) -> NDArray[np.float64]:
     """g(q): the joint torques that hold the model still against gravity."""
     if type(q) is _ND and q.dtype is _F64 and q.ndim == 1:
         tau = np.empty(model.nv)

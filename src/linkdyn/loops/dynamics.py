@@ -1,4 +1,4 @@
-"""Dynamics of closed chains (Nakamura and Yamane 2000 secs. 2.1-2.4; the Lagrange-multiplier form of the constrained equations of motion.
+"""Dynamics of closed chains (Nakamura and Yamane 2000, secs. 2.1-2.4) and the Lagrange-multiplier form of the constrained equations of motion.
 
 Inverse dynamics through the virtually cut open chain (Nakamura and Yamane 2000 eqs. 1-4):
 
@@ -11,8 +11,8 @@ Forward dynamics, three ways that agree on a closed, velocity-consistent state:
 * ``"unit_vector"`` (sec. 2.4, eqs. 17-19): b = W^T tau_O at theta_G'' = 0, then column i of
   A = W^T tau_O at theta_G'' = e_i minus b, each by RNEA; theta_G'' = A^-1 (tau_G - b);
 * ``"projected"``: the same A = W^T M W from one CRBA and b from one RNEA;
-* ``"kkt"``: the multiplier form of the Lagrange-multiplier form of the constrained equations of motion on all of theta_J,
-  [M  J^T; J  0] [theta''; -lambda] = [tau - b; -J' theta' + stabilization],
+* ``"kkt"``: the Lagrange-multiplier form of the constrained equations of motion on all of theta_J,
+  ``[M  J^T; J  0] [theta''; -lambda] = [tau - b; -J' theta' + stabilization]``,
   which needs no W and is the default: :func:`constrained_dynamics`, one compiled kernel
   (tree-sparse factorization of M, cut joints eliminated, redundant rows pivoted out).
 
@@ -22,6 +22,7 @@ passive joints), or, with ``actuated`` (joint names), the actuator torques tau_A
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Literal, Sequence, overload
 
 import numpy as np
 from numba import types as _nt
@@ -32,6 +33,12 @@ from ..dynamics.rnea import rnea
 from ._kernels import (ACC, FD, POSITION, VELOCITY, constrained_solve as _constrained_solve,
     constrained_solve_batch as _constrained_solve_batch)
 from .kinematics import (RANK_TOL, _need_loops, _single, _terms, analyze, dof_indices, independent_rows)
+
+if TYPE_CHECKING:
+    from numpy.typing import ArrayLike, NDArray
+
+    from ..model.model import Model
+    from .kinematics import LoopAnalysis
 
 METHODS = ("kkt", "projected", "unit_vector")
 
@@ -51,7 +58,7 @@ class ClosedChainID:
     residual: float
     analysis: object
 
-    def loop_forces(self):
+    def loop_forces(self) -> NDArray[np.float64]:
         """(nloops, 6): ``lam`` per loop."""
         return self.lam.reshape(-1, 6)
 
@@ -99,7 +106,8 @@ def _check_closed(model, e, JC, v, tol):
                          "linkdyn.loops.project_velocity or method='kkt'")
 
 
-def inverse_dynamics(model, q, v, a, actuated, weights=None, analysis=None, tol=1e-8) -> ClosedChainID:
+def inverse_dynamics(model: Model, q: ArrayLike, v: ArrayLike, a: ArrayLike, actuated: str | Sequence[str], weights: ArrayLike | None = None,
+                     analysis: LoopAnalysis | None = None, tol: float = 1e-8) -> ClosedChainID:
     """Actuator torques for the motion (q, v, a) of a closed chain (Nakamura and Yamane 2000 eqs. 1-4).
 
     ``a`` is the acceleration of every velocity (nv,), consistent with the loops
@@ -156,8 +164,9 @@ def _generalized_terms(model, q, v, an, bias):
     return an.W.T @ rnea(model, q, v, a0)
 
 
-def forward_dynamics(model, q, v, tau, actuated=None, method="kkt", analysis=None,
-                     baumgarte=(0.0, 0.0), tol=1e-8) -> np.ndarray:
+def forward_dynamics(model: Model, q: ArrayLike, v: ArrayLike, tau: ArrayLike, actuated: str | Sequence[str] | None = None, method: str = "kkt",
+                     analysis: LoopAnalysis | None = None, baumgarte: tuple[float, float] = (0.0, 0.0),
+                     tol: float = 1e-8) -> NDArray[np.float64]:
     """Accelerations q'' (nv,) of every velocity of a closed chain under the applied torques
     ``tau`` (see the module docstring), by ``method`` "kkt" (default), "projected" or
     "unit_vector" (Nakamura and Yamane 2000 eqs. 17-19).  ``baumgarte`` = (alpha, beta) adds
@@ -208,7 +217,8 @@ def _kkt(model, q, v, tau, baumgarte, tol):
     return sol[:n], _min_norm_forces(JC, -J.T @ sol[n:])
 
 
-def constraint_forces(model, q, v, tau, actuated=None, baumgarte=(0.0, 0.0)):
+def constraint_forces(model: Model, q: ArrayLike, v: ArrayLike, tau: ArrayLike, actuated: str | Sequence[str] | None = None,
+                      baumgarte: tuple[float, float] = (0.0, 0.0)) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
     """(q'' (nv,), lam (nloops, 6)) of the multiplier form: M q'' + b = tau + J_C^T lam, lam per
     loop the spatial force [f; n] of the real link on the virtual link in the virtual link's
     frame (least norm where the loops are redundant)."""
@@ -259,7 +269,19 @@ def _run_solve(model, q, v, tau, mode, alpha, beta):
     return out, force
 
 
-def constrained_dynamics(model, q, v, tau, baumgarte=(0.0, 0.0), forces=False):
+@overload
+def constrained_dynamics(model: Model, q: ArrayLike, v: ArrayLike, tau: ArrayLike, baumgarte: tuple[float, float] = (0.0, 0.0), forces: Literal[False] = False) -> NDArray[np.float64]: ...
+
+
+@overload
+def constrained_dynamics(model: Model, q: ArrayLike, v: ArrayLike, tau: ArrayLike, baumgarte: tuple[float, float] = (0.0, 0.0), *, forces: Literal[True]) -> tuple[NDArray[np.float64], NDArray[np.float64]]: ...
+
+
+@overload
+def constrained_dynamics(model: Model, q: ArrayLike, v: ArrayLike, tau: ArrayLike, baumgarte: tuple[float, float] = (0.0, 0.0), forces: bool = False) -> NDArray[np.float64] | tuple[NDArray[np.float64], NDArray[np.float64]]: ...
+
+
+def constrained_dynamics(model: Model, q: ArrayLike, v: ArrayLike, tau: ArrayLike, baumgarte: tuple[float, float] = (0.0, 0.0), forces: bool = False) -> NDArray[np.float64] | tuple[NDArray[np.float64], NDArray[np.float64]]:
     """q'' of a closed chain under the joint torques ``tau`` (nv,) by the multiplier form
     (the Lagrange-multiplier form of the constrained equations of motion, compiled: tree-sparse factorization of M, the cut joints eliminated,
     dependent constraints dropped by pivoting.  ``baumgarte`` = (alpha, beta) stabilizes the
@@ -282,7 +304,19 @@ def constrained_dynamics(model, q, v, tau, baumgarte=(0.0, 0.0), forces=False):
     return (out, force) if forces else out
 
 
-def velocity_projection(model, q, v, impulses=False):
+@overload
+def velocity_projection(model: Model, q: ArrayLike, v: ArrayLike, impulses: Literal[False] = False) -> NDArray[np.float64]: ...
+
+
+@overload
+def velocity_projection(model: Model, q: ArrayLike, v: ArrayLike, impulses: Literal[True]) -> tuple[NDArray[np.float64], NDArray[np.float64]]: ...
+
+
+@overload
+def velocity_projection(model: Model, q: ArrayLike, v: ArrayLike, impulses: bool = False) -> NDArray[np.float64] | tuple[NDArray[np.float64], NDArray[np.float64]]: ...
+
+
+def velocity_projection(model: Model, q: ArrayLike, v: ArrayLike, impulses: bool = False) -> NDArray[np.float64] | tuple[NDArray[np.float64], NDArray[np.float64]]:
     """dv with J_C (v + dv) = 0 and the least kinetic energy of the change (M-metric): the
     jump that a perfectly inelastic closure of the loops imposes (Nakamura and Yamane 2000 sec. 4.3; see
     :func:`linkdyn.structure.velocity_jump`).  With ``impulses`` also (nloops, 6): each loop's
@@ -293,7 +327,7 @@ def velocity_projection(model, q, v, impulses=False):
     return (dv, imp) if impulses else dv
 
 
-def position_correction(model, q):
+def position_correction(model: Model, q: ArrayLike) -> NDArray[np.float64]:
     """dq (a velocity-space step) with J_C dq = e in the kinetic-energy metric: one Newton step
     towards closing the loops; apply with ``linkdyn.integrate(model, q, dq)``.  q may be a
     stack (N, nq)."""

@@ -14,6 +14,8 @@ Everything here works on one state; the heavy lifting is the compiled ``loop_ter
 """
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any, Sequence
+
 import numpy as np
 import scipy.linalg
 
@@ -22,6 +24,11 @@ from .._kernels.passes import OK, check_inputs as _check_inputs, check_q as _che
 from ..model.configuration import integrate
 from ..model.joints import FREE
 from ._kernels import ACC, POS, VEL, loop_terms as _loop_terms
+
+if TYPE_CHECKING:
+    from numpy.typing import ArrayLike, NDArray
+
+    from ..model.model import Model
 
 #: relative tolerance of the rank decisions (singular values / QR pivots below
 #: RANK_TOL * the largest are taken as zero)
@@ -58,7 +65,7 @@ def _need_loops(model, what):
         raise ValueError(f"{what}: model {model.name!r} has no loop closures (ModelBuilder.add_loop)")
 
 
-def loop_error(model, q) -> np.ndarray:
+def loop_error(model: Model, q: ArrayLike) -> NDArray[np.float64]:
     """(nloops, 6): log of the pose of each loop's real-link frame seen from its virtual link,
     [linear; angular] in the virtual link's frame; zero when every loop is closed."""
     _need_loops(model, "loop_error")
@@ -66,7 +73,7 @@ def loop_error(model, q) -> np.ndarray:
     return _terms(model, args.q, None, POS)[0]
 
 
-def loop_jacobian(model, q) -> np.ndarray:
+def loop_jacobian(model: Model, q: ArrayLike) -> NDArray[np.float64]:
     """J_C (6 nloops, nv) of Nakamura and Yamane 2000 eqs. 5-6: J_C q' stacks, for every loop, the velocity of
     the virtual link minus that of its real link, in the virtual link's frame."""
     _need_loops(model, "loop_jacobian")
@@ -74,7 +81,7 @@ def loop_jacobian(model, q) -> np.ndarray:
     return _terms(model, args.q, None, VEL)[1]
 
 
-def loop_bias(model, q, v) -> np.ndarray:
+def loop_bias(model: Model, q: ArrayLike, v: ArrayLike) -> NDArray[np.float64]:
     """J_C' q' (6 nloops,): the loops' relative acceleration at q'' = 0 (Nakamura and Yamane 2000 eq. 16)."""
     _need_loops(model, "loop_bias")
     args = _single(model, "loop_bias", q=q, v=v)
@@ -83,7 +90,7 @@ def loop_bias(model, q, v) -> np.ndarray:
 
 # ---------------------------------------------------------------------------------------
 # independent rows and columns
-def independent_rows(A, tol=RANK_TOL):
+def independent_rows(A: NDArray[np.float64], tol: float = RANK_TOL) -> NDArray[np.integer[Any]]:
     """Indices (sorted) of a maximal set of linearly independent rows of A, by QR with column
     pivoting of A^T: a pivot |R_kk| <= tol * |R_00| ends the set."""
     if A.shape[0] == 0 or not np.any(A):
@@ -127,7 +134,7 @@ class LoopAnalysis:
     actuated velocities ``A_dofs``; ``cond`` the condition number of J_S.
     """
 
-    def __init__(self, model, JC, rows, G_dofs, A_dofs):
+    def __init__(self, model: Model, JC: NDArray[np.float64], rows: NDArray[np.integer[Any]], G_dofs: ArrayLike, A_dofs: ArrayLike) -> None:
         self.model = model
         self.JC = JC
         self.rows = rows
@@ -148,11 +155,11 @@ class LoopAnalysis:
         self.A_dofs = np.asarray(A_dofs, dtype=np.int64)
         self.S = W[self.A_dofs]
 
-    def Hdot_qdot(self, bias):
+    def Hdot_qdot(self, bias: NDArray[np.float64]) -> NDArray[np.float64]:
         """H' theta_G' = -J_S^-1 J_Cm' theta_J' (Nakamura and Yamane 2000 eq. 16) from the loop bias J_C' q'."""
         return -np.linalg.solve(self.JS, bias[self.rows]) if self.m else np.zeros(0)
 
-    def accelerations(self, qdd_G, bias):
+    def accelerations(self, qdd_G: ArrayLike, bias: NDArray[np.float64]) -> NDArray[np.float64]:
         """theta_J'' from theta_G'' (eq. 13): theta_S'' = H theta_G'' + H' theta_G'."""
         a = np.zeros(self.model.nv)
         a[self.G_dofs] = qdd_G
@@ -164,7 +171,7 @@ class LoopAnalysis:
                 f"cond(J_S)={self.cond:.3g}>")
 
 
-def dof_indices(model, names, what="actuated"):
+def dof_indices(model: Model, names: str | Sequence[str] | None, what: str = "actuated") -> NDArray[np.int64]:
     """Velocity indices of the joints ``names`` (every velocity of each joint)."""
     if names is None:
         return np.zeros(0, dtype=np.int64)
@@ -182,7 +189,8 @@ def dof_indices(model, names, what="actuated"):
     return np.array(out, dtype=np.int64)
 
 
-def analyze(model, q, actuated=None, generalized=None, tol=RANK_TOL) -> LoopAnalysis:
+def analyze(model: Model, q: ArrayLike, actuated: str | Sequence[str] | None = None, generalized: str | Sequence[str] | None = None,
+            tol: float = RANK_TOL) -> LoopAnalysis:
     """The closed-chain analysis at q: J_C, m independent constraints, N_F = N_J - m, the split
     into theta_S and theta_G, H, W and S (Nakamura and Yamane 2000 eqs. 5-12, Fig. 2).
 
@@ -220,7 +228,7 @@ def analyze(model, q, actuated=None, generalized=None, tol=RANK_TOL) -> LoopAnal
     return LoopAnalysis(model, JC, rows, G, A)
 
 
-def close_loops(model, q, hold=None, tol=1e-12, max_iter=60) -> np.ndarray:
+def close_loops(model: Model, q: ArrayLike, hold: str | Sequence[str] | None = None, tol: float = 1e-12, max_iter: int = 60) -> NDArray[np.float64]:
     """Solve the loop closures for q (Nakamura and Yamane 2000 sec. 2.2 at the position level): Newton on the
     loop error, dq = J^+ e (least squares, minimum norm) over the velocities not in ``hold``
     (joint names whose coordinates stay as given, e.g. the generalized coordinates theta_G),
@@ -257,7 +265,7 @@ def close_loops(model, q, hold=None, tol=1e-12, max_iter=60) -> np.ndarray:
                            "is out of the mechanism's reach" + (" with the held joints" if len(held) else ""))
 
 
-def project_velocity(model, q, v, hold=None) -> np.ndarray:
+def project_velocity(model: Model, q: ArrayLike, v: ArrayLike, hold: str | Sequence[str] | None = None) -> NDArray[np.float64]:
     """The velocity nearest to v (least squares over the velocities not in ``hold``) with
     J_C v = 0: the loops' velocity constraints met exactly."""
     _need_loops(model, "project_velocity")
@@ -282,18 +290,19 @@ class ClosedChain:
         an = chain.analyze(q)        # a LoopAnalysis with the kept (or new) theta_G
     """
 
-    def __init__(self, model, actuated=None, generalized=None, max_cond: float = 1e4, tol: float = RANK_TOL):
+    def __init__(self, model: Model, actuated: str | Sequence[str] | None = None, generalized: str | Sequence[str] | None = None, max_cond: float = 1e4,
+                 tol: float = RANK_TOL) -> None:
         _need_loops(model, "ClosedChain")
         self.model, self.actuated, self.max_cond, self.tol = model, actuated, float(max_cond), tol
         self._G = None if generalized is None else dof_indices(model, generalized, "generalized")
         self.changes = []
 
     @property
-    def generalized_dofs(self):
+    def generalized_dofs(self) -> NDArray[np.int64] | None:
         """The velocity indices of theta_G now (None before the first analysis)."""
         return None if self._G is None else self._G.copy()
 
-    def analyze(self, q) -> LoopAnalysis:
+    def analyze(self, q: ArrayLike) -> LoopAnalysis:
         args = _single(self.model, "ClosedChain.analyze", q=q)
         if self._G is not None:
             JC = _terms(self.model, args.q, None, VEL)[1]

@@ -14,7 +14,7 @@ and the parent/child/brother pointers of Nakamura and Yamane 2000 sec. 3.1.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Iterable
 
 import numpy as np
 
@@ -22,6 +22,8 @@ from .. import spatial
 from . import joints as J
 
 if TYPE_CHECKING:
+    from numpy.typing import ArrayLike, NDArray
+
     from .model import Model
 
 
@@ -30,7 +32,7 @@ class InertiaWarning(UserWarning):
     because it comes from a file or a published parameter set."""
 
 
-def triangle_violation(lam) -> float:
+def triangle_violation(lam: ArrayLike) -> float:
     """How far principal moments ``lam`` (ascending) break A + B >= C, beyond a tolerance of
     1e-6 of their sum (files print few digits; a thin disc sits exactly on the boundary).
     Positive: broken, by that much."""
@@ -43,10 +45,10 @@ class Inertia:
     """Mass properties of a body: ``mass``, centre of mass ``com`` and rotational inertia
     ``inertia`` about the centre of mass, both in the body frame."""
     mass: float
-    com: tuple = (0.0, 0.0, 0.0)
-    inertia: tuple = ((0.0, 0.0, 0.0), (0.0, 0.0, 0.0), (0.0, 0.0, 0.0))
+    com: ArrayLike = (0.0, 0.0, 0.0)
+    inertia: ArrayLike = ((0.0, 0.0, 0.0), (0.0, 0.0, 0.0), (0.0, 0.0, 0.0))
 
-    def matrix(self) -> np.ndarray:
+    def matrix(self) -> NDArray[np.float64]:
         m = float(self.mass)
         c = np.asarray(self.com, dtype=float)
         Ic = np.asarray(self.inertia, dtype=float)
@@ -75,7 +77,7 @@ class Inertia:
         return I6
 
 
-def as_pose(placement, what: str = "placement"):
+def as_pose(placement: ArrayLike | tuple[ArrayLike, ArrayLike] | None, what: str = "placement") -> tuple[NDArray[np.float64], NDArray[np.float64]]:
     """(R, p) from None, a 3-vector position, a 4x4 homogeneous matrix or an (R, p) pair."""
     if placement is None:
         return np.eye(3), np.zeros(3)
@@ -131,7 +133,7 @@ class _BodySpec:
 class ModelBuilder:
     """Collects bodies, joints and frames; ``build()`` returns the frozen :class:`Model`."""
 
-    def __init__(self, name: str = "model", gravity=(0.0, 0.0, -9.81), world_name: str = "world"):
+    def __init__(self, name: str = "model", gravity: ArrayLike = (0.0, 0.0, -9.81), world_name: str = "world") -> None:
         self.name = name
         self.gravity = np.asarray(gravity, dtype=float)
         if self.gravity.shape != (3,) or not np.isfinite(self.gravity).all():
@@ -148,7 +150,7 @@ class ModelBuilder:
         self._planes = []          # dicts: see add_plane
 
     @classmethod
-    def from_model(cls, model, name: str | None = None, without_loops=()) -> "ModelBuilder":
+    def from_model(cls, model: Model, name: str | None = None, without_loops: Iterable[str] = ()) -> ModelBuilder:
         """A builder holding ``model``'s tree (bodies merged over fixed joints stay merged, their
         names stay frames), frames, limits, joint terms and loop closures: extend it and build
         again.  Structure changes (Nakamura and Yamane 2000 sec. 4: connecting and cutting links) go this way,
@@ -209,10 +211,10 @@ class ModelBuilder:
             raise ValueError(f"{what}: unknown body {ref!r}; known: {sorted(self._index)}")
         return self._index[ref]
 
-    def add_body(self, name: str, parent="world", joint: J.Joint | None = None, placement=None,
-                 inertia: Inertia | np.ndarray | None = None, joint_name: str | None = None,
-                 lower=None, upper=None, velocity_limit=None, effort_limit=None, armature=None,
-                 damping=None, friction=None) -> int:
+    def add_body(self, name: str, parent: str | int = "world", joint: J.Joint | None = None, placement: ArrayLike | tuple[ArrayLike, ArrayLike] | None = None,
+                 inertia: Inertia | ArrayLike | None = None, joint_name: str | None = None,
+                 lower: ArrayLike | None = None, upper: ArrayLike | None = None, velocity_limit: ArrayLike | None = None, effort_limit: ArrayLike | None = None,
+                 armature: ArrayLike | None = None, damping: ArrayLike | None = None, friction: ArrayLike | None = None) -> int:
         """Add body ``name`` under ``parent`` through ``joint`` (default: fixed).
 
         ``placement`` is the joint frame in the parent body frame (the body frame coincides
@@ -291,8 +293,8 @@ class ModelBuilder:
         self._joint_names.add(joint_name)
         return len(self._bodies) - 1
 
-    def add_loop(self, name: str, parent, real, joint: J.Joint | None = None, placement=None,
-                 real_placement=None, joint_name: str | None = None) -> None:
+    def add_loop(self, name: str, parent: str | int, real: str | int, joint: J.Joint | None = None, placement: ArrayLike | tuple[ArrayLike, ArrayLike] | None = None,
+                 real_placement: ArrayLike | tuple[ArrayLike, ArrayLike] | None = None, joint_name: str | None = None) -> None:
         """Close a kinematic loop (Nakamura and Yamane 2000 sec. 3.2): a *virtual link* ``name`` hangs from
         ``parent`` through the cut joint ``joint`` (any kind; default ``Fixed()``, a weld) with
         its joint frame at ``placement`` in ``parent``'s frame, and must coincide with its *real
@@ -332,7 +334,7 @@ class ModelBuilder:
         self._loops.append(dict(name=name, a=idx, R_a=np.eye(3), p_a=np.zeros(3), b=ridx, R_b=R_b, p_b=p_b,
                                 virtual=idx, joint=joint, joint_name=self._bodies[idx].joint_name))
 
-    def reattach(self, body, parent="world", joint: J.Joint | None = None, placement=None,
+    def reattach(self, body: str | int, parent: str | int = "world", joint: J.Joint | None = None, placement: ArrayLike | tuple[ArrayLike, ArrayLike] | None = None,
                  joint_name: str | None = None) -> None:
         """Hang ``body`` (and its subtree, which keeps its shape) from ``parent`` through ``joint``
         (default a free joint) at ``placement`` instead of its present joint: the cut of
@@ -363,7 +365,7 @@ class ModelBuilder:
         spec.velocity, spec.effort = np.full(nv, np.inf), np.full(nv, np.inf)
         spec.armature, spec.damping, spec.friction = np.zeros(nv), np.zeros(nv), np.zeros(nv)
 
-    def add_frame(self, name: str, body, placement=None) -> None:
+    def add_frame(self, name: str, body: str | int, placement: ArrayLike | tuple[ArrayLike, ArrayLike] | None = None) -> None:
         """A named frame fixed to ``body`` at ``placement`` (a point of interest, a tool, a sensor)."""
         if name in self._index or any(f[0] == name for f in self._frames):
             raise ValueError(f"add_frame: the name {name!r} is already used")
@@ -371,7 +373,7 @@ class ModelBuilder:
         R, p = as_pose(placement, f"add_frame({name!r}).placement")
         self._frames.append((name, b, R, p))
 
-    def set_limits(self, joint: str, lower=None, upper=None) -> None:
+    def set_limits(self, joint: str, lower: ArrayLike | None = None, upper: ArrayLike | None = None) -> None:
         """Set the position limits of the joint named ``joint`` (per coordinate, size nq; None
         keeps the present value, -inf/inf remove a bound)."""
         spec = next((b for b in self._bodies[1:] if b.joint_name == joint), None)
@@ -387,7 +389,7 @@ class ModelBuilder:
     def _contact_name_free(self, name):
         return name not in {c["name"] for c in self._contacts} | {p["name"] for p in self._planes}
 
-    def add_contact(self, body, position=(0.0, 0.0, 0.0), radius: float = 0.0, friction: float = 0.8,
+    def add_contact(self, body: str | int, position: ArrayLike = (0.0, 0.0, 0.0), radius: float = 0.0, friction: float = 0.8,
                     restitution: float = 0.0, name: str | None = None) -> str:
         """A contact point (``radius`` 0) or sphere on ``body`` at ``position`` (body frame).  It
         touches every plane of the model that is not on the same body (:meth:`add_plane`):
@@ -408,8 +410,9 @@ class ModelBuilder:
                                    friction=float(friction), restitution=float(restitution)))
         return name
 
-    def add_plane(self, name: str, body="world", point=(0.0, 0.0, 0.0), normal=(0.0, 0.0, 1.0), placement=None,
-                  extent=None, friction: float | None = None, restitution: float | None = None,
+    def add_plane(self, name: str, body: str | int = "world", point: ArrayLike = (0.0, 0.0, 0.0),
+                  normal: str | ArrayLike = (0.0, 0.0, 1.0), placement: ArrayLike | tuple[ArrayLike, ArrayLike] | None = None,
+                  extent: ArrayLike | None = None, friction: float | None = None, restitution: float | None = None,
                   depth: float | None = None) -> None:
         """A plane fixed to ``body`` (default the world: a ground) that the contact points of other
         bodies cannot pass: through ``point`` with outward ``normal`` (body frame), or, with
@@ -463,7 +466,7 @@ class ModelBuilder:
             stack.extend(reversed(children[k]))
         return order
 
-    def build(self) -> "Model":
+    def build(self) -> Model:
         """Freeze into a :class:`Model` (the builder can be reused and extended afterwards)."""
         from .model import Model
 

@@ -9,6 +9,7 @@ Pinocchio's ``integrate``; a planar joint on SE(2).  ``difference`` is the inver
 from __future__ import annotations
 
 import math
+from typing import TYPE_CHECKING
 
 import numpy as np
 import numba
@@ -18,6 +19,11 @@ from .._api import MI, OUT1, VEC, Entry, as_states, raise_for_status, vectors
 from .._kernels.batch import chunk as _chunk, pick as _pick
 from .._kernels.passes import BAD_SHAPE, BAD_V, OK, all_finite as _all_finite, check_q as _check_q
 from . import joints as J
+
+if TYPE_CHECKING:
+    from numpy.typing import ArrayLike, NDArray
+
+    from .model import Model
 
 
 @njit(inline="always", cache=True)
@@ -196,7 +202,7 @@ def _dexpinv_kernel(mi, theta, v, out, tmp):
                 out[d + j] = v[d + j]
 
 
-def dexpinv(model, theta, v) -> np.ndarray:
+def dexpinv(model: Model, theta: ArrayLike, v: ArrayLike) -> NDArray[np.float64]:
     """theta' for q(t) = q (+) theta(t) moving with velocity v: dexp^-1_{-theta}(v) per joint
     to third order (see :func:`_dexpinv_kernel`); theta and v (nv,)."""
     theta = np.ascontiguousarray(theta, dtype=float)
@@ -267,7 +273,7 @@ _integrate = Entry(_integrate_kernel, MI, VEC, VEC, numba.types.float64, OUT1)
 _difference = Entry(_difference_kernel, MI, VEC, VEC, OUT1)
 
 
-def integrate(model, q, v, dt: float = 1.0) -> np.ndarray:
+def integrate(model: Model, q: ArrayLike, v: ArrayLike, dt: float = 1.0) -> NDArray[np.float64]:
     """q (+) v dt on the configuration manifold; (N, nq) for a stack."""
     if type(dt) is float and math.isfinite(dt) and vectors(q, v):      # one state: straight to the kernel
         out = np.empty(model.nq)
@@ -289,7 +295,7 @@ def integrate(model, q, v, dt: float = 1.0) -> np.ndarray:
     return out
 
 
-def difference(model, q0, q1) -> np.ndarray:
+def difference(model: Model, q0: ArrayLike, q1: ArrayLike) -> NDArray[np.float64]:
     """The velocity v (nv,) with integrate(q0, v, 1) == q1; (N, nv) for a stack."""
     if vectors(q0, q1):
         out = np.empty(model.nv)
@@ -318,7 +324,7 @@ def _raise_named(model, status, args):
     raise_for_status(model, status, q_name="q0", q=args.q0)
 
 
-def neutral(model) -> np.ndarray:
+def neutral(model: Model) -> NDArray[np.float64]:
     """The reference configuration: zeros, identity quaternions."""
     q = np.zeros(model.nq)
     for o in model._quat_starts:
@@ -326,7 +332,7 @@ def neutral(model) -> np.ndarray:
     return q
 
 
-def normalize(model, q) -> np.ndarray:
+def normalize(model: Model, q: ArrayLike) -> NDArray[np.float64]:
     """q with every quaternion scaled to unit norm (a copy)."""
     q = np.array(q, dtype=float)
     if q.shape[-1] != model.nq:
@@ -339,7 +345,7 @@ def normalize(model, q) -> np.ndarray:
     return q
 
 
-def random_configuration(model, rng=None, size=None) -> np.ndarray:
+def random_configuration(model: Model, rng: int | np.random.Generator | None = None, size: int | None = None) -> NDArray[np.float64]:
     """A configuration drawn uniformly within the joint limits (or a stack of ``size``).
 
     Unlimited coordinates are drawn in [-pi, pi] for angles and [-1, 1] for translations,

@@ -8,19 +8,17 @@ table of joint types), so no algorithm needs a variant per joint kind.
 
 Coordinates follow Pinocchio where both have the joint:
 
-========================  ====  ====  =====================================================
-kind                       nq    nv   q / v
-========================  ====  ====  =====================================================
-``Fixed``                   0     0   (merged into the parent body when the model is built)
-``Revolute(axis)``          1     1   angle / rate
-``Prismatic(axis)``         1     1   displacement / rate
-``Cylindrical(axis)``       2     2   [displacement, angle] / rates
-``Universal(a1, a2)``       2     2   [angle about a1, angle about a2 (rotated)] / rates
-``Spherical()``             4     3   quaternion [x, y, z, w] / angular velocity (child frame)
-``SphericalZYX()``          3     3   [z, y, x] angles, R = Rz Ry Rx / angle rates
-``Planar()``                3     3   [x, y, theta] in the joint's xy-plane / [vx, vy, wz] (child frame)
-``FreeFlyer()``             7     6   [x, y, z, qx, qy, qz, qw] / [v; w] in the child frame
-========================  ====  ====  =====================================================
+| kind | nq | nv | q / v |
+|---|---|---|---|
+| ``Fixed`` | 0 | 0 | (merged into the parent body when the model is built) |
+| ``Revolute(axis)`` | 1 | 1 | angle / rate |
+| ``Prismatic(axis)`` | 1 | 1 | displacement / rate |
+| ``Cylindrical(axis)`` | 2 | 2 | [displacement, angle] / rates |
+| ``Universal(a1, a2)`` | 2 | 2 | [angle about a1, angle about a2 (rotated)] / rates |
+| ``Spherical()`` | 4 | 3 | quaternion [x, y, z, w] / angular velocity (child frame) |
+| ``SphericalZYX()`` | 3 | 3 | [z, y, x] angles, R = Rz Ry Rx / angle rates |
+| ``Planar()`` | 3 | 3 | [x, y, theta] in the joint's xy-plane / [vx, vy, wz] (child frame) |
+| ``FreeFlyer()`` | 7 | 6 | [x, y, z, qx, qy, qz, qw] / [v; w] in the child frame |
 
 The two ball joints may carry a swing cone and a twist range (``Spherical(swing=..., twist=...,
 axis=..., plug_axis=...)``, the swing-twist decomposition of Baerlocher and Boulic 2001); the
@@ -28,7 +26,12 @@ constraint rows they give are in :mod:`linkdyn.contact.swing_twist`.
 """
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Sequence
+
 import numpy as np
+
+if TYPE_CHECKING:
+    from numpy.typing import ArrayLike, NDArray
 
 # Kind codes used by the compiled kernels (stored in ``model.jnt_type``).
 FIXED, REVOLUTE, PRISMATIC, CYLINDRICAL, UNIVERSAL, SPHERICAL, SPHERICAL_ZYX, PLANAR, FREE = range(9)
@@ -49,7 +52,7 @@ QUAT_OFFSET = {SPHERICAL: 0, FREE: 3}
 _NAMED_AXES = {"x": (1.0, 0.0, 0.0), "y": (0.0, 1.0, 0.0), "z": (0.0, 0.0, 1.0)}
 
 
-def as_axis(axis, what: str = "axis") -> np.ndarray:
+def as_axis(axis: str | ArrayLike, what: str = "axis") -> NDArray[np.float64]:
     """A unit 3-vector from ``"x"``, ``"-y"``, ... or any non-zero 3-vector."""
     if isinstance(axis, str):
         key = axis.strip().lower()
@@ -104,35 +107,35 @@ class Joint:
 class Fixed(Joint):
     """Welds the body to its parent (merged into the parent when the model is built)."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         self._set(FIXED)
 
 
 class Revolute(Joint):
     """Rotation about ``axis`` (joint frame)."""
 
-    def __init__(self, axis="z"):
+    def __init__(self, axis: str | ArrayLike = "z") -> None:
         self._set(REVOLUTE, as_axis(axis))
 
 
 class Prismatic(Joint):
     """Translation along ``axis`` (joint frame)."""
 
-    def __init__(self, axis="z"):
+    def __init__(self, axis: str | ArrayLike = "z") -> None:
         self._set(PRISMATIC, as_axis(axis))
 
 
 class Cylindrical(Joint):
     """Translation along and rotation about the same ``axis``; q = [displacement, angle]."""
 
-    def __init__(self, axis="z"):
+    def __init__(self, axis: str | ArrayLike = "z") -> None:
         self._set(CYLINDRICAL, as_axis(axis))
 
 
 class Universal(Joint):
     """Hooke joint: rotation about ``axis1``, then about ``axis2`` of the rotated frame."""
 
-    def __init__(self, axis1="x", axis2="y"):
+    def __init__(self, axis1: str | ArrayLike = "x", axis2: str | ArrayLike = "y") -> None:
         a1, a2 = as_axis(axis1, "axis1"), as_axis(axis2, "axis2")
         if abs(a1 @ a2) > 1.0 - 1e-9:
             raise ValueError("Universal: axis1 and axis2 must not be parallel")
@@ -251,7 +254,7 @@ class _Ball(Joint):
         return self.swing is not None or self.twist is not None
 
     @property
-    def swing_ab(self):
+    def swing_ab(self) -> tuple[float, float] | None:
         """The cone's half-angles ``(a, b)`` (equal for a circular cone), or None."""
         if self.swing is None:
             return None
@@ -310,7 +313,8 @@ class Spherical(_Ball):
     """
     __slots__ = ()
 
-    def __init__(self, swing=None, twist=None, axis="z", plug_axis=None):
+    def __init__(self, swing: float | Sequence[float] | None = None, twist: Sequence[float] | None = None,
+                 axis: str | ArrayLike = "z", plug_axis: str | ArrayLike | None = None) -> None:
         self._set_ball(SPHERICAL, swing, twist, axis, plug_axis)
 
 
@@ -321,14 +325,15 @@ class SphericalZYX(_Ball):
     separate coordinate limits."""
     __slots__ = ()
 
-    def __init__(self, swing=None, twist=None, axis="z", plug_axis=None):
+    def __init__(self, swing: float | Sequence[float] | None = None, twist: Sequence[float] | None = None,
+                 axis: str | ArrayLike = "z", plug_axis: str | ArrayLike | None = None) -> None:
         self._set_ball(SPHERICAL_ZYX, swing, twist, axis, plug_axis)
 
 
 class Planar(Joint):
     """Motion in the joint frame's xy-plane: q = [x, y, theta], v = [vx, vy, wz] in the child frame."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         self._set(PLANAR)
 
 
@@ -336,5 +341,5 @@ class FreeFlyer(Joint):
     """Free-floating 6-DoF joint (Nakamura and Yamane 2000 sec. 2.5): q = [x, y, z, qx, qy, qz, qw],
     v = [v; w] (child frame)."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         self._set(FREE)

@@ -36,10 +36,15 @@ description of Nakamura and Yamane 2000 sec. 3.1:
 """
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence
+
 import numpy as np
 
 from .._kernels import layout
 from . import joints as J
+
+if TYPE_CHECKING:
+    from numpy.typing import ArrayLike, NDArray
 
 
 class Loop:
@@ -49,7 +54,8 @@ class Loop:
     (None for a weld) and ``cut_v`` the slice of v that the cut joint's velocities occupy."""
     __slots__ = ("index", "name", "joint_name", "kind", "a", "a_pose", "b", "b_pose", "virtual", "real", "cut_v")
 
-    def __init__(self, index, name, joint_name, kind, a, a_pose, b, b_pose, virtual, real, cut_v):
+    def __init__(self, index: int, name: str, joint_name: str, kind: int, a: int, a_pose: tuple[NDArray[np.float64], NDArray[np.float64]], b: int,
+                 b_pose: tuple[NDArray[np.float64], NDArray[np.float64]], virtual: int | None, real: int, cut_v: slice) -> None:
         self.index, self.name, self.joint_name, self.kind = index, name, joint_name, kind
         self.a, self.a_pose, self.b, self.b_pose = a, a_pose, b, b_pose
         self.virtual, self.real, self.cut_v = virtual, real, cut_v
@@ -68,7 +74,8 @@ class ContactPoint:
     the body frame, ``radius``, ``friction``, ``restitution`` (ModelBuilder.add_contact)."""
     __slots__ = ("name", "body", "position", "radius", "friction", "restitution")
 
-    def __init__(self, name, body, position, radius, friction, restitution):
+    def __init__(self, name: str, body: int, position: ArrayLike, radius: float, friction: float,
+                 restitution: float) -> None:
         self.name, self.body, self.radius = name, int(body), float(radius)
         self.position = _readonly(np.array(position, dtype=float))
         self.friction, self.restitution = float(friction), float(restitution)
@@ -84,7 +91,8 @@ class ContactPlane:
     half-space) or how far behind the plane a point still touches it (ModelBuilder.add_plane)."""
     __slots__ = ("name", "body", "R", "p", "extent", "friction", "restitution", "depth")
 
-    def __init__(self, name, body, R, p, extent, friction, restitution, depth=None):
+    def __init__(self, name: str, body: int, R: ArrayLike, p: ArrayLike, extent: tuple[float, float] | None,
+                 friction: float | None, restitution: float | None, depth: float | None = None) -> None:
         self.name, self.body, self.extent, self.depth = name, int(body), extent, depth
         self.R, self.p = _readonly(np.array(R, dtype=float)), _readonly(np.array(p, dtype=float))
         self.friction, self.restitution = friction, restitution
@@ -116,8 +124,10 @@ class Model:
     dh_links = None
     dh_convention = None
 
-    def __init__(self, name, bodies, parent, tree, inertia, frames, joint_frames, gravity, mimic, loops=(),
-                 contacts=(), planes=()):
+    def __init__(self, name: str, bodies: Sequence[Any], parent: ArrayLike, tree: Sequence[tuple[ArrayLike, ArrayLike]], inertia: ArrayLike,
+                 frames: Sequence[tuple[str, int, ArrayLike, ArrayLike]], joint_frames: Mapping[str, int], gravity: ArrayLike,
+                 mimic: Iterable[dict[str, Any]], loops: Iterable[dict[str, Any]] = (),
+                 contacts: Iterable[dict[str, Any]] = (), planes: Iterable[dict[str, Any]] = ()) -> None:
         nb = len(bodies)
         nqs = [b.joint.nq for b in bodies]
         nvs = [b.joint.nv for b in bodies]
@@ -252,7 +262,7 @@ class Model:
         """Index of the body that carries the frame (link) ``name``."""
         return int(self.frame_body[self.frame_id(name)])
 
-    def frame_id(self, name) -> int:
+    def frame_id(self, name: str | int) -> int:
         """Index of frame ``name`` (a link, a user frame, or a joint's child frame)."""
         if isinstance(name, (bool, np.bool_)):
             raise TypeError(f"frame: expected a frame name or index, got {name!r}")
@@ -290,7 +300,7 @@ class Model:
             body = self.parent[body]
         return out
 
-    def inertial_parameters(self, with_joint_terms: bool = False):
+    def inertial_parameters(self, with_joint_terms: bool = False) -> NDArray[np.float64]:
         """The 10 standard inertial parameters of every moving body (Pinocchio's order:
         m, m c, then the rotational inertia about the body origin xx, xy, yy, xz, yz, zz), and
         with ``with_joint_terms`` the armature, damping and friction of every dof: the vector

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import importlib.metadata
 from pathlib import Path
+from typing import TYPE_CHECKING, Any, Sequence
 
 import numpy as np
 
@@ -15,6 +16,11 @@ from .dh import (DHLink, cartesian_arm, cylindrical_arm, dh_table, dh_transform,
                  scara, stanford_arm)
 from .human import human_figure, human_figure_16, standing_configuration
 from .mechanisms import five_bar, four_bar, slider_crank, spatial_loop
+
+if TYPE_CHECKING:
+    from numpy.typing import ArrayLike
+
+    from ..model.model import Model
 
 
 
@@ -46,8 +52,9 @@ def _random_joint(kind, rng):
             "fixed": J.Fixed, "free": J.FreeFlyer}[kind]()
 
 
-def random_tree(nbodies: int = 10, kinds=ALL_KINDS, floating: bool = False, seed=None, branching: float = 0.5,
-                gravity=(0.0, 0.0, -9.81), joint_terms: bool = False):
+def random_tree(nbodies: int = 10, kinds: Sequence[str] = ALL_KINDS, floating: bool = False,
+                seed: int | np.random.Generator | None = None, branching: float = 0.5,
+                gravity: ArrayLike = (0.0, 0.0, -9.81), joint_terms: bool = False) -> Model:
     """A random kinematic tree of ``nbodies`` bodies with joints drawn from ``kinds``.
 
     Every body has a random placement, mass in [0.5, 2], centre of mass and a positive
@@ -111,7 +118,7 @@ ROBOTS = {
 }
 
 
-def example_robot(name: str, **kwargs):
+def example_robot(name: str, **kwargs: Any) -> Model:
     """Load one of :data:`ROBOTS` (e.g. "panda", "talos") from example-robot-data.
 
     The URDF warnings these known files raise (talos's grippers carry mimic tags on joints the

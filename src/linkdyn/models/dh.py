@@ -31,12 +31,18 @@ from __future__ import annotations
 import warnings
 from dataclasses import dataclass, field, replace
 from math import pi
+from typing import TYPE_CHECKING, Any, Iterable
 
 import numpy as np
 
 from .. import spatial
 from ..model import builder as _b
 from ..model import joints as J
+
+if TYPE_CHECKING:
+    from numpy.typing import ArrayLike, NDArray
+
+    from ..model.model import Model
 
 __all__ = ["DHLink", "from_dh", "dh_transform", "planar_2link", "puma560", "stanford_arm", "scara",
            "cartesian_arm", "cylindrical_arm", "polar_arm"] + [
@@ -99,7 +105,7 @@ class DHLink:
         self.com = c
 
 
-def dh_table(links, convention: str = "standard", degrees: bool = True) -> str:
+def dh_table(links: Iterable[DHLink], convention: str = "standard", degrees: bool = True) -> str:
     """The DH table of ``links`` (a list of :class:`DHLink`) as text, one row per joint: a,
     alpha, d, theta, the joint kind (the variable is theta for a revolute joint, d for a
     prismatic one, marked ``*``), the mass and the limits; angles in degrees unless
@@ -145,7 +151,7 @@ def _tz(d):
     return T
 
 
-def dh_transform(a, alpha, d, theta, convention: str = "standard") -> np.ndarray:
+def dh_transform(a: float, alpha: float, d: float, theta: float, convention: str = "standard") -> NDArray[np.float64]:
     """4x4 link transform: standard ``Rot_z(theta) Trans_z(d) Trans_x(a) Rot_x(alpha)`` (Spong, Hutchinson and Vidyasagar 2006
     eq. (4.9)) or modified ``Rot_x(alpha) Trans_x(a) Rot_z(theta) Trans_z(d)`` (Craig)."""
     if convention == "standard":
@@ -176,8 +182,8 @@ def _dh_inertia(m, c, I, i):
     return _b.Inertia(m, c, I)
 
 
-def from_dh(links, convention: str = "standard", base=None, tool=None, name: str = "dh_arm",
-            gravity=(0.0, 0.0, -9.81)):
+def from_dh(links: Iterable[DHLink], convention: str = "standard", base: ArrayLike | tuple[ArrayLike, ArrayLike] | None = None, tool: ArrayLike | tuple[ArrayLike, ArrayLike] | None = None,
+            name: str = "dh_arm", gravity: ArrayLike = (0.0, 0.0, -9.81)) -> Model:
     """Build a :class:`~linkdyn.Model` of a serial arm from a DH table (list of :class:`DHLink`).
 
     ``base`` (4x4) places DH frame 0 in the world; ``tool`` (4x4) is the tool frame in DH frame
@@ -241,7 +247,7 @@ def planar_2link_links(l1: float = 1.0, l2: float = 1.0, m1: float = 1.0, m2: fl
     return links
 
 
-def planar_2link(l1: float = 1.0, l2: float = 1.0, m1: float = 1.0, m2: float = 1.0, **kwargs):
+def planar_2link(l1: float = 1.0, l2: float = 1.0, m1: float = 1.0, m2: float = 1.0, **kwargs: Any) -> Model:
     """The planar 2-link arm of Spong, Hutchinson and Vidyasagar 2006, chs. 3-4 / 5.4 (two revolute joints about z, standard DH
     ``a_i = l_i``, ``alpha_i = d_i = theta_i = 0``), links modelled as *uniform slender rods*.
 
@@ -285,7 +291,7 @@ def _pedestal(pedestal) -> float:
     return h
 
 
-def puma560_links(armature: bool = True, pedestal=False, friction: bool = False) -> list:
+def puma560_links(armature: bool = True, pedestal: bool | float = False, friction: bool = False) -> list[DHLink]:
     """The DH table (list of :class:`DHLink`) of :func:`puma560` (same arguments)."""
     deg = pi / 180
     rows = [  # a, alpha, d, mass, com, (Ixx, Iyy, Izz), limits (deg; Wang and Chen 1991)
@@ -306,7 +312,7 @@ def puma560_links(armature: bool = True, pedestal=False, friction: bool = False)
     return links
 
 
-def puma560(armature: bool = True, pedestal=False, friction: bool = False, **kwargs):
+def puma560(armature: bool = True, pedestal: bool | float = False, friction: bool = False, **kwargs: Any) -> Model:
     """Unimation PUMA 560, standard DH, with the kinematic and dynamic parameters of Peter Corke's
     Robotics Toolbox ``mdl_puma560`` (Corke and Armstrong-Helouvry 1994, "A search for consensus
     among model parameters reported for the PUMA 560 robot", ICRA, pp. 1608-1613).
@@ -367,7 +373,7 @@ def stanford_arm_links(armature: bool = True) -> list:
     return links
 
 
-def stanford_arm(armature: bool = True, **kwargs):
+def stanford_arm(armature: bool = True, **kwargs: Any) -> Model:
     """Stanford arm (RRPRRR), standard DH, with the parameters of Peter Corke's Robotics Toolbox
     ``mdl_stanford`` as the Python toolbox's ``Stanford`` has it (a_3 = 0.0203 m, d_6 = 0; the MATLAB
     file has a_3 = 0, d_6 = 0.263 m) (kinematics: Stanford AIM-177 fig. 2.3; dynamics: R. P. Paul, "Robot
@@ -395,7 +401,7 @@ def scara_links(l1: float = 0.35, l2: float = 0.30, h: float = 0.40) -> list:
     return links
 
 
-def scara(l1: float = 0.35, l2: float = 0.30, h: float = 0.40, **kwargs):
+def scara(l1: float = 0.35, l2: float = 0.30, h: float = 0.40, **kwargs: Any) -> Model:
     """SCARA arm (RRPR, Spong, Hutchinson and Vidyasagar 2006, ch. 1), standard DH: ``a_1 = l1``, ``d_1 = h``; ``a_2 = l2``,
     ``alpha_2 = pi`` (so z_2 points down); prismatic ``d_3 = q_3`` (downwards); wrist roll.
     Dimensions and masses are *illustrative* (roughly a 0.65 m reach table-top SCARA), not taken
@@ -415,7 +421,7 @@ def cartesian_arm_links(stroke: float = 1.0) -> list:
     return links
 
 
-def cartesian_arm(stroke: float = 1.0, **kwargs):
+def cartesian_arm(stroke: float = 1.0, **kwargs: Any) -> Model:
     """Cartesian (PPP) arm of Spong, Hutchinson and Vidyasagar 2006, ch. 1, standard DH: joint 1 along world z, joint 2
     along world y, joint 3 along world x (``alpha_1 = -pi/2``; ``theta_2 = -pi/2``,
     ``alpha_2 = -pi/2``).  Masses and the ``[0, stroke]`` limits are *illustrative*."""
@@ -432,7 +438,7 @@ def cylindrical_arm_links(h: float = 0.5) -> list:
     return links
 
 
-def cylindrical_arm(h: float = 0.5, **kwargs):
+def cylindrical_arm(h: float = 0.5, **kwargs: Any) -> Model:
     """Cylindrical (RPP) arm of Spong, Hutchinson and Vidyasagar 2006, ch. 1, standard DH: base rotation about z (``d_1 = h``),
     vertical prismatic ``d_2 = q_2`` (``alpha_2 = -pi/2``), horizontal radial prismatic
     ``d_3 = q_3``.  Dimensions and masses are *illustrative*."""
@@ -449,7 +455,7 @@ def polar_arm_links(h: float = 0.5) -> list:
     return links
 
 
-def polar_arm(h: float = 0.5, **kwargs):
+def polar_arm(h: float = 0.5, **kwargs: Any) -> Model:
     """Polar (spherical, RRP) arm of Spong, Hutchinson and Vidyasagar 2006, ch. 1, standard DH: base rotation about z
     (``d_1 = h``, ``alpha_1 = -pi/2``), elevation (``alpha_2 = pi/2``), radial prismatic ``d_3 = q_3``
     (offset 0.3 m).  Dimensions and masses are *illustrative*."""

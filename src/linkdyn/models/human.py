@@ -152,13 +152,18 @@ eversion 12.5 / adduction 20 / abduction 10.
 from __future__ import annotations
 
 from math import radians
-from typing import NamedTuple
+from typing import TYPE_CHECKING, Iterable, NamedTuple
 
 import numpy as np
 
 from .. import spatial
 from ..model import builder as _b
 from ..model import joints as J
+
+if TYPE_CHECKING:
+    from numpy.typing import NDArray
+
+    from ..model.model import Model
 
 __all__ = ["human_figure", "human_figure_16", "segment_table", "dimensions", "de_leva", "combine",
            "ball_joint", "DE_LEVA_1996", "REFERENCE_SUBJECT", "BALL_LIMITS_DEG"]
@@ -329,7 +334,7 @@ class _Part(NamedTuple):
     inertia: np.ndarray      # (3, 3) about com
 
 
-def combine(parts) -> _Part:
+def combine(parts: Iterable[_Part]) -> _Part:
     """Mass, centre of mass and rotational inertia about it of rigid parts ``(m, c, I_c)`` given in
     one frame (parallel-axis theorem: ``I = sum I_i + m_i (|d_i|^2 1 - d_i d_i^T)``, ``d_i = c_i - c``)."""
     parts = [(float(m), np.asarray(c, dtype=float), np.asarray(I, dtype=float)) for m, c, I in parts]
@@ -463,7 +468,7 @@ def _base(b, name, part, floating, d):
                    joint_name="root_joint")
 
 
-def standing_configuration(model) -> np.ndarray:
+def standing_configuration(model: Model) -> NDArray[np.float64]:
     """The configuration in which a figure of this module stands upright on z = 0, facing +x,
     arms hanging: ``neutral`` with, for a floating base, the pelvis raised to its standing
     height (read off the model: the height that puts the soles on the ground)."""
@@ -476,7 +481,7 @@ def standing_configuration(model) -> np.ndarray:
 
 
 def human_figure(mass: float = 70.0, height: float = 1.75, sex: str = "male", floating: bool = True,
-                 name: str = "human", contacts: bool = True):
+                 name: str = "human", contacts: bool = True) -> Model:
     """The 40-DoF human figure of Nakamura and Yamane 2000 Fig. 13: 17 links, 12 spherical + 4 revolute joints.
 
     Bodies (joint -> body): ``root_joint`` (free, or welded with ``floating=False``) -> ``pelvis``;
@@ -555,7 +560,7 @@ def _parts_16(mass, height, sex):
 
 
 def human_figure_16(mass: float = 70.0, height: float = 1.75, sex: str = "male", floating: bool = True,
-                    name: str = "human16", contacts: bool = True):
+                    name: str = "human16", contacts: bool = True) -> Model:
     """The 16-DoF human figure of Nakamura and Yamane 2000 sec. 5.1 (high bar) and 5.2 (swing): 4 DoF per limb.
 
     ``root_joint`` (free, or welded) -> ``trunk`` (one rigid segment: de Leva's head, upper, middle
@@ -606,7 +611,7 @@ class SegmentRow(NamedTuple):
     principal: np.ndarray        # (3,) principal moments, ascending
 
 
-def segment_table(model, text: bool = False):
+def segment_table(model: Model, text: bool = False) -> list[SegmentRow] | str:
     """The mass properties the model actually carries, one :class:`SegmentRow` per body with mass
     (read back from ``model.inertia``; a welded base shows up as the world body).  ``text=True``
     returns a plain-text table instead (mass kg, CM m, principal moments kg m^2)."""

@@ -8,10 +8,17 @@ configuration at q = 0 is generally not closed: ``linkdyn.loops.close_loops`` as
 """
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Sequence
+
 import numpy as np
 
 from ..model import builder as _b
 from ..model import joints as J
+
+if TYPE_CHECKING:
+    from numpy.typing import ArrayLike
+
+    from ..model.model import Model
 
 
 def rod(mass: float, length: float, radius: float = 0.01) -> _b.Inertia:
@@ -28,8 +35,8 @@ def _lengths(lengths, n, what):
     return x
 
 
-def four_bar(lengths=(0.3, 1.0, 0.8, 1.0), density: float = 2.0, cut: str = "coupler-rocker",
-             gravity=(0.0, 0.0, -9.81)):
+def four_bar(lengths: Sequence[float] = (0.3, 1.0, 0.8, 1.0), density: float = 2.0, cut: str = "coupler-rocker",
+             gravity: ArrayLike = (0.0, 0.0, -9.81)) -> Model:
     """A planar four-bar linkage in the xz-plane: ``lengths`` = (crank, coupler, rocker,
     ground).  The crank turns about the world origin, the rocker about (ground, 0, 0); the
     loop is cut at the coupler-rocker joint (a revolute cut joint; ``cut="crank-coupler"``
@@ -59,7 +66,7 @@ def four_bar(lengths=(0.3, 1.0, 0.8, 1.0), density: float = 2.0, cut: str = "cou
 
 
 def slider_crank(crank: float = 0.2, rod_length: float = 0.6, density: float = 2.0, slider_mass: float = 1.0,
-                 gravity=(0.0, 0.0, -9.81)):
+                 gravity: ArrayLike = (0.0, 0.0, -9.81)) -> Model:
     """A slider-crank in the xz-plane: the crank turns about the origin (joint "crank"), the
     connecting rod hangs from its tip ("rod"), the slider moves along x on a prismatic joint
     ("slider"); the loop is cut where the rod meets the slider (revolute cut joint)."""
@@ -75,7 +82,8 @@ def slider_crank(crank: float = 0.2, rod_length: float = 0.6, density: float = 2
     return b.build()
 
 
-def five_bar(lengths=(0.4, 0.5, 0.4, 0.5), base: float = 0.3, density: float = 2.0, gravity=(0.0, 0.0, -9.81)):
+def five_bar(lengths: Sequence[float] = (0.4, 0.5, 0.4, 0.5), base: float = 0.3, density: float = 2.0,
+             gravity: ArrayLike = (0.0, 0.0, -9.81)) -> Model:
     """The five-bar parallel arm in the xz-plane: two proximal links turn about base joints at
     (0, 0, 0) ("left_base") and (base, 0, 0) ("right_base"), distal links ("left_elbow",
     "right_elbow") meet at the end effector, where the loop is cut (revolute cut joint on the
@@ -97,7 +105,7 @@ def five_bar(lengths=(0.4, 0.5, 0.4, 0.5), base: float = 0.3, density: float = 2
     return b.build()
 
 
-def spatial_loop(cut: str = "universal", density: float = 2.0, gravity=(0.0, 0.0, -9.81)):
+def spatial_loop(cut: str = "universal", density: float = 2.0, gravity: ArrayLike = (0.0, 0.0, -9.81)) -> Model:
     """A spatial one-loop linkage of one degree of freedom: a crank turning about z at the
     origin ("crank", length 0.2), a rocker turning about x at (0.3, 0.5, 0.4) ("rocker",
     length 0.35, along -z), and a coupler between their tips (length about 0.6).

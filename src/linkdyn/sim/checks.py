@@ -21,8 +21,12 @@ them, ``str(checks)`` a table (``linkdyn demo`` prints it and exits non-zero on 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from .recording import Recording
 
 #: tolerances (the issue's "done when": limits 1e-4 rad, no pull below -1e-9 N, 1 mm, 1e-6)
 LIMIT_TOL = 1e-4
@@ -84,7 +88,7 @@ def energy_residual(recording):
     return t, res, max(scale, 1e-12)
 
 
-def check(recording, contact_method: str = "events", energy_tol: float | None = None) -> Checks:
+def check(recording: Recording, contact_method: str = "events", energy_tol: float | None = None) -> Checks:
     """The checks of a run (module docstring); ``contact_method`` the scheme that made it (sets
     the energy tolerance unless ``energy_tol`` is given)."""
     limit, force, pen, loop = 0.0, np.inf, 0.0, 0.0

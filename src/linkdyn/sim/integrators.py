@@ -10,12 +10,21 @@ projected in the kinetic-energy metric, so the loop error stays at round-off lev
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Callable
 
 import numpy as np
 
 from ..dynamics.aba import aba
 from ..dynamics.energy import kinetic_energy, potential_energy
 from ..model.configuration import dexpinv, integrate
+
+if TYPE_CHECKING:
+    import os
+    from pathlib import Path
+
+    from numpy.typing import ArrayLike, NDArray
+
+    from ..model.model import Model
 
 
 def _accel(model, q, v, tau):
@@ -60,14 +69,16 @@ def project(model, q, v, tol=CLOSURE_TOL, max_iter=10):
     return q, v + velocity_projection(model, q, v)
 
 
-def semi_implicit_euler_step(model, q, v, tau, dt, accel=None, project_loops=True):
+def semi_implicit_euler_step(model: Model, q: NDArray[np.float64], v: NDArray[np.float64], tau: ArrayLike, dt: float, accel: Callable[[NDArray[np.float64], NDArray[np.float64]], ArrayLike] | None = None,
+                             project_loops: bool = True) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
     """v+ = v + dt a(q, v),  q+ = q (+) v+ dt  (symplectic Euler)."""
     v1 = v + dt * (_accel(model, q, v, tau) if accel is None else accel(q, v))
     q1 = integrate(model, q, v1, dt)
     return project(model, q1, v1) if project_loops else (q1, v1)
 
 
-def rk4_step(model, q, v, tau, dt, accel=None, project_loops=True):
+def rk4_step(model: Model, q: NDArray[np.float64], v: NDArray[np.float64], tau: ArrayLike, dt: float, accel: Callable[[NDArray[np.float64], NDArray[np.float64]], ArrayLike] | None = None,
+             project_loops: bool = True) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
     """The classical 4th-order Runge-Kutta method on the configuration manifold, in the
     Runge-Kutta-Munthe-Kaas form: every stage's configuration is q (+) theta_k (the joints'
     exponential maps from q), and the stages' velocities enter the final increment through
@@ -119,7 +130,7 @@ class Trajectory:
     def energy(self) -> np.ndarray:
         return self.kinetic + self.potential
 
-    def save(self, path):
+    def save(self, path: str | os.PathLike[str]) -> Path:
         """An ``.npz`` of the arrays, written whole or not at all (temporary file, fsync,
         rename); ``path`` as given (``.npz`` added, with a warning, when it has no suffix).
         Returns the path written."""
@@ -128,7 +139,8 @@ class Trajectory:
                             potential=self.potential, loop_error=self.loop_error)
 
 
-def simulate(model, q0, v0, duration: float, dt: float = 1e-3, controller=None, method: str = "rk4",
+def simulate(model: Model, q0: ArrayLike, v0: ArrayLike, duration: float, dt: float = 1e-3,
+             controller: Callable[[float, NDArray[np.float64], NDArray[np.float64]], ArrayLike] | None = None, method: str = "rk4",
              record_every: int = 1, limits: bool = True, contacts: bool = True) -> Trajectory:
     """Integrate from (q0, v0) for ``duration`` seconds with step ``dt``.
 

@@ -9,8 +9,17 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
+
+if TYPE_CHECKING:
+    import os
+    from pathlib import Path
+
+    from numpy.typing import NDArray
+
+    from ..model.model import Model
 
 
 @dataclass
@@ -133,11 +142,11 @@ class Recording:
     :class:`Segment`), ``events`` (list of :class:`Event`), and the whole run's time series
     ``t``, ``kinetic``, ``potential``, ``energy``, ``loop_error`` (one entry per sample)."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         self.segments: list[Segment] = []
         self.events: list[Event] = []
 
-    def start_segment(self, model) -> Segment:
+    def start_segment(self, model: Model) -> Segment:
         seg = Segment(model)
         self.segments.append(seg)
         return seg
@@ -166,7 +175,7 @@ class Recording:
     def loop_error(self) -> np.ndarray:
         return self._cat("loop_error")
 
-    def joint_series(self, joint: str):
+    def joint_series(self, joint: str) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
         """(t, q) of one joint over the whole run (NaN where the joint does not exist)."""
         ts, qs = [], []
         width = None
@@ -184,7 +193,7 @@ class Recording:
         qs = [np.full((len(t), width), np.nan) if x is None else x for t, x in zip(ts, qs)]
         return np.concatenate(ts), np.concatenate(qs)
 
-    def save(self, path):
+    def save(self, path: str | os.PathLike[str]) -> Path:
         """An ``.npz`` with each segment's arrays (``seg{k}_t``, ``seg{k}_q``, ...), the joint
         and loop names of each segment's model, and the events (JSON, with their impulses and
         velocity jumps); :meth:`load` reads it back.  The file is written whole or not at all
@@ -208,7 +217,7 @@ class Recording:
         return atomic_savez(path, **data)
 
     @classmethod
-    def load(cls, path) -> "Recording":
+    def load(cls, path: str | os.PathLike[str]) -> Recording:
         """A recording saved by :meth:`save`: its segments (with the saved arrays and a
         :class:`SavedModel` naming each segment's joints, loops and sizes in place of the
         model) and its events."""

@@ -22,6 +22,7 @@ import math
 import signal
 import threading
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 import numpy as np
 
@@ -31,6 +32,18 @@ from ..kinematics import frame_pose
 from ..model.configuration import difference, neutral
 from .integrators import rk4_step, semi_implicit_euler_step
 from .recording import Event, Recording
+
+if TYPE_CHECKING:
+    import os
+    from pathlib import Path
+
+    from numpy.typing import ArrayLike
+
+    from ..constraints import Constraint
+    from ..model.joints import Joint
+    from ..model.model import Model
+    from ..viz.animate import AnimationInfo
+    from .checks import Checks
 
 
 @contextlib.contextmanager
@@ -118,9 +131,11 @@ class Simulation:
     stabilization (``baumgarte`` = (alpha, beta) in 1/s); for now without limits and contacts.
     """
 
-    def __init__(self, model, q=None, v=None, dt: float = 1e-3, integrator: str = "rk4", controller=None,
+    def __init__(self, model: Model, q: ArrayLike | None = None, v: ArrayLike | None = None, dt: float = 1e-3,
+                 integrator: str = "rk4", controller: Callable[..., ArrayLike] | None = None,
                  record_every: int = 1, t: float = 0.0, limits: bool = True, contacts: bool = True,
-                 contact_method: str = "events", constraints=(), baumgarte=(20.0, 20.0)):
+                 contact_method: str = "events", constraints: Sequence[Constraint] = (),
+                 baumgarte: tuple[float, float] = (20.0, 20.0)) -> None:
         if contact_method not in _CONTACT_METHODS:
             raise ValueError(f"contact_method: expected one of {list(_CONTACT_METHODS)}, got {contact_method!r}")
         if integrator not in _STEPS:
@@ -199,7 +214,7 @@ class Simulation:
         (``linkdyn.sim.checks``)."""
         return self._work.copy()
 
-    def checks(self, energy_tol: float | None = None):
+    def checks(self, energy_tol: float | None = None) -> Checks:
         """The checks of the run so far (``linkdyn.sim.checks.check``): the largest limit
         violation, the smallest normal force, the deepest penetration, the largest loop error
         and the energy ledger's residual, each with its tolerance."""
@@ -292,7 +307,7 @@ class Simulation:
         return ev
 
     # ------------------------------------------------------------------------ structure
-    def connect(self, frame, to="world", joint=None, name=None) -> Event:
+    def connect(self, frame: str | int, to: str | int = "world", joint: Joint | None = None, name: str | None = None) -> Event:
         """Join ``frame`` to ``to`` now by ``joint`` (default a weld; axes in ``frame``'s
         coordinates), with the velocity jump of Nakamura and Yamane 2000 sec. 4.3.  Returns the event (its
         ``impulse`` and ``energy_loss``)."""
@@ -317,7 +332,7 @@ class Simulation:
                            + (f" ({found}); name the loop" if found else f"; loops: {[lp.name for lp in m.loops]}"))
         return found[0]
 
-    def cut(self, a, b=None) -> Event:
+    def cut(self, a: str | int, b: str | int | None = None) -> Event:
         """Cut now: ``cut(loop_or_joint)`` or ``cut(frame, to)`` for the loop joining them
         (Nakamura and Yamane 2000 sec. 4.4).  Velocities are kept."""
         name = self._loop_between(a, b)
@@ -355,7 +370,7 @@ class Simulation:
                     hint = f"; did you mean {', '.join(repr(n) for n in near)}?" if near else ""
                     raise ValueError(f"{action}: model {m.name!r} has no frame, body, joint or loop {p!r}{hint}")
 
-    def at(self, t: float, action, *args, **kwargs) -> None:
+    def at(self, t: float, action: str | Callable[..., Any], *args: Any, **kwargs: Any) -> None:
         """Schedule ``action`` ("connect", "cut" or a callable taking the simulation) at time t.
         Names are checked now (a ValueError with the nearest names for a typo)."""
         self._resolve(action)
@@ -363,7 +378,8 @@ class Simulation:
         self._scheduled.append(_Scheduled(float(t), action, args, kwargs))
         self._scheduled.sort(key=lambda s: s.t)
 
-    def when(self, condition, action, *args, once: bool = True, **kwargs) -> None:
+    def when(self, condition: Callable[[Simulation], bool | float | np.bool_ | np.floating[Any]], action: str | Callable[..., Any],
+             *args: Any, once: bool = True, **kwargs: Any) -> None:
         """Run ``action`` when ``condition(sim)`` becomes true (a bool), or changes sign (a
         number, e.g. a distance minus a threshold, or a joint velocity): checked after every
         step.  ``once``: fire the first time only."""
@@ -373,18 +389,18 @@ class Simulation:
         self._check_names(action, args, kwargs)
         self._watches.append(_Watch(condition, action, args, kwargs, once))
 
-    def below(self, frame, axis: str = "z", value: float = 0.0):
+    def below(self, frame: str | int, axis: str = "z", value: float = 0.0) -> Callable[[Simulation], bool | np.bool_]:
         """A condition: the ``axis`` coordinate ("x", "y", "z") of ``frame``'s world position
         falls below ``value`` (e.g. a sole reaching the ground)."""
         k = "xyz".index(axis)
         return lambda sim: frame_pose(sim.model, sim.q, frame)[k, 3] < value
 
-    def distance_below(self, frame, other, threshold: float):
+    def distance_below(self, frame: str | int, other: str | int, threshold: float) -> Callable[[Simulation], bool | np.bool_]:
         """A condition: the distance between two frames' origins falls below ``threshold``."""
         return lambda sim: np.linalg.norm(frame_pose(sim.model, sim.q, frame)[:3, 3]
                                           - frame_pose(sim.model, sim.q, other)[:3, 3]) < threshold
 
-    def velocity_of(self, joint: str, k: int = 0):
+    def velocity_of(self, joint: str, k: int = 0) -> Callable[[Simulation], float]:
         """A signal: the k-th velocity of ``joint`` (fires when it changes sign)."""
         return lambda sim: float(sim.v[sim.model.v_slice(joint)][k]) if joint in sim.model._joint_index else 0.0
 
@@ -470,7 +486,7 @@ class Simulation:
                 f"{np.abs(self.tau).max():.3g}): {what}.  The motion is too fast or too stiff for the step "
                 "(a stiff controller, huge torques, a singular configuration); the recording keeps the run so far")
 
-    def run(self, until: float, progress=None) -> Recording:
+    def run(self, until: float, progress: bool | None = None) -> Recording:
         """Step until time ``until``, exactly: whole steps of ``dt``, then a shorter last one for
         what is left.  ``progress``: show a progress bar (tqdm; default: when the run is longer
         than 2 000 steps).  Ctrl-C stops the run (saying so), keeps what was recorded and leaves
@@ -511,16 +527,16 @@ class Simulation:
         return self.recording
 
     # --------------------------------------------------------------------------- output
-    def save(self, path):
+    def save(self, path: str | os.PathLike[str]) -> Path:
         """The recording as an ``.npz`` (see :meth:`Recording.save`); returns the path written."""
         return self.recording.save(path)
 
-    def animate(self, path, **kwargs):
+    def animate(self, path: str | os.PathLike[str], **kwargs: Any) -> AnimationInfo:
         """Write an animation of the run (``.html``, ``.gif`` or ``.mp4``; linkdyn.viz)."""
         from ..viz import animate
         return animate(self.recording, path, **kwargs)
 
-    def plot(self, path, **kwargs):
+    def plot(self, path: str | os.PathLike[str], **kwargs: Any) -> Path:
         """Write plots of joint angles, energy, loop errors, constraint forces and impulses."""
         from ..viz import plot_run
         return plot_run(self.recording, path, **kwargs)
