@@ -356,3 +356,19 @@ def test_the_page_plays_in_a_browser(two_segments, tmp_path):
     assert inside.mean() > 0.95, f"{(~inside).sum()} pixels changed away from the moving figure"
     # and something is drawn: the figure is not the background
     assert (np.abs(shots[0.05][:top] - shots[0.05][5, 450]).sum(axis=2) > 60).sum() > 2000
+
+
+def test_simulation_animate_html_is_the_viewer(tmp_path):
+    """``sim.animate("run.html")`` writes the 3-D viewer page (``.gif``/``.mp4`` stay matplotlib's),
+    and ``sim.view()`` is the Viewer that shows inline in Jupyter."""
+    b = ld.ModelBuilder("pendulum")
+    b.add_body("rod", "world", ld.Revolute("y"), inertia=ld.Inertia(1.0, [0, 0, -0.5], np.diag([0.02, 0.02, 1e-4])))
+    model = b.build()
+    sim = ld.Simulation(model, [0.5], dt=1e-3)
+    sim.run(until=0.2, progress=False)
+    path = sim.animate(tmp_path / "run.html")
+    text = path.read_text()
+    assert path == tmp_path / "run.html" and "three" in text.lower() and len(text) > 100_000
+    v = sim.view(fps=30)
+    assert isinstance(v, viz.Viewer) and v.times[-1] == pytest.approx(0.2, abs=0.04)
+    assert "<iframe" in v._repr_html_()

@@ -137,6 +137,7 @@ import sys
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -144,6 +145,13 @@ from . import joints as J
 from ._files import read_model_file
 from .builder import Inertia, ModelBuilder
 from .safexml import parse_xml
+
+if TYPE_CHECKING:
+    import os
+
+    from numpy.typing import ArrayLike
+
+    from .model import Model
 
 __all__ = ["MJCFError", "MJCFWarning", "MJCFInfo", "load_mjcf", "parse_mjcf", "qpos_to_q", "q_to_qpos",
            "qvel_to_v", "v_to_qvel"]
@@ -188,7 +196,8 @@ _WORLD = "world"
 
 # --------------------------------------------------------------------------------------------
 # public API
-def load_mjcf(path, gravity=None, joint_friction: bool = True, return_info: bool = False, contacts: bool = True):
+def load_mjcf(path: str | os.PathLike[str], gravity: ArrayLike | None = None, joint_friction: bool = True,
+              return_info: bool = False, contacts: bool = True) -> Model | tuple[Model, MJCFInfo]:
     """Read the MJCF file ``path`` into a :class:`~linkdyn.Model` (see the module docstring for
     the mapping).
 
@@ -208,8 +217,9 @@ def load_mjcf(path, gravity=None, joint_friction: bool = True, return_info: bool
                   default_name=path.stem, main_file=path.resolve(), contacts=contacts)
 
 
-def parse_mjcf(text, gravity=None, joint_friction: bool = True, return_info: bool = False,
-               source: str = "<string>", base_dir=None, contacts: bool = True):
+def parse_mjcf(text: str | bytes, gravity: ArrayLike | None = None, joint_friction: bool = True,
+               return_info: bool = False, source: str = "<string>", base_dir: str | os.PathLike[str] | None = None,
+               contacts: bool = True) -> Model | tuple[Model, MJCFInfo]:
     """Build a :class:`~linkdyn.Model` from MJCF ``text`` (an XML ``str`` or ``bytes``).
 
     ``source`` names the text in error messages; ``base_dir`` is the folder ``<include>``
@@ -254,7 +264,7 @@ def _layout(model):
     return src_q, fill, src_v, free, k, kv
 
 
-def qpos_to_q(model, qpos) -> np.ndarray:
+def qpos_to_q(model: Model, qpos: ArrayLike) -> np.ndarray:
     """MuJoCo's ``qpos`` (shape (nq_mj,) or (N, nq_mj)) -> linkdyn's q: quaternions reordered
     from [w, x, y, z] to [x, y, z, w]; the cut joints of loop closures (not in qpos) at zero /
     the identity."""
@@ -268,7 +278,7 @@ def qpos_to_q(model, qpos) -> np.ndarray:
     return q
 
 
-def q_to_qpos(model, q) -> np.ndarray:
+def q_to_qpos(model: Model, q: ArrayLike) -> np.ndarray:
     """linkdyn's q -> MuJoCo's ``qpos`` (the inverse of :func:`qpos_to_q`; cut joints dropped)."""
     src, _, _, _, nq_mj, _ = _layout(model)
     q = np.asarray(q, dtype=float)
@@ -287,7 +297,7 @@ def _quat_xyzw_matrix(qv):
                      np.stack([2 * (x * z - y * w), 2 * (y * z + x * w), 1 - 2 * (x * x + y * y)], -1)], -2)
 
 
-def qvel_to_v(model, q, qvel) -> np.ndarray:
+def qvel_to_v(model: Model, q: ArrayLike, qvel: ArrayLike) -> np.ndarray:
     """MuJoCo's ``qvel`` at linkdyn configuration q -> linkdyn's v: a free joint's linear
     velocity is turned from the world frame into the body frame (v = R^T v_world); cut joints
     of loop closures get zero (project with ``linkdyn.loops.project_velocity``)."""
@@ -304,7 +314,7 @@ def qvel_to_v(model, q, qvel) -> np.ndarray:
     return v
 
 
-def v_to_qvel(model, q, v) -> np.ndarray:
+def v_to_qvel(model: Model, q: ArrayLike, v: ArrayLike) -> np.ndarray:
     """linkdyn's v at q -> MuJoCo's ``qvel`` (the inverse of :func:`qvel_to_v`)."""
     _, _, src, free, _, nv_mj = _layout(model)
     q, v = np.asarray(q, dtype=float), np.array(v, dtype=float)

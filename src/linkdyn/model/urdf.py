@@ -65,6 +65,7 @@ from __future__ import annotations
 import re
 import warnings
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -73,6 +74,13 @@ from .. import spatial
 from ._files import read_model_file
 from .builder import Inertia, ModelBuilder, triangle_violation
 from .safexml import parse_xml
+
+if TYPE_CHECKING:
+    import os
+
+    from numpy.typing import ArrayLike
+
+    from .model import Model
 
 
 class URDFError(ValueError):
@@ -97,8 +105,10 @@ class Visual:
     ``role``: "visual" or "collision"; ``name``: the element's name or ""."""
     __slots__ = ("frame", "kind", "size", "filename", "base_dir", "scale", "R", "p", "rgba", "role", "name")
 
-    def __init__(self, frame, kind, size=(), filename=None, base_dir=None, scale=(1.0, 1.0, 1.0), R=None, p=None,
-                 rgba=None, role="visual", name=""):
+    def __init__(self, frame: str, kind: str, size: ArrayLike = (), filename: str | None = None,
+                 base_dir: str | os.PathLike[str] | None = None, scale: ArrayLike = (1.0, 1.0, 1.0),
+                 R: ArrayLike | None = None, p: ArrayLike | None = None, rgba: ArrayLike | None = None,
+                 role: str = "visual", name: str = "") -> None:
         self.frame, self.kind, self.size = str(frame), str(kind), tuple(float(x) for x in size)
         self.filename, self.base_dir = filename, base_dir
         self.scale = np.array(scale, dtype=float).reshape(3)
@@ -118,7 +128,8 @@ _INF = re.compile(r"[+-]?inf(?:inity)?", re.IGNORECASE)
 _ONE_DOF = ("revolute", "continuous", "prismatic")
 
 
-def load_urdf(path, floating_base: bool = False, gravity=(0.0, 0.0, -9.81), joint_friction: bool = False):
+def load_urdf(path: str | os.PathLike[str], floating_base: bool = False, gravity: ArrayLike = (0.0, 0.0, -9.81),
+              joint_friction: bool = False) -> Model:
     """Read the URDF file ``path`` into a :class:`~linkdyn.Model`.
 
     ``floating_base`` puts a free-flyer joint named ``"root_joint"`` between the world and the
@@ -136,8 +147,8 @@ def load_urdf(path, floating_base: bool = False, gravity=(0.0, 0.0, -9.81), join
                   base_dir=str(path.resolve().parent))
 
 
-def parse_urdf(text, floating_base: bool = False, gravity=(0.0, 0.0, -9.81), source: str = "<string>",
-               joint_friction: bool = False):
+def parse_urdf(text: str | bytes, floating_base: bool = False, gravity: ArrayLike = (0.0, 0.0, -9.81),
+               source: str = "<string>", joint_friction: bool = False) -> Model:
     """Build a :class:`~linkdyn.Model` from URDF ``text`` (an XML ``str`` or ``bytes``).
 
     ``source`` names the text in error messages.  See :func:`load_urdf`.
@@ -200,7 +211,7 @@ class _Ctx:
         return rpy_matrix(*rpy), p
 
 
-def rpy_matrix(roll, pitch, yaw):
+def rpy_matrix(roll: float, pitch: float, yaw: float) -> np.ndarray:
     """R = Rz(yaw) Ry(pitch) Rx(roll) (URDF's fixed-axis roll, pitch, yaw)."""
     cr, sr = np.cos(roll), np.sin(roll)
     cp, sp = np.cos(pitch), np.sin(pitch)

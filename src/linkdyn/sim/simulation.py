@@ -22,6 +22,7 @@ import math
 import signal
 import threading
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 import numpy as np
@@ -35,7 +36,6 @@ from .recording import Event, Recording
 
 if TYPE_CHECKING:
     import os
-    from pathlib import Path
 
     from numpy.typing import ArrayLike
 
@@ -43,6 +43,7 @@ if TYPE_CHECKING:
     from ..model.joints import Joint
     from ..model.model import Model
     from ..viz.animate import AnimationInfo
+    from ..viz.viewer import Viewer
     from .checks import Checks
 
 
@@ -531,10 +532,20 @@ class Simulation:
         """The recording as an ``.npz`` (see :meth:`Recording.save`); returns the path written."""
         return self.recording.save(path)
 
-    def animate(self, path: str | os.PathLike[str], **kwargs: Any) -> AnimationInfo:
-        """Write an animation of the run (``.html``, ``.gif`` or ``.mp4``; linkdyn.viz)."""
+    def animate(self, path: str | os.PathLike[str], **kwargs: Any) -> AnimationInfo | Path:
+        """Write an animation of the run: ``.html`` is the interactive 3-D viewer
+        (:func:`linkdyn.viz.view`, keyword arguments go to it; returns the path written),
+        ``.gif`` or ``.mp4`` a matplotlib movie (:func:`linkdyn.viz.animate`)."""
+        if Path(path).suffix.lower() in (".html", ".htm"):
+            return self.view(**kwargs).save(path)
         from ..viz import animate
         return animate(self.recording, path, **kwargs)
+
+    def view(self, **kwargs: Any) -> Viewer:
+        """The run in the interactive 3-D viewer (:func:`linkdyn.viz.view`): shows inline in
+        Jupyter; ``.save("run.html")`` writes a page that opens offline."""
+        from ..viz import view
+        return view(self.recording, **kwargs)
 
     def plot(self, path: str | os.PathLike[str], **kwargs: Any) -> Path:
         """Write plots of joint angles, energy, loop errors, constraint forces and impulses."""

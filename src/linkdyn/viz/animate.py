@@ -29,6 +29,18 @@ from .props import Tether, static_geometry
 from .runs import event_label, run_data
 from .skeleton import Skeleton
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import os
+    from collections.abc import Sequence
+
+    from numpy.typing import ArrayLike
+
+    from ..model.model import Model
+    from ..sim.integrators import Trajectory
+    from ..sim.recording import Recording
+
 #: named views: (elevation, azimuth) in degrees, matplotlib's view_init
 VIEWS = {"iso": (20.0, -60.0), "side": (0.0, -90.0), "front": (0.0, 0.0), "top": (90.0, -90.0),
          "side_iso": (15.0, -75.0)}
@@ -111,7 +123,7 @@ def frame_times(t0: float, t1: float, every: float) -> np.ndarray:
     return t0 + every * np.arange(max(n, 1))
 
 
-def pick_samples(t, times) -> np.ndarray:
+def pick_samples(t: ArrayLike, times: ArrayLike) -> np.ndarray:
     """Index of the sample of ``t`` (non-decreasing, possibly with repeated times at events)
     nearest to each of ``times``; of samples at the same time, the last one."""
     t = np.asarray(t, dtype=float)
@@ -234,8 +246,9 @@ def _triad(lo, hi, spacing):
     return np.array([[[0, 0, 0], [spacing, 0, 0]], [[0, 0, 0], [0, spacing, 0]], [[0, 0, 0], [0, 0, spacing]]], float)
 
 
-def animate(run, path, fps: float = 30, props=(), view="iso", title: str | None = None, every: float | None = None,
-            *, model=None, size=(5.0, 5.0), dpi: int = 80, flash: float = 0.8, axes: bool = False,
+def animate(run: Recording | Trajectory, path: str | os.PathLike[str], fps: float = 30, props: Sequence = (),
+            view: str | tuple[float, float] = "iso", title: str | None = None, every: float | None = None,
+            *, model: Model | None = None, size: tuple[float, float] = (5.0, 5.0), dpi: int = 80, flash: float = 0.8, axes: bool = False,
             show_joints: bool = True, show_closures: bool = True) -> AnimationInfo:
     """Write an animation of a recorded run to ``path``; the format is the extension's:
 

@@ -12,6 +12,17 @@ from ..model import joints as J
 from .animate import _figure, require_matplotlib
 from .runs import event_label, impulse_size, run_data
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import os
+    from collections.abc import Sequence
+
+
+    from ..model.model import Model
+    from ..sim.integrators import Trajectory
+    from ..sim.recording import Recording
+
 #: how many joints plot_run shows when none are named
 MAX_DEFAULT_JOINTS = 10
 
@@ -192,8 +203,9 @@ def _unit_panels(axs, segs, t):
                 color="0.4")
 
 
-def plot_run(run, path, joints=None, *, model=None, title: str | None = None, dpi: int = 100,
-             size=(10.0, 12.0)) -> Path:
+def plot_run(run: Recording | Trajectory, path: str | os.PathLike[str], joints: Sequence[str] | None = None, *,
+             model: Model | None = None, title: str | None = None, dpi: int = 100,
+             size: tuple[float, float] = (10.0, 12.0)) -> Path:
     """Write a multi-panel PNG of a recorded run to ``path`` (or any format matplotlib writes,
     by the extension) and return the path.  Panels, all over time with the events as dotted
     vertical lines:

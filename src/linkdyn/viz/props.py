@@ -11,6 +11,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+
+    from numpy.typing import ArrayLike
+
+
 
 @dataclass
 class Prop:
@@ -103,7 +110,7 @@ def bar(height: float, x: float = 0.0, y: float = 0.0, length: float = 2.4, axis
     return Prop(np.array(segs), **style)
 
 
-def ropes(anchors, ends, **style) -> Prop:
+def ropes(anchors: ArrayLike, ends: ArrayLike, **style) -> Prop:
     """Straight ropes from each of the world points ``anchors`` (n, 3) to ``ends`` (n, 3) (for
     ropes that follow a moving seat, use :class:`Tether`)."""
     a = np.asarray(anchors, dtype=float).reshape(-1, 3)
@@ -114,7 +121,7 @@ def ropes(anchors, ends, **style) -> Prop:
     return Prop(np.stack([a, b], axis=1), **style)
 
 
-def ground(z: float = 0.0, size: float = 3.0, spacing: float = 0.5, center=(0.0, 0.0), **style) -> Prop:
+def ground(z: float = 0.0, size: float = 3.0, spacing: float = 0.5, center: ArrayLike = (0.0, 0.0), **style) -> Prop:
     """A square grid of lines on the plane at height ``z``, ``size`` wide, ``spacing`` apart."""
     if not (size > 0 and spacing > 0):
         raise ValueError(f"ground: size and spacing must be positive, got {size}, {spacing}")
@@ -127,6 +134,6 @@ def ground(z: float = 0.0, size: float = 3.0, spacing: float = 0.5, center=(0.0,
     return Prop(np.array(segs), **style)
 
 
-def tether(anchor, frame: str, **style) -> Tether:
+def tether(anchor: ArrayLike, frame: str, **style) -> Tether:
     """A line from the world point ``anchor`` to the model frame ``frame`` (see :class:`Tether`)."""
     return Tether(anchor, frame, **style)

@@ -9,6 +9,15 @@ import numpy as np
 from ..sim.integrators import Trajectory
 from ..sim.recording import Recording
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+
+
+    from ..model.model import Model
+    from ..sim.integrators import Trajectory
+    from ..sim.recording import Recording
+
 
 @dataclass
 class SegmentData:
@@ -52,7 +61,7 @@ def segment_data(seg) -> SegmentData:
                        _field(getattr(seg, "unit_point", None), n, (k, 3), "unit_point"))
 
 
-def as_recording(run, model=None, loop_forces: bool = True) -> Recording:
+def as_recording(run: Recording | Trajectory, model: Model | None = None, loop_forces: bool = True) -> Recording:
     """``run`` as a :class:`~linkdyn.sim.recording.Recording`: a Recording is returned as it is;
     a :class:`~linkdyn.sim.Trajectory` (from :func:`linkdyn.sim.simulate`) with its ``model``
     becomes a one-segment recording.  A Trajectory holds no loop forces: with ``loop_forces``

@@ -23,6 +23,15 @@ import numpy as np
 from ..kinematics import Kinematics, forward_kinematics
 from ..model import joints as J
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+
+    from numpy.typing import ArrayLike
+
+    from ..kinematics import Kinematics
+    from ..model.model import Model
+
 #: joint kinds that make a body a floating base when its parent is the world
 _FLOATING = (J.FREE, J.PLANAR)
 
@@ -38,7 +47,7 @@ class Skeleton:
     ``sides`` tells which side each segment belongs to ("l", "r" or "" for the middle), from the
     "l_" / "r_" / "left" / "right" prefixes of the names of both its ends."""
 
-    def __init__(self, model):
+    def __init__(self, model: Model) -> None:
         self.model = model
         nb = model.nbody
         virtual = np.asarray(model.is_virtual, dtype=bool)
@@ -97,7 +106,7 @@ class Skeleton:
         return len(self.bones) + len(self.ends)
 
     # --- placement ------------------------------------------------------------------------
-    def kinematics(self, q):
+    def kinematics(self, q: ArrayLike) -> Kinematics:
         """Body poses (``forward_kinematics``) for one configuration (nq,) or a stack (N, nq).
 
         A stack is done state by state: a picture needs a few thousand poses at most (a few ms),
@@ -112,7 +121,7 @@ class Skeleton:
             R[k], p[k] = kin.R, kin.p
         return Kinematics(self.model, R, p, None, None)
 
-    def segments(self, q=None, kin=None) -> np.ndarray:
+    def segments(self, q: ArrayLike | None = None, kin: Kinematics | None = None) -> np.ndarray:
         """(nseg, 2, 3) line segments [start, end] in world coordinates ((N, nseg, 2, 3) for a stack
         of configurations): the bones, then the end lines, in :attr:`labels` order."""
         kin = self.kinematics(q) if kin is None else kin
@@ -123,7 +132,7 @@ class Skeleton:
         ends = np.stack([start, tip], axis=-2)
         return np.concatenate([bones, ends], axis=-3)
 
-    def closure_points(self, q=None, kin=None) -> np.ndarray:
+    def closure_points(self, q: ArrayLike | None = None, kin: Kinematics | None = None) -> np.ndarray:
         """(nloops, 3) world positions of the loops' closure points (the frame on each real link);
         (N, nloops, 3) for a stack."""
         kin = self.kinematics(q) if kin is None else kin
@@ -131,7 +140,7 @@ class Skeleton:
         return p[..., self.loop_bodies, :] + np.einsum("...kij,kj->...ki", R[..., self.loop_bodies, :, :],
                                                        self.loop_offsets)
 
-    def joint_points(self, q=None, kin=None) -> np.ndarray:
+    def joint_points(self, q: ArrayLike | None = None, kin: Kinematics | None = None) -> np.ndarray:
         """(nbody_real, 3) world positions of the origins of the real (non-virtual) moving bodies:
         where the joints are; (N, ..., 3) for a stack."""
         kin = self.kinematics(q) if kin is None else kin
@@ -147,7 +156,7 @@ def _side(name: str) -> str:
     return ""
 
 
-def skeleton(model, q) -> np.ndarray:
+def skeleton(model: Model, q: ArrayLike) -> np.ndarray:
     """The stick figure of ``model`` at ``q``: an array (nseg, 2, 3) of line segments, each a
     pair of world points [start, end] ((N, nseg, 2, 3) for a stack of configurations).
 
@@ -159,6 +168,6 @@ def skeleton(model, q) -> np.ndarray:
     return Skeleton(model).segments(q)
 
 
-def closure_points(model, q) -> np.ndarray:
+def closure_points(model: Model, q: ArrayLike) -> np.ndarray:
     """(nloops, 3) world points where the loops of ``model`` close (drawn as markers)."""
     return Skeleton(model).closure_points(q)

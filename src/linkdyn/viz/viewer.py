@@ -42,6 +42,17 @@ from .props import Tether, static_geometry
 from .runs import event_label, impulse_size, run_data
 from .skeleton import Skeleton, _side
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import os
+    from collections.abc import Sequence
+
+
+    from ..model.model import Model
+    from ..sim.integrators import Trajectory
+    from ..sim.recording import Recording
+
 _STATIC = Path(__file__).with_name("_static")
 _SIDE_COLORS = {"l": "#2f6fdb", "r": "#d9412b", "": "#c9b8a6"}
 _TRANSLATING = (J.PRISMATIC, J.CYLINDRICAL, J.PLANAR, J.FREE)
@@ -518,7 +529,7 @@ class Viewer:
         three = _static("three-bundle.min.js").replace("</script", "<\\/script")
         return "".join([head, _html.escape(self.data["title"]), mid, three, mid2, payload, tail])
 
-    def save(self, path) -> Path:
+    def save(self, path: str | os.PathLike[str]) -> Path:
         """Write the page to ``path`` (``.html`` added when it has no suffix); returns the path."""
         path = Path(path)
         if not path.suffix:
@@ -536,7 +547,7 @@ class Viewer:
                 f"{len(self.data['events'])} events>")
 
 
-def view(run, model=None, props=(), *, title: str | None = None, fps: float = 30.0, every: float | None = None,
+def view(run: Recording | Trajectory, model: Model | None = None, props: Sequence = (), *, title: str | None = None, fps: float = 30.0, every: float | None = None,
          meshes: bool = True, max_triangles: int = 150_000, forces: bool = True, height: int = 560) -> Viewer:
     """An interactive 3D view of a recorded run (see the module docstring): returns a
     :class:`Viewer`; ``.save("run.html")`` writes the page, in Jupyter it shows inline.
