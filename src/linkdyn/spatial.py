@@ -448,7 +448,7 @@ def matrix_to_euler_zyz(R: ArrayLike) -> NDArray[np.float64]:
 def zyx_rate_matrix(zyx: ArrayLike) -> NDArray[np.float64]:
     """E with ``omega_world = E @ [z_dot, y_dot, x_dot]`` for :func:`zyx_to_matrix`.
 
-    the quaternion and Euler-angle rate equations (Siciliano et al. 2009) (``omega = J_a a_dot``); columns are ``e_z``,
+    Siciliano et al. 2009, sec. 3.6 (``omega = T(phi) phi_dot``); columns are ``e_z``,
     ``Rz e_y``, ``Rz Ry e_x``.
     """
     return _euler_rate_matrix(_arr(zyx, "zyx", (3,)), (2, 1, 0))
@@ -466,7 +466,7 @@ def rpy_rate_matrix(rpy: ArrayLike) -> NDArray[np.float64]:
 
     ``E = [[cy cp, -sy, 0], [sy cp, cy, 0], [-sp, 0, 1]]``; this is the
     angular block of the ball-joint Jacobian of Baerlocher and Boulic 2001 with
-    ``q = [roll, pitch, yaw]`` (the quaternion and Euler-angle rate equations (Siciliano et al. 2009)).
+    ``q = [roll, pitch, yaw]`` (Siciliano et al. 2009, ch. 3).
     """
     return _rpy_rate(_arr(rpy, "rpy", (3,)))
 
@@ -481,7 +481,7 @@ def euler_zyz_rate_matrix(zyz: ArrayLike) -> NDArray[np.float64]:
     """E with ``omega_world = E @ [phi_dot, theta_dot, psi_dot]`` for :func:`euler_zyz_to_matrix`.
 
     ``E = [[0, -s_phi, c_phi s_theta], [0, c_phi, s_phi s_theta], [1, 0, c_theta]]``
-    (the quaternion and Euler-angle rate equations (Siciliano et al. 2009)).
+    (Siciliano et al. 2009, ch. 3).
     """
     return _euler_rate_matrix(_arr(zyz, "zyz", (3,)), (2, 1, 2))
 
@@ -586,7 +586,7 @@ def quat_angular_velocity(quat: ArrayLike, dquat: ArrayLike, frame: str = "body"
     """Angular velocity from ``quat`` and ``dquat``: inverse of :func:`quat_derivative`.
 
     ``body``: ``omega = 2 vec(q^-1 * dq)``; ``world``: ``omega = 2 vec(dq * q^-1)``
-    (the quaternion and Euler-angle rate equations (Siciliano et al. 2009), ``omega = 2 J_E^T [e_dot; w_dot]`` for unit ``q``).
+    (Siciliano et al. 2009, ch. 3, ``omega = 2 J_E^T [e_dot; w_dot]`` for unit ``q``).
     The component of ``dquat`` along ``quat`` (norm change) is ignored.
     """
     q, dq = _inputs(("quat", quat, (4,)), ("dquat", dquat, (4,)))

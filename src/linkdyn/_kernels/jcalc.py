@@ -35,7 +35,7 @@ def rodrigues(a, th, R):
 
 @njit(inline="always", cache=True)
 def quat_to_rot(q, k, R):
-    """Rotation matrix of the unit quaternion q[k:k+4] = [x, y, z, w] (the quaternion and Euler-angle rate equations (Siciliano et al. 2009))."""
+    """Rotation matrix of the unit quaternion q[k:k+4] = [x, y, z, w] (Siciliano et al. 2009, ch. 2)."""
     x, y, z, w = q[k], q[k + 1], q[k + 2], q[k + 3]
     R[0, 0] = 1.0 - 2.0 * (y * y + z * z)
     R[1, 1] = 1.0 - 2.0 * (x * x + z * z)

@@ -13,7 +13,7 @@ coordinates ``x = [p; phi]``, where ``phi`` are orientation coordinates:
 | ``"quaternion"`` | 4 | Euler parameters ``[eps; eta] = [x, y, z, w]`` (Spong, Hutchinson and Vidyasagar 2006 eqs. (3.28)-(3.32)), ``w >= 0``; never singular |
 
 With ``omega = E(phi) phi'`` (``omega`` in world coordinates; the rate matrices ``E`` are those
-of :mod:`linkdyn.spatial`), the analytic Jacobian is (the quaternion and Euler-angle rate equations (Siciliano et al. 2009))
+of :mod:`linkdyn.spatial`), the analytic Jacobian is (Siciliano et al. 2009, ch. 3)
 
     ``J_A = blockdiag(I_3, E(phi)^-1) J``,   ``J = jacobian(model, q, frame, "local_world_aligned")``.
 
@@ -135,7 +135,7 @@ def _check_singular(phi, representation, tol):
             f"{where}orientation {representation!r} is singular at phi = {np.round(flat[k], 6).tolist()}: "
             f"|{mname}| = {float(np.ravel(m)[k]):.3g} < tol = {tol:g}.  At {why}, so the rate matrix E(phi) of "
             f"omega = E(phi) phi' loses rank and some angular velocities have no finite {representation} rate "
-            f"(a representation singularity, the quaternion and Euler-angle rate equations (Siciliano et al. 2009); the mechanism itself is not singular).  "
+            f"(a representation singularity, Siciliano et al. 2009, ch. 3; the mechanism itself is not singular).  "
             f"Use orientation='quaternion' (Euler parameters have no such singularity) or another Euler sequence.")
 
 
@@ -175,7 +175,7 @@ def _inverse_rate(phi, rep, tol):
 def orientation_rate(phi: ArrayLike, omega: ArrayLike, representation: str = "rpy", tol: float = SINGULAR_TOL) -> NDArray[np.float64]:
     """``phi'`` of the orientation coordinates ``phi`` for the world angular velocity ``omega``.
 
-    Euler angles: ``phi' = E(phi)^-1 omega`` (the quaternion and Euler-angle rate equations (Siciliano et al. 2009), ``omega = J_a a'``), raising
+    Euler angles: ``phi' = E(phi)^-1 omega`` (Siciliano et al. 2009, ch. 3, ``omega = J_a a'``), raising
     :class:`RepresentationSingularityError` where ``|cos pitch|`` (rpy, zyx) or ``|sin theta|``
     (zyz) is below ``tol``.  Euler parameters ``[x, y, z, w]``: ``[eps'; eta'] = 1/2 J_E omega``,
     ``J_E = [eta I - S(eps); -eps^T]`` (Siciliano et al. 2009, = :func:`linkdyn.spatial.quat_derivative`
@@ -191,7 +191,7 @@ def orientation_rate(phi: ArrayLike, omega: ArrayLike, representation: str = "rp
 def angular_velocity(phi: ArrayLike, phi_dot: ArrayLike, representation: str = "rpy") -> NDArray[np.float64]:
     """World angular velocity ``omega`` (..., 3) from ``phi`` and ``phi'``: the inverse of
     :func:`orientation_rate`.  Euler angles: ``omega = E(phi) phi'``; Euler parameters:
-    ``omega = 2 J_E^T [eps'; eta']`` (the quaternion and Euler-angle rate equations (Siciliano et al. 2009); the component of ``phi'`` along
+    ``omega = 2 J_E^T [eps'; eta']`` (Siciliano et al. 2009, ch. 3; the component of ``phi'`` along
     ``phi``, a change of norm, does not rotate and is ignored)."""
     rep = _rep(representation)
     phi = _phi(phi, rep)
@@ -247,7 +247,7 @@ def analytic_pose(model: Model, q: ArrayLike, frame: str | int, orientation: str
 def analytic_jacobian(model: Model, q: ArrayLike, frame: str | int, orientation: str = "rpy",
                       tol: float = SINGULAR_TOL) -> NDArray[np.float64]:
     """Analytic Jacobian ``J_A`` (3 + k, nv): ``x' = J_A q'`` for ``x = [p; phi]`` of
-    :func:`analytic_pose` (the quaternion and Euler-angle rate equations (Siciliano et al. 2009) on eqs. (4.40)-(4.45)).
+    :func:`analytic_pose` (Siciliano et al. 2009, sec. 3.6).
 
     ``J_A = blockdiag(I, E(phi)^-1) J_lwa`` for Euler angles (``orientation`` "rpy", "zyx",
     "zyz"; k = 3) and ``blockdiag(I, 1/2 J_E) J_lwa`` for Euler parameters ("quaternion",
@@ -285,7 +285,7 @@ def task_acceleration(model: Model, q: ArrayLike, v: ArrayLike, a: ArrayLike, fr
     and the angular acceleration, world axes (``J`` in reference ``"local_world_aligned"``,
     ``J' q'`` from :func:`linkdyn.jacobian_dot_times_v`).  With ``orientation`` ("rpy", "zyx",
     "zyz", "quaternion"): ``[p''; phi'']`` (3 + k,), where ``phi'' = E^-1 (omega' - E' phi')``
-    (the derivative of ``omega = E phi'``, the quaternion and Euler-angle rate equations (Siciliano et al. 2009)) or, for Euler parameters,
+    (the derivative of ``omega = E phi'``, Siciliano et al. 2009, ch. 3) or, for Euler parameters,
     ``1/2 J_E omega' - |omega|^2/4 [eps; eta]``.  (N, ...) for a stack of states.
     """
     q, v, a = _states(model, q=q, v=v, a=a)

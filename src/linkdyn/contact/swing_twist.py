@@ -15,7 +15,8 @@ smallest rotation taking the socket's z axis to the plug's (Baerlocher and Bouli
     twist   = 2 atan2(z, w)  (wrapped to (-pi, pi]),
     swing   = 2 atan2(sqrt(x^2 + y^2), n) = acos(R_zz).
 
-This is the definition of the source notes on Featherstone's algorithm, sec. 2.5.3, eqs. 27-29:
+This is the definition of tazz's notes "Formulation of Featherstone's algorithm" (2005-2013), sec. 2.5.3,
+eqs. 27-29:
 the swing angle is the angle between the socket's and the plug's z axes, ``acos(R_zz)``
 (eq. 27); the rotation of eq. 28,
 
@@ -313,7 +314,7 @@ def swing_twist(R):
     """``(swing_vector (2,), twist)`` of the rotation matrix R: R = R_swing R_twist, R_twist a
     rotation by ``twist`` (in (-pi, pi]) about z, R_swing the rotation by the vector
     ``[swing_vector, 0]`` (in the xy-plane; its length is the swing angle acos(R_zz) in [0, pi]).
-    See the module docstring (eqs. 27-29 of the source notes, eq. 29 corrected)."""
+    See the module docstring (eqs. 27-29 of tazz's notes, eq. 29 corrected)."""
     return swing_twist_quat(_mat_to_quat(_check_R(R)))
 
 

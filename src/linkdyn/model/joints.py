@@ -283,8 +283,8 @@ class Spherical(_Ball):
     rotation R (child frame in the joint frame): R = R_swing R_twist, R_twist a rotation about
     the cone axis and R_swing a rotation about an axis perpendicular to it (Baerlocher and Boulic
     2001, "Parametrization and range of motion of the ball-and-socket joint"; Dobrowolski 2015,
-    "Swing-twist decomposition in Clifford algebra"), as in the source notes on Featherstone's
-    algorithm, eqs. 27-29 (eq. 29 corrected: see :mod:`linkdyn.contact.swing_twist`).  The swing
+    "Swing-twist decomposition in Clifford algebra"), as in tazz's notes
+    "Formulation of Featherstone's algorithm" (2005-2013), eqs. 27-29 (eq. 29 corrected: see :mod:`linkdyn.contact.swing_twist`).  The swing
     angle is the angle between the socket's cone axis and the plug's axis (eq. 27), the twist
     the rotation about the plug's axis left once they are aligned by the smallest rotation.
 
