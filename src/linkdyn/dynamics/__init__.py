@@ -1,8 +1,9 @@
 """Dynamics algorithms, one module each: rnea, crba (and the unit-vector and Jacobian
 methods), aba, energy, cholesky (the tree-sparse LTDL factorization of M), lagrange (C, D'),
-regressor."""
+regressor, derivatives (of RNEA and ABA)."""
 from .aba import aba
 from .crba import crba, mass_matrix
 from .rnea import generalized_gravity, nonlinear_effects, rnea
 from .energy import kinetic_energy, mechanical_energy, potential_energy
 from .cholesky import MassMatrixCholesky, mass_matrix_cholesky, solve_mass_matrix
+from .derivatives import aba_derivatives, rnea_derivatives
