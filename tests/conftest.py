@@ -327,3 +327,11 @@ def twin(request):
     if pin is None:
         pytest.skip("pinocchio not installed")
     return make_twin(**TWINS[request.param])
+
+
+def pytest_collection_modifyitems(session, config, items):
+    """Run the tests that start fresh Python processes (the documentation's example scripts and
+    README blocks, the CLI demos) last: by then the workers have filled the kernel cache, so the
+    child processes load compiled kernels instead of compiling them a second time."""
+    late = ("test_docs.py", "test_cli.py")
+    items.sort(key=lambda item: item.path.name in late)
