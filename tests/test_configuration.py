@@ -429,3 +429,73 @@ def test_random_configuration_with_one_sided_limits():
     assert np.all(Q[:, 0] >= 4.0) and np.all(Q[:, 0] <= 4.0 + 2 * np.pi)
     assert np.all(Q[:, 1] <= -5.0) and np.all(Q[:, 1] >= -5.0 - 2 * np.pi)
     assert np.all(Q[:, 2] >= 3.0) and np.all(Q[:, 2] <= 5.0)
+
+
+# ---------------------------------------------------------------------------------------
+# Jacobians of integrate and difference (tangent-space derivatives)
+def _tangent_fd(model, f, x0, n, eps=1e-6):
+    """(n_out, n) central differences of y = f(dx) in the tangent space of f(0) (difference)."""
+    y0 = f(np.zeros(n))
+    cols = []
+    for k in range(n):
+        e = np.zeros(n)
+        e[k] = eps
+        cols.append((ld.difference(model, y0, f(e)) - ld.difference(model, y0, f(-e))) / (2 * eps))
+    return np.array(cols).T
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+@pytest.mark.parametrize("max_angle", [1e-7, 0.5, 2.5])
+def test_integrate_and_difference_jacobians_by_finite_differences(tree, seed, max_angle):
+    """d(q exp(v))/dq, /dv and d log(q0^-1 q1)/dq0, /dq1 against central differences on the
+    manifold, for every joint kind, from a tiny to a large rotation."""
+    rng = np.random.default_rng(seed)
+    q = random_q(tree, rng)
+    v = _velocity_with_max_rotation(tree, rng, max_angle)
+    if max_angle < 1e-6:
+        v *= max_angle
+    n = tree.nv
+    Jq, Jv = ld.integrate_jacobians(tree, q, v)
+    assert_close(Jq, _tangent_fd(tree, lambda d: ld.integrate(tree, ld.integrate(tree, q, d), v), q, n), 1e-7, "dI/dq")
+    assert_close(Jv, _tangent_fd(tree, lambda d: ld.integrate(tree, q, v + d), q, n), 1e-7, "dI/dv")
+    q1 = ld.integrate(tree, q, v)
+    J0, J1 = ld.difference_jacobians(tree, q, q1)
+
+    def diff_fd(g):
+        cols = []
+        for k in range(n):
+            e = np.zeros(n)
+            e[k] = 1e-6
+            cols.append((g(e) - g(-e)) / 2e-6)
+        return np.array(cols).T
+    assert_close(J0, diff_fd(lambda d: ld.difference(tree, ld.integrate(tree, q, d), q1)), 1e-7, "dD/dq0")
+    assert_close(J1, diff_fd(lambda d: ld.difference(tree, q, ld.integrate(tree, q1, d))), 1e-7, "dD/dq1")
+    # the chain rule: difference(q, integrate(q, v)) = v, so J1 Jv = 1 and J0 + J1 Jq = 0
+    assert_close(J1 @ Jv, np.eye(n), 1e-9, "J1 Jv")
+    assert_close(J0 + J1 @ Jq, np.zeros((n, n)), 1e-9, "J0 + J1 Jq")
+
+
+@needs_pin
+@pytest.mark.parametrize("seed", SEEDS)
+def test_integrate_and_difference_jacobians_match_pinocchio(seed):
+    model, pm = _pin_pair()
+    rng = np.random.default_rng(seed)
+    q, q2 = random_q(model, rng), random_q(model, rng)
+    o = model.q_slice("j2").start + 2
+    q2[o] = q[o] + rng.uniform(-3.0, 3.0)
+    v = _velocity_with_max_rotation(model, rng, 2.0)
+    qp, qp2 = _q_to_pin(model, q), _q_to_pin(model, q2)
+    Jq, Jv = ld.integrate_jacobians(model, q, v)
+    assert_close(Jq, pin.dIntegrate(pm, qp, v, pin.ARG0), 1e-10, "dIntegrate/dq")
+    assert_close(Jv, pin.dIntegrate(pm, qp, v, pin.ARG1), 1e-10, "dIntegrate/dv")
+    J0, J1 = ld.difference_jacobians(model, q, q2)
+    assert_close(J0, pin.dDifference(pm, qp, qp2, pin.ARG0), 1e-9, "dDifference/dq0")
+    assert_close(J1, pin.dDifference(pm, qp, qp2, pin.ARG1), 1e-9, "dDifference/dq1")
+
+
+def test_tangent_jacobians_check_their_input(tree):
+    q = random_q(tree, np.random.default_rng(0))
+    with pytest.raises(ValueError, match="v: expected"):
+        ld.integrate_jacobians(tree, q, np.zeros(tree.nv + 1))
+    with pytest.raises(ValueError):
+        ld.difference_jacobians(tree, q, np.full(tree.nq, np.nan))

@@ -29,6 +29,7 @@ from .model import (Cylindrical, Fixed, FreeFlyer, Inertia, Model, ModelBuilder,
                     Spherical, SphericalZYX, Universal, difference, integrate, neutral, normalize,
                     random_configuration)
 
+from .model.tangent import difference_jacobians, integrate_jacobians
 from .model.mjcf import load_mjcf, parse_mjcf
 from .model.urdf import load_urdf, parse_urdf
 from .models.dh import DHLink, from_dh
