@@ -25,6 +25,8 @@ from .dynamics.regressor import base_parameters, identify, inertial_parameters, 
 from .kinematics import (Kinematics, center_of_mass, com_jacobian, forward_kinematics, frame_acceleration,
                          frame_pose, frame_velocity, jacobian, jacobian_dot_times_v, joint_jacobians,
                          point_jacobian)
+from .kinematics_derivatives import (frame_acceleration_derivatives, frame_pose_derivative,
+                                     frame_velocity_derivatives)
 from .model import (Cylindrical, Fixed, FreeFlyer, Inertia, Model, ModelBuilder, Planar, Prismatic, Revolute,
                     Spherical, SphericalZYX, Universal, difference, integrate, neutral, normalize,
                     random_configuration)
