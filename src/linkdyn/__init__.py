@@ -43,9 +43,9 @@ __version__ = "0.1.0"
 
 
 def __getattr__(name):
-    """``ld.viz`` (plots, animations) and ``ld.symbolic`` are imported on first use: they load
-    matplotlib and SymPy, which the dynamics does not need."""
-    if name in ("viz", "symbolic"):
+    """``ld.viz`` (plots, the viewer), ``ld.symbolic`` and ``ld.distributed`` are imported on
+    first use: they load matplotlib, SymPy and Dask, which the dynamics does not need."""
+    if name in ("viz", "symbolic", "distributed"):
         import importlib
         return importlib.import_module(f".{name}", __name__)
     raise AttributeError(f"module 'linkdyn' has no attribute {name!r}")

@@ -226,12 +226,19 @@ def _warmup_tasks():
         q, v = ld.random_configuration(m, np.random.default_rng(0)), np.zeros(m.nv)
         ld.rnea(m, q, v, v), ld.crba(m, q), ld.aba(m, q, v, v), ld.nonlinear_effects(m, q, v)
         ld.kinetic_energy(m, q, v), ld.potential_energy(m, q)
+        ld.rnea_derivatives(m, q, v, v), ld.aba_derivatives(m, q, v, v)
 
     def batched():
         m = ld.models.human_figure()
-        Q = ld.random_configuration(m, np.random.default_rng(0), size=4)
-        V = np.zeros((4, m.nv))
+        n = 32                  # a stack at least SERIAL_BELOW long runs the parallel kernels
+        Q = ld.random_configuration(m, np.random.default_rng(0), size=n)
+        V = np.zeros((n, m.nv))
         ld.rnea(m, Q, V, V), ld.aba(m, Q, V, V), ld.crba(m, Q)
+
+    def constraints():
+        m = ld.models.puma560()
+        q, v = ld.random_configuration(m, np.random.default_rng(0)), np.zeros(m.nv)
+        ld.constrained_dynamics(m, q, v, v, [ld.constraints.PointFixed(m.frame_names[-1])])
 
     def kinematics():
         m = ld.models.human_figure()
@@ -247,6 +254,7 @@ def _warmup_tasks():
             sim.checks()
         return run
     return [("dynamics (rnea, crba, aba)", dynamics), ("batched dynamics", batched), ("kinematics and Jacobians", kinematics),
+            ("user constraints", constraints),
             ("closed chains and events (high bar)", scene(sc.high_bar_simulation, 3)),
             ("time stepping (drop)", scene(sc.drop_simulation, 3)),
             ("time stepping with loops (swing)", scene(sc.swing_simulation, 2))]
@@ -270,6 +278,67 @@ def _warmup(args) -> int:
     print(f"linkdyn: ready in {time.perf_counter() - t0:.1f} s ({n} kernels compiled, the rest loaded from the cache)",
           file=sys.stderr)
     return 0
+
+
+def _sweep(args) -> int:
+    """A parameter study of a scene on Dask (``linkdyn.distributed.run_many``): drop heights x
+    ground friction coefficients of the drop scene; writes the table and a plot to ``--out``."""
+    from pathlib import Path
+
+    from linkdyn import distributed as ldd
+    grid = {"height": args.height, "friction": args.friction, "speed": [args.speed]}
+    n = len(args.height) * len(args.friction)
+    client = None
+    if args.scheduler:
+        from distributed import Client
+        client = Client(args.scheduler)
+    print(f"sweep {args.scene}: {n} runs of {args.until:g} s ({len(args.height)} heights x {len(args.friction)} "
+          f"friction coefficients) on " + (args.scheduler or "a local cluster of " + (
+              f"{args.workers} worker processes" if args.workers else "one worker process per core")))
+    t0 = time.perf_counter()
+    try:
+        table = ldd.run_many(ldd.drop_scene, grid, until=args.until, client=client, summary=ldd.drop_summary,
+                             n_workers=args.workers)
+    finally:
+        if client is not None:
+            client.close()
+    wall = time.perf_counter() - t0
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    path = out / f"sweep_{args.scene}.{args.format}"
+    if args.format == "parquet":
+        table.to_parquet(path)
+    else:
+        table.to_csv(path, index=False)
+    cols = [c for c in ("height", "friction", "ok", "impacts", "contact_work_J", "slip_m", "pelvis_z_m", "wall_s")
+            if c in table]
+    print(table[cols].to_string(index=False, float_format=lambda x: f"{x:.4g}"))
+    bad = table[~table["ok"]]
+    for _, row in bad.iterrows():
+        print(f"failed: height {row['height']:g}, friction {row['friction']:g}: {row['error']}", file=sys.stderr)
+    print(f"{n - len(bad)} of {n} runs in {wall:.1f} s; table written to {path}")
+    try:
+        from linkdyn.viz.animate import require_matplotlib
+        require_matplotlib()
+    except ImportError:
+        print("matplotlib is not installed (pip install 'linkdyn[plot]'): no plot", file=sys.stderr)
+        return 1 if len(bad) else 0
+    import matplotlib.pyplot as plt
+    ok = table[table["ok"]]
+    fig, axes = plt.subplots(1, 2, figsize=(10, 4), constrained_layout=True)
+    for mu, rows in ok.groupby("friction"):
+        rows = rows.sort_values("height")
+        axes[0].plot(rows["height"], -rows["contact_work_J"], "o-", label=f"friction {mu:g}")
+        axes[1].plot(rows["height"], 1e3 * rows["slip_m"], "o-", label=f"friction {mu:g}")
+    axes[0].set(xlabel="drop height [m]", ylabel="energy taken by the contacts [J]")
+    axes[1].set(xlabel="drop height [m]", ylabel="largest sole slip [mm]")
+    axes[1].legend()
+    fig.suptitle(f"linkdyn sweep {args.scene}: {args.until:g} s, forward speed {args.speed:g} m/s")
+    plot_path = out / f"sweep_{args.scene}.png"
+    fig.savefig(plot_path, dpi=100)
+    plt.close(fig)
+    print(f"plot written to {plot_path}")
+    return 1 if len(bad) else 0
 
 
 def main(argv=None) -> int:
@@ -297,6 +366,20 @@ def main(argv=None) -> int:
                                        "so that the first real call starts at once")
     w.add_argument("--quiet", action="store_true", help="no progress bar")
     w.set_defaults(func=_warmup)
+    s = sub.add_parser("sweep", help="a parameter study of a scene on Dask (drop heights x friction "
+                                      "coefficients): writes a table and a plot (pip install 'linkdyn[distributed]')")
+    s.add_argument("scene", nargs="?", default="drop", choices=["drop"], help="the scene (default: drop)")
+    s.add_argument("--height", type=float, nargs="+", default=[0.1, 0.3, 0.5], help="drop heights [m]")
+    s.add_argument("--friction", type=float, nargs="+", default=[0.1, 0.4, 1.0],
+                   help="the ground's friction coefficients")
+    s.add_argument("--speed", type=float, default=0.5, help="forward speed at release [m/s] (default 0.5)")
+    s.add_argument("--until", type=float, default=0.6, help="seconds to simulate each run (default 0.6)")
+    s.add_argument("--workers", type=int, default=None, help="worker processes of the local cluster "
+                                                               "(default: one per core)")
+    s.add_argument("--scheduler", default=None, help="the address of your Dask scheduler (default: a local cluster)")
+    s.add_argument("--out", default=".", help="folder for the table and the plot (default: here)")
+    s.add_argument("--format", default="csv", choices=["csv", "parquet"], help="the table's format (default csv)")
+    s.set_defaults(func=_sweep)
     i = sub.add_parser("info", help="load a URDF or MJCF (.xml) file and list its joints")
     i.add_argument("path")
     i.add_argument("--floating", action="store_true", help="attach the root link by a free joint")

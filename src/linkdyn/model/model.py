@@ -241,6 +241,41 @@ class Model:
             self._loop_args = (self._mi, self._mf, self._ws, self._loop_i, self._loop_f, self.dof_parent,
                                self._loop_lw)
 
+    # --- pickling (multiprocessing, Dask workers) -----------------------------------------
+    def __getstate__(self):
+        """The model without its packed buffer and the views into it (re-packed on unpickling,
+        with a fresh workspace: an unpickled model shares no scratch memory with the original),
+        the joints as (class, slot values) (their ``__setattr__`` refuses the default), and the
+        names of the read-only arrays (pickle drops the flag; Numba types read-only apart)."""
+        views = {"_packed", "_ws", "_loop_args", *layout.INT_FIELDS, *(f[0] for f in layout.FLOAT_FIELDS)}
+        state = {k: x for k, x in self.__dict__.items() if k not in views}
+        state["joints"] = tuple((type(j), {s: getattr(j, s) for c in type(j).__mro__
+                                           for s in getattr(c, "__slots__", ())}) for j in self.joints)
+        state["_readonly"] = [k for k, x in state.items() if isinstance(x, np.ndarray) and not x.flags.writeable]
+        return state
+
+    def __setstate__(self, state):
+        state = dict(state)
+        joints = []
+        for cls, slots in state.pop("joints"):
+            j = object.__new__(cls)
+            for s, x in slots.items():
+                object.__setattr__(j, s, _readonly(x) if isinstance(x, np.ndarray) else x)
+            joints.append(j)
+        state["joints"] = tuple(joints)
+        for k in state.pop("_readonly"):
+            state[k] = _readonly(state[k])
+        self.__dict__.update(state)
+        self._packed, mi, mf, self._ws = layout.pack(state["_mi"], state["_mf"], layout.data_size(self.nbody, self.nv))
+        self._mi, self._mf = _readonly(mi), _readonly(mf)
+        for k, name_ in enumerate(layout.INT_FIELDS):
+            setattr(self, name_, self._mi[k])
+        for name_, view in layout.views(self._mf, layout.FLOAT_FIELDS, self.nbody, self.nv).items():
+            setattr(self, name_, view)
+        if self.loops:
+            self._loop_args = (self._mi, self._mf, self._ws, self._loop_i, self._loop_f, self.dof_parent,
+                               self._loop_lw)
+
     # --- names --------------------------------------------------------------------------
     @property
     def joint_names(self) -> tuple:
