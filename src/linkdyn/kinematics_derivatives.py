@@ -61,7 +61,7 @@ from ._kernels.layout import model_sizes as _model_sizes, unpack_data as _unpack
 from ._kernels.passes import (ACC, OK, OVERFLOW, all_finite as _all_finite, check_inputs as _check_inputs,
                               support_pass as _support_pass)
 from ._kernels.spatial_nb import motion_act as _motion_act
-from .dynamics.derivatives import _cross, _cross_add, _joint_S_partials
+from .dynamics.derivatives import _cross, _cross_add, _joint_S_terms
 from .kinematics import LOCAL, LOCAL_WORLD_ALIGNED, WORLD, _frame, _frame_pose_nb, _ref, jacobian
 from .model.joints import SPHERICAL_ZYX, UNIVERSAL
 
@@ -119,33 +119,7 @@ def _fk_derivatives_kernel(mi, mf, ws, q, v, a, b, fR, fp, ov, oa, cols, fpose, 
         kind = jtype[i]
         if kind == UNIVERSAL or kind == SPHERICAL_ZYX:
             # S depends on the joint's own coordinates (Baerlocher and Boulic 2001)
-            _joint_S_partials(kind, axis[i], axis2[i], q, qadr[i], S[va], dS, d2S)
-            sv, sa, W = t[1], t[2], t[3]
-            for k in range(ni):
-                for x in range(3):
-                    s_v = 0.0       # sv_k = sum_l dS_l/dq_k v_l
-                    s_a = 0.0       # sum_l dS_l/dq_k a_l + d(S'q')/dq_k
-                    s_t = 0.0       # sum_m dS_k/dq_m v_m
-                    for m in range(ni):
-                        s_v += dS[k, m, x] * v[va + m]
-                        s_a += dS[k, m, x] * a[va + m]
-                        s_t += dS[m, k, x] * v[va + m]
-                        for l in range(ni):
-                            s_a += d2S[k, m, l, x] * v[va + m] * v[va + l]
-                    sv[x], sv[3 + x] = 0.0, s_v
-                    sa[x], sa[3 + x] = 0.0, s_a
-                    W[x], W[3 + x] = 0.0, s_v + s_t                  # d(S'q')/dv_k
-                d = va + k
-                _motion_act(R, p, W, t[0])
-                for x in range(6):
-                    dAv[d, x] += t[0, x]
-                _motion_act(R, p, sv, W)                            # oX_i sv_k
-                for x in range(6):
-                    dV[d, x] += W[x]
-                _motion_act(R, p, sa, t[0])
-                for x in range(6):
-                    dA[d, x] += t[0, x]
-                _cross_add(ov[i], W, dA[d])
+            _joint_S_terms(kind, axis[i], axis2[i], q, qadr[i], S[va], dS, d2S, v, a, va, ni, R, p, ov[i], t, dV, dA, dAv)
         for d in range(va, va + ni):
             _cross_add(ov[pi], dV[d], dA[d])
     _frame_pose_nb(oR, op, b, fR, fp, fpose[:3], fpose[3])

@@ -235,6 +235,42 @@ def _joint_S_partials(kind, a1, a2, q, qa, Sb, dS, d2S):
 
 # --- the kernels -------------------------------------------------------------------------
 @njit(cache=True)
+def _joint_S_terms(kind, a1, a2, q, qa, Sb, dS, d2S, v, a, va, ni, R, p, ovi, t, dV, dA, dAv):
+    """(D7) The terms of a joint whose motion subspace S depends on its own coordinates
+    (universal, ZYX spherical), added to the world-frame derivatives of body i's velocity
+    (dV), acceleration (dA) and velocity-product bias with respect to v (dAv), columns va.. of
+    its ni dofs; (R, p) is body i's world pose, ovi its world velocity, t (4, 6) scratch.
+    (The paper's joints have a constant S and need none of this.)"""
+    _joint_S_partials(kind, a1, a2, q, qa, Sb, dS, d2S)
+    sv, sa, W = t[1], t[2], t[3]
+    for k in range(ni):
+        for x in range(3):
+            s_v = 0.0       # sv_k = sum_l dS_l/dq_k v_l
+            s_a = 0.0       # sum_l dS_l/dq_k a_l + d(S'q')/dq_k, S'q' = sum_ml dS_l/dq_m v_m v_l
+            s_t = 0.0       # sum_m dS_k/dq_m v_m
+            for m in range(ni):
+                s_v += dS[k, m, x] * v[va + m]
+                s_a += dS[k, m, x] * a[va + m]
+                s_t += dS[m, k, x] * v[va + m]
+                for l in range(ni):
+                    s_a += d2S[k, m, l, x] * v[va + m] * v[va + l]
+            sv[x], sv[3 + x] = 0.0, s_v
+            sa[x], sa[3 + x] = 0.0, s_a
+            W[x], W[3 + x] = 0.0, s_v + s_t                  # d(S'q')/dv_k
+        d = va + k
+        _motion_act(R, p, W, t[0])
+        for x in range(6):
+            dAv[d, x] += t[0, x]
+        _motion_act(R, p, sv, W)                            # oX_i sv_k
+        for x in range(6):
+            dV[d, x] += W[x]
+        _motion_act(R, p, sa, t[0])
+        for x in range(6):
+            dA[d, x] += t[0, x]
+        _cross_add(ovi, W, dA[d])
+
+
+@njit(cache=True)
 def _derivatives_from_kinematics(mi, mf, ws, dws, q, v, a, fext, compose, dq, dv, M):
     """dtau/dq, dtau/dv and M (Carpentier and Mansard 2018, Algorithm 1) on the world poses,
     body velocities and accelerations (with gravity) a kinematics pass left in ``ws``; with
@@ -301,33 +337,7 @@ def _derivatives_from_kinematics(mi, mf, ws, dws, q, v, a, fext, compose, dq, dv
         kind = jtype[i]
         if kind == UNIVERSAL or kind == SPHERICAL_ZYX:
             # (D7) S depends on the joint's own coordinates
-            _joint_S_partials(kind, axis[i], axis2[i], q, qadr[i], S[va], dS, d2S)
-            sv, sa, W = t[1], t[2], t[3]
-            for k in range(ni):
-                for x in range(3):
-                    s_v = 0.0       # sv_k = sum_l dS_l/dq_k v_l
-                    s_a = 0.0       # sum_l dS_l/dq_k a_l + d(S'q')/dq_k, S'q' = sum_ml dS_l/dq_m v_m v_l
-                    s_t = 0.0       # sum_m dS_k/dq_m v_m
-                    for m in range(ni):
-                        s_v += dS[k, m, x] * v[va + m]
-                        s_a += dS[k, m, x] * a[va + m]
-                        s_t += dS[m, k, x] * v[va + m]
-                        for l in range(ni):
-                            s_a += d2S[k, m, l, x] * v[va + m] * v[va + l]
-                    sv[x], sv[3 + x] = 0.0, s_v
-                    sa[x], sa[3 + x] = 0.0, s_a
-                    W[x], W[3 + x] = 0.0, s_v + s_t                  # d(S'q')/dv_k
-                d = va + k
-                _motion_act(R, p, W, t[0])
-                for x in range(6):
-                    dAv[d, x] += t[0, x]
-                _motion_act(R, p, sv, W)                            # oX_i sv_k
-                for x in range(6):
-                    dV[d, x] += W[x]
-                _motion_act(R, p, sa, t[0])
-                for x in range(6):
-                    dA[d, x] += t[0, x]
-                _cross_add(ov[i], W, dA[d])
+            _joint_S_terms(kind, axis[i], axis2[i], q, qadr[i], S[va], dS, d2S, v, a, va, ni, R, p, ov[i], t, dV, dA, dAv)
         for d in range(va, va + ni):
             _cross_add(ov[pi], dV[d], dA[d])
     # backward pass
