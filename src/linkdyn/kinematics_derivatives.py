@@ -61,9 +61,8 @@ from ._kernels.layout import model_sizes as _model_sizes, unpack_data as _unpack
 from ._kernels.passes import (ACC, OK, OVERFLOW, all_finite as _all_finite, check_inputs as _check_inputs,
                               support_pass as _support_pass)
 from ._kernels.spatial_nb import motion_act as _motion_act
-from .dynamics.derivatives import _cross, _cross_add, _joint_S_terms
+from .dynamics.derivatives import _joint_columns
 from .kinematics import LOCAL, LOCAL_WORLD_ALIGNED, WORLD, _frame, _frame_pose_nb, _ref, jacobian
-from .model.joints import SPHERICAL_ZYX, UNIVERSAL
 
 if TYPE_CHECKING:
     from numpy.typing import ArrayLike, NDArray
@@ -109,19 +108,8 @@ def _fk_derivatives_kernel(mi, mf, ws, q, v, a, b, fR, fp, ov, oa, cols, fpose, 
         R, p = oR[i], op[i]
         _motion_act(R, p, vel[i], ov[i])
         _motion_act(R, p, acc[i], oa[i])
-        va, ni = vadr[i], jnv[i]
-        for d in range(va, va + ni):
-            _motion_act(R, p, S[d], J[d])                           # J_k = oX_i S_k
-            _cross(ov[pi], J[d], dV[d])                             # dV_k = ov_p x J_k
-            _cross(oa[pi], J[d], dA[d])                             # dA_k = oa_p x J_k (+ ov_p x dV_k below)
-            _cross(ov[pi], J[d], dAv[d])                            # dAv_k = (ov_p + ov_i) x J_k
-            _cross_add(ov[i], J[d], dAv[d])
-        kind = jtype[i]
-        if kind == UNIVERSAL or kind == SPHERICAL_ZYX:
-            # S depends on the joint's own coordinates (Baerlocher and Boulic 2001)
-            _joint_S_terms(kind, axis[i], axis2[i], q, qadr[i], S[va], dS, d2S, v, a, va, ni, R, p, ov[i], t, dV, dA, dAv)
-        for d in range(va, va + ni):
-            _cross_add(ov[pi], dV[d], dA[d])
+        _joint_columns(jtype[i], axis[i], axis2[i], q, qadr[i], S, v, a, vadr[i], jnv[i], R, p, ov[pi], oa[pi], ov[i],
+                       J, dV, dA, dAv, dS, d2S, t)
     _frame_pose_nb(oR, op, b, fR, fp, fpose[:3], fpose[3])
     if not (_all_finite(cols) and _all_finite(ov) and _all_finite(oa) and _all_finite(fpose)):
         return OVERFLOW

@@ -66,8 +66,9 @@ from .._kernels.layout import (_view, model_sizes as _model_sizes, no_forces as 
     unpack_joint_terms as _unpack_joint_terms, unpack_model as _unpack_model, unpack_packed as _unpack_packed)
 from .._kernels.passes import (ACC, BAD_F, OK, OVERFLOW, _compose_pose, all_finite as _all_finite,
     check_inputs as _check_inputs, kinematics_pass as _kinematics_pass)
-from .._kernels.spatial_nb import (force_act_add as _force_act_add, mat6_vec as _mat6_vec, motion_act as _motion_act,
-    rigid_inertia_to_parent_add as _rigid_inertia_to_parent_add)
+from .._kernels.spatial_nb import (dot6 as _dot, force_act_add as _force_act_add, force_cross_add as _force_cross_add,
+    mat6_vec as _mat6_vec,
+    motion_act as _motion_act, motion_cross_add as _cross_add, rigid_inertia_to_parent_add as _rigid_inertia_to_parent_add)
 from ..model.joints import SPHERICAL_ZYX, UNIVERSAL
 from .aba import _aba_kernel
 from .cholesky import LAM, _ltdl_factor, _lit_rows, _dinv_li_rows
@@ -124,24 +125,6 @@ def _cross(x, y, out):
     out[3] = x4 * y5 - x5 * y4
     out[4] = x5 * y3 - x3 * y5
     out[5] = x3 * y4 - x4 * y3
-
-
-@njit(inline="always", cache=True)
-def _cross_add(x, y, out):
-    """out += x x y."""
-    x0, x1, x2, x3, x4, x5 = x[0], x[1], x[2], x[3], x[4], x[5]
-    y0, y1, y2, y3, y4, y5 = y[0], y[1], y[2], y[3], y[4], y[5]
-    out[0] += x4 * y2 - x5 * y1 + x1 * y5 - x2 * y4
-    out[1] += x5 * y0 - x3 * y2 + x2 * y3 - x0 * y5
-    out[2] += x3 * y1 - x4 * y0 + x0 * y4 - x1 * y3
-    out[3] += x4 * y5 - x5 * y4
-    out[4] += x5 * y3 - x3 * y5
-    out[5] += x3 * y4 - x4 * y3
-
-
-@njit(inline="always", cache=True)
-def _dot(a, b):
-    return a[0] * b[0] + a[1] * b[1] + a[2] * b[2] + a[3] * b[3] + a[4] * b[4] + a[5] * b[5]
 
 
 @njit(inline="always", cache=True)
@@ -271,6 +254,25 @@ def _joint_S_terms(kind, a1, a2, q, qa, Sb, dS, d2S, v, a, va, ni, R, p, ovi, t,
 
 
 @njit(cache=True)
+def _joint_columns(kind, a1, a2, q, qa, S, v, a, va, ni, R, p, ovp, oap, ovi, J, dV, dA, dAv, dS, d2S, t):
+    """(D2, D7) The columns of body i's dofs va..va+ni: J_k = oX_i S_k and the derivatives of the
+    body's world velocity (dV), acceleration (dA) and velocity-product bias in v (dAv) along
+    them, from the parent's world velocity ovp and acceleration oap and the body's ovi; (R, p)
+    is body i's world pose.  Shared by the dynamics and the frame-kinematics derivatives."""
+    for d in range(va, va + ni):
+        _motion_act(R, p, S[d], J[d])                           # J_k = oX_i S_k
+        _cross(ovp, J[d], dV[d])                                # dV_k = ov_p x J_k
+        _cross(oap, J[d], dA[d])                                # dA_k = oa_p x J_k + ov_p x dV_k
+        _cross(ovp, J[d], dAv[d])                               # dAv_k = (ov_p + ov_i) x J_k
+        _cross_add(ovi, J[d], dAv[d])
+    if kind == UNIVERSAL or kind == SPHERICAL_ZYX:
+        # (D7) S depends on the joint's own coordinates
+        _joint_S_terms(kind, a1, a2, q, qa, S[va], dS, d2S, v, a, va, ni, R, p, ovi, t, dV, dA, dAv)
+    for d in range(va, va + ni):
+        _cross_add(ovp, dV[d], dA[d])
+
+
+@njit(cache=True)
 def _derivatives_from_kinematics(mi, mf, ws, dws, q, v, a, fext, compose, dq, dv, M):
     """dtau/dq, dtau/dv and M (Carpentier and Mansard 2018, Algorithm 1) on the world poses,
     body velocities and accelerations (with gravity) a kinematics pass left in ``ws``; with
@@ -311,13 +313,7 @@ def _derivatives_from_kinematics(mi, mf, ws, dws, q, v, a, fext, compose, dq, dv
         # (D1) of_i = oI_i oa_i + ov_i x* h_i - oX_i^* f_i^ext
         _mat6_vec(Y, oa[i], F[i])
         fo = F[i]
-        w0, w1, w2, w3, w4, w5 = ov[i, 0], ov[i, 1], ov[i, 2], ov[i, 3], ov[i, 4], ov[i, 5]
-        fo[0] += w4 * h[2] - w5 * h[1]
-        fo[1] += w5 * h[0] - w3 * h[2]
-        fo[2] += w3 * h[1] - w4 * h[0]
-        fo[3] += w4 * h[5] - w5 * h[4] + w1 * h[2] - w2 * h[1]
-        fo[4] += w5 * h[3] - w3 * h[5] + w2 * h[0] - w0 * h[2]
-        fo[5] += w3 * h[4] - w4 * h[3] + w0 * h[1] - w1 * h[0]
+        _force_cross_add(ov[i], h, fo)
         if has_f:
             fw = t[1]
             for k in range(6):
@@ -327,19 +323,8 @@ def _derivatives_from_kinematics(mi, mf, ws, dws, q, v, a, fext, compose, dq, dv
                 fo[k] -= fw[k]
         # (D3) B_i
         _add_inertia_rate(ov[i], Y, h, B)
-        va, ni = vadr[i], jnv[i]
-        for d in range(va, va + ni):
-            _motion_act(R, p, S[d], J[d])                           # (D2) J_k = oX_i S_k
-            _cross(ov[pi], J[d], dV[d])                             # dV_k = ov_p x J_k
-            _cross(oa[pi], J[d], dA[d])                             # dA_k = oa_p x J_k + ov_p x dV_k
-            _cross(ov[pi], J[d], dAv[d])                            # dAv_k = (ov_p + ov_i) x J_k
-            _cross_add(ov[i], J[d], dAv[d])
-        kind = jtype[i]
-        if kind == UNIVERSAL or kind == SPHERICAL_ZYX:
-            # (D7) S depends on the joint's own coordinates
-            _joint_S_terms(kind, axis[i], axis2[i], q, qadr[i], S[va], dS, d2S, v, a, va, ni, R, p, ov[i], t, dV, dA, dAv)
-        for d in range(va, va + ni):
-            _cross_add(ov[pi], dV[d], dA[d])
+        _joint_columns(jtype[i], axis[i], axis2[i], q, qadr[i], S, v, a, vadr[i], jnv[i], R, p, ov[pi], oa[pi], ov[i],
+                       J, dV, dA, dAv, dS, d2S, t)
     # backward pass
     for i in range(nb - 1, 0, -1):
         pi = parent[i]
