@@ -818,6 +818,7 @@ class _MeshAssets:
         for el in root.iter("compiler"):
             meshdir = el.get("meshdir") or el.get("assetdir") or meshdir
         base = Path(base_dir) if base_dir is not None else None
+        self.meshdir = meshdir
         self.folder = (base / meshdir if meshdir else base) if base is not None else None
         self.defaults = defaults
         for asset in root.iter("asset"):
@@ -1351,7 +1352,7 @@ def _build(text, source, base_dir, gravity, joint_friction, return_info, default
         model = b.build()
     except ValueError as exc:
         raise MJCFError(f"{source}: {exc}") from None
-    model.visuals = _geom_visuals(P, root, base_dir)
+    model.visuals = _geom_visuals(P, base_dir)
     if not return_info:
         return model
     q0 = qpos_to_q(model, np.array(q0_mj, dtype=float))
@@ -1371,28 +1372,24 @@ def _build(text, source, base_dir, gravity, joint_friction, return_info, default
     return model, MJCFInfo(q0=q0, keyframes=keys)
 
 
-def _geom_visuals(P, root, base_dir):
+def _geom_visuals(P, base_dir):
     """Every geom as drawing geometry (:class:`linkdyn.model.urdf.Visual` on its body's frame):
     spheres, capsules, cylinders, boxes, ellipsoids, planes and meshes (``<asset><mesh file>``
     under ``<compiler meshdir>``); geoms of ``group`` 3 and above are "collision" geometry, as
     MuJoCo's viewer hides them.  A geom that cannot be read is skipped: drawing never stops a
     file from loading."""
     from .urdf import Visual
-    meshdir, meshes = None, {}
-    for el in root.iter("compiler"):
-        meshdir = el.get("meshdir") or el.get("assetdir") or meshdir
-    for asset in root.iter("asset"):
-        for m in asset.findall("mesh"):
-            f = m.get("file")
-            if not f:
-                continue
-            name = m.get("name") or Path(f).stem
-            try:
-                sc = [float(x) for x in (m.get("scale") or "1 1 1").split()]
-            except ValueError:
-                sc = [1.0, 1.0, 1.0]
-            meshes[name] = (f, sc if len(sc) == 3 else [1.0, 1.0, 1.0])
-    folder = str(Path(base_dir or ".") / meshdir) if meshdir else base_dir
+    assets, meshes = P.ctx.meshes, {}
+    for name, m in assets.els.items():
+        f = m.get("file")
+        if not f:
+            continue
+        try:
+            sc = [float(x) for x in (m.get("scale") or "1 1 1").split()]
+        except ValueError:
+            sc = [1.0, 1.0, 1.0]
+        meshes[name] = (f, sc if len(sc) == 3 else [1.0, 1.0, 1.0])
+    folder = str(Path(base_dir or ".") / assets.meshdir) if assets.meshdir else base_dir
     out = []
     for el, body, R0, p0, cc, where in P.geoms:
         try:

@@ -37,6 +37,7 @@ from pathlib import Path
 import numpy as np
 
 from ..model import joints as J
+from ..model.urdf import _z_to
 from .animate import _frames, _nice, frame_times
 from .props import Tether, static_geometry
 from .runs import event_label, impulse_size, run_data
@@ -488,20 +489,6 @@ def _soften(color: str) -> str:
     c = np.array([int(color[k:k + 2], 16) for k in (1, 3, 5)], dtype=float)
     c = c + 0.45 * (255 - c)
     return "#" + "".join(f"{int(v):02x}" for v in c)
-
-
-def _z_to(n):
-    """A rotation taking +z to the unit vector n."""
-    n = np.asarray(n, dtype=float)
-    z = np.array([0.0, 0.0, 1.0])
-    c = float(z @ n)
-    if c > 1.0 - 1e-12:
-        return np.eye(3)
-    if c < -1.0 + 1e-12:
-        return np.diag([1.0, -1.0, -1.0])
-    k = np.cross(z, n)
-    K = np.array([[0.0, -k[2], k[1]], [k[2], 0.0, -k[0]], [-k[1], k[0], 0.0]])
-    return np.eye(3) + K + K @ K / (1.0 + c)
 
 
 # ---------------------------------------------------------------------------------------
