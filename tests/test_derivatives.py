@@ -185,7 +185,7 @@ def pin_pair(name, floating):
     path = str(example_robot_data_dir() / ROBOTS[name][0])
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", URDFWarning)
-        model = ld.load_urdf(path, floating_base=floating)
+        model = ld.load_urdf(path, floating_base=floating, mimic=False)
     pm = pin.buildModelFromUrdf(path, pin.JointModelFreeFlyer()) if floating else pin.buildModelFromUrdf(path)
     assert pm.nv == model.nv and pm.njoints == model.nbody
     return model, pm

@@ -146,7 +146,7 @@ def pin_pair(name, floating):
     path = str(example_robot_data_dir() / ROBOTS[name][0])
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", URDFWarning)
-        model = ld.load_urdf(path, floating_base=floating)
+        model = ld.load_urdf(path, floating_base=floating, mimic=False)
     pm = pin.buildModelFromUrdf(path, pin.JointModelFreeFlyer()) if floating else pin.buildModelFromUrdf(path)
     assert pm.nv == model.nv and pm.nq == model.nq and pm.njoints == model.nbody
     for j in range(1, pm.njoints):                   # the same joint order: v compares entry by entry

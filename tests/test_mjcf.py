@@ -12,6 +12,8 @@ import os
 
 import numpy as np
 import pytest
+
+from linkdyn.model import GearWarning
 from scipy.spatial.transform import Rotation
 
 import linkdyn as ld
@@ -1027,13 +1029,16 @@ def test_weld_relpose_by_hand():
     assert model.loops[0].name == "weld_l2_box"
 
 
-def test_joint_equality_becomes_mimic_metadata():
+def test_joint_equality_becomes_a_gear():
     text = MULTI_JOINT.replace("</worldbody>", '</worldbody><equality><joint joint1="roll" joint2="yaw" '
                                               'polycoef="0.1 -2 0 0 0"/></equality>')
-    model = parse_mjcf(text)
+    with pytest.warns(GearWarning, match="neither serial"):      # roll and yaw: lift and pitch between them
+        model = parse_mjcf(text)
     # MuJoCo: roll - 0 = 0.1 - 2 (yaw - 0.3); linkdyn's q is qpos
     assert model.mimic == ({"joint": "roll", "mimicked": "yaw", "multiplier": -2.0, "offset": 0.1 + 0.6},)
     assert model.nloops == 0
+    assert [tuple(g) for g in model.gears] == [("roll", "yaw", -2.0, 0.1 + 0.6)]
+    assert model.nv == model.full_model.nv - 1
     with pytest.raises(NotImplementedError, match="nonlinear coupling"):
         parse_mjcf(text.replace("0.1 -2 0 0 0", "0 1 0.5 0 0"))
     with pytest.raises(NotImplementedError, match="alone"):
@@ -1220,7 +1225,7 @@ def test_a_fixed_weld_between_welded_bodies_is_refused():
     (body('<joint/><geom size="0.1" shellinertia="true"/>'), "shellinertia"),
     ('<mujoco><compiler coordinate="global"/></mujoco>', "only local coordinates"),
     (body('<joint name="j"/>' + GOOD_INERTIAL).replace("</mujoco>", '<equality><tendon tendon1="t"/></equality>'
-                                                                    "</mujoco>"), r"<equality><tendon>"),
+                                                                    "</mujoco>"), r"tendon 't' is not a fixed tendon"),
 ])
 def test_unsupported_features_raise_not_implemented(text, match):
     with pytest.raises(NotImplementedError, match=match):

@@ -273,12 +273,17 @@ def test_mimic_tags_are_kept():
                  joint("follow", "revolute", "a", "c", axis="0 0 1", limit=LIM,
                        extra='<mimic joint="lead" multiplier="-2.5" offset="0.1"/>'),
                  joint("plain", "prismatic", "a", "d", axis="0 0 1", limit=LIM, extra='<mimic joint="lead"/>'))
-    m = parse_urdf(text)
-    assert m.nv == 3                                # mimic joints stay independent dofs
-    assert list(m.mimic) == [
-        {"joint": "follow", "mimicked": "lead", "multiplier": -2.5, "offset": 0.1},
-        {"joint": "plain", "mimicked": "lead", "multiplier": 1.0, "offset": 0.0},
-    ]
+    tags = [{"joint": "follow", "mimicked": "lead", "multiplier": -2.5, "offset": 0.1},
+            {"joint": "plain", "mimicked": "lead", "multiplier": 1.0, "offset": 0.0}]
+    m = parse_urdf(text, mimic=False)
+    assert m.nv == 3 and m.gears == ()              # mimic=False: independent dofs (Pinocchio's default)
+    assert list(m.mimic) == tags
+    m = parse_urdf(text)                            # the default: coupled, reduced coordinates
+    assert (m.nq, m.nv, m.full_model.nv) == (1, 1, 3) and list(m.mimic) == tags
+    assert [tuple(g) for g in m.gears] == [("follow", "lead", -2.5, 0.1), ("plain", "lead", 1.0, 0.0)]
+    assert m.q_index("follow") == m.q_index("plain") == m.q_index("lead") == 0
+    qf, f = m.expand(np.array([0.4])), m.full_model
+    assert (qf[f.q_index("lead")], qf[f.q_index("follow")], qf[f.q_index("plain")]) == (0.4, -2.5 * 0.4 + 0.1, 0.4)
 
 
 def test_mimic_of_an_unknown_joint_is_dropped_with_a_warning():

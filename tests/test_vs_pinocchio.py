@@ -102,8 +102,8 @@ def _ld_load(source, floating):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", URDFWarning)       # alex_psyonic_hands: mimic of unknown joints
         if _is_xml(source):
-            return ld.parse_urdf(source, floating_base=floating)
-        return ld.load_urdf(source, floating_base=floating)
+            return ld.parse_urdf(source, floating_base=floating, mimic=False)
+        return ld.load_urdf(source, floating_base=floating, mimic=False)
 
 
 def _pin_status(path):
@@ -450,7 +450,7 @@ def test_urdf_joint_friction(name):
     floating = name.startswith("talos") or name.startswith("b1")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", URDFWarning)
-        m = ld.load_urdf(path, floating_base=floating, joint_friction=True)
+        m = ld.load_urdf(path, floating_base=floating, joint_friction=True, mimic=False)
     pm = _pin_load(str(path), floating)
     pd = pm.createData()
     P = pair(name, floating)

@@ -21,7 +21,7 @@ _Q_NAMES = ("q", "q0", "q1")
 
 class States:
     """Validated inputs: attributes named as the arguments, plus ``batch`` (None or N)."""
-    __slots__ = ("q", "v", "a", "tau", "q0", "q1", "batch")
+    __slots__ = ("q", "v", "a", "tau", "q0", "q1", "b", "batch")
 
 
 def _size(model, name):

@@ -10,6 +10,7 @@ manipulator Jacobian, x'' = J q'' + J' q').  References, as in Pinocchio:
 """
 from __future__ import annotations
 
+from . import _geared
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -368,6 +369,8 @@ class Kinematics:
 
 def forward_kinematics(model: Model, q: ArrayLike, v: ArrayLike | None = None, a: ArrayLike | None = None) -> Kinematics:
     """Poses of every body in the world (and velocities, accelerations if v, a are given)."""
+    if model._full is not None:          # a geared model (linkdyn.model.gears)
+        return _geared.call(forward_kinematics, None, model, q, v, a)
     level = POS if v is None else (VEL if a is None else ACC)
     kw = {"q": q}
     if v is not None:
@@ -401,6 +404,8 @@ def frame_pose(model: Model, q: ArrayLike, frame: str | int) -> NDArray[np.float
         T = np.empty((4, 4))
         if _frame_pose.fn(model._packed, q, b, fR, fp, T) == OK:
             return T
+    if model._full is not None:          # a geared model (linkdyn.model.gears)
+        return _geared.call(frame_pose, None, model, q, frame)
     return run(model, (_frame_pose_kernel, _frame_pose_batch), (4, 4), as_states(model, q=q), ("q",), (b, fR, fp))
 
 
@@ -413,6 +418,8 @@ def jacobian(model: Model, q: ArrayLike, frame: str | int, reference: str = "wor
         J = np.empty((6, model.nv))
         if _frame_jacobian.fn(model._packed, q, b, fR, fp, ref, J) == OK:
             return J
+    if model._full is not None:          # a geared model (linkdyn.model.gears)
+        return _geared.call(jacobian, "J", model, q, frame, reference)
     return run(model, (_frame_jacobian_kernel, _frame_jacobian_batch), (6, model.nv), as_states(model, q=q),
                ("q",), (b, fR, fp, ref))
 
@@ -436,6 +443,8 @@ def joint_jacobians(model: Model, q: ArrayLike) -> NDArray[np.float64]:
         J = np.empty((6, model.nv))
         if _joint_jacobians.fn(model._packed, q, J) == OK:
             return J
+    if model._full is not None:          # a geared model (linkdyn.model.gears)
+        return _geared.call(joint_jacobians, "J", model, q)
     return run(model, (_joint_jacobians_kernel, _joint_jacobians_batch), (6, model.nv), as_states(model, q=q), ("q",))
 
 
@@ -448,6 +457,8 @@ def _frame_motion(model, q, v, a, frame, reference, classical):
         if _frame_motion_entry.fn(model._packed, q, v, model._zero_v if a is None else a, b, fR, fp, ref,
                                   classical, out) == OK:
             return out
+    if model._full is not None:          # a geared model (linkdyn.model.gears)
+        return _geared.call(_frame_motion, None, model, q, v, a, frame, reference, classical)
     if a is None:
         args = as_states(model, q=q, v=v)
         args.a = np.zeros_like(args.v)
@@ -502,6 +513,8 @@ def _com(model, q, with_jacobian):
         c, Jc = np.empty(3), (np.empty((3, model.nv)) if with_jacobian else _NO_JC)
         if _com_entry.fn(model._packed, q, c, Jc) == OK:
             return c, Jc
+    if model._full is not None:          # a geared model (linkdyn.model.gears)
+        return _geared.call(_com, (None, "J"), model, q, with_jacobian)
     args = as_states(model, q=q)
     nv = model.nv if with_jacobian else 0
     c, Jc = _out((3,), args.batch), _out((3, nv), args.batch)

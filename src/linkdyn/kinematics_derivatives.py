@@ -51,6 +51,7 @@ Pinocchio's by that term; the v- and a-derivatives agree).
 """
 from __future__ import annotations
 
+from . import _geared
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -205,6 +206,8 @@ def frame_velocity_derivatives(model: Model, q: ArrayLike, v: ArrayLike, frame: 
     origin, [w x dp/dq_k; 0], which Pinocchio 4.1 leaves out (see the module's notes).  A stack of
     states gives (N, 6, nv) each, computed state by state.
     """
+    if model._full is not None:          # a geared model (linkdyn.model.gears)
+        return _geared.call(frame_velocity_derivatives, ("J", "J"), model, q, v, frame, reference)
     ref = _ref(reference)
 
     def one(q, v, a):
@@ -233,6 +236,8 @@ def frame_acceleration_derivatives(model: Model, q: ArrayLike, v: ArrayLike, a: 
     [a_ang x dp/dq_k; 0], which Pinocchio 4.1 leaves out (see the module's notes).  A stack of
     states gives (N, 6, nv) each, computed state by state.
     """
+    if model._full is not None:          # a geared model (linkdyn.model.gears)
+        return _geared.call(frame_acceleration_derivatives, ("J", "J", "J"), model, q, v, a, frame, reference, classical)
     ref = _ref(reference)
 
     def one(q, v, a):

@@ -28,6 +28,7 @@ from .._kernels.passes import (BAD_F, OK, OVERFLOW, SINGULAR, VEL, all_finite as
 from .._kernels.spatial_nb import (dot6 as _dot6, force_act_add as _force_act_add, force_cross_add as _force_cross_add,
     inertia_to_parent_add as _inertia_to_parent_add, mat6_vec as _mat6_vec, motion_inv_act as _motion_inv_act)
 
+from .. import _geared
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -184,6 +185,8 @@ def aba(model: Model, q: ArrayLike, v: ArrayLike, tau: ArrayLike, fext: ArrayLik
         qdd = np.empty(model.nv)
         if _aba_entry.fn(model._packed, q, v, tau, qdd) == OK:
             return qdd
+    if model._full is not None:          # a geared model (linkdyn.model.gears)
+        return _geared.aba(model, q, v, tau, fext)
     args = as_states(model, q=q, v=v, tau=tau)
     F = as_fext(model, fext, args.batch)
     return run(model, (_aba, _aba_batch), (model.nv,), args, ("q", "v", "tau"), (F,), 1, fext=fext)

@@ -485,6 +485,9 @@ def mass_matrix_cholesky(model: Model, q: ArrayLike) -> MassMatrixCholesky:
 
     O(n d^2) for n dofs at depth d; raises ``numpy.linalg.LinAlgError`` naming the joint if
     H(q) is singular (a dof that moves no mass)."""
+    if model._full is not None:          # a geared model (linkdyn.model.gears)
+        raise NotImplementedError(f"model {model.name!r} has gear couplings: its reduced inertia G^T H G is not "
+                                  "tree-sparse; factorize linkdyn.crba(model, q) densely (scipy.linalg.cho_factor)")
     lam = dof_parent(model)
     nv = model.nv
     if type(q) is _ND and q.dtype is _F64 and q.ndim == 1:
@@ -510,6 +513,10 @@ def solve_mass_matrix(model: Model, q: ArrayLike, b: ArrayLike) -> NDArray[np.fl
     many b factorizes once).  The same as ``linkdyn.aba(model, q, 0, b)`` on the model without
     gravity, damping and friction.  For several right-hand sides per state use
     ``mass_matrix_cholesky(model, q).solve(B)``."""
+    if model._full is not None:          # a geared model (linkdyn.model.gears)
+        from .crba import crba
+        s = as_states(model, q=q, b=b)
+        return np.linalg.solve(crba(model, s.q), s.b[..., None])[..., 0]
     lam = dof_parent(model)
     nv = model.nv
     if type(q) is _ND and type(b) is _ND and q.dtype is _F64 and b.dtype is _F64 and q.ndim == 1 and b.ndim == 1:

@@ -26,6 +26,7 @@ from .._kernels.spatial_nb import (dot6 as _dot6, force_act_add as _force_act_ad
     motion_inv_act as _motion_inv_act, rigid_inertia_to_parent_add as _rigid_inertia_to_parent_add,
     rigid_params_times_motion as _rigid_params_times_motion, rigid_params_to_world as _rigid_params_to_world)
 
+from .. import _geared
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -197,6 +198,8 @@ def mass_matrix(model: Model, q: ArrayLike, method: str = "crba") -> NDArray[np.
         code = _METHODS[method]
     except (KeyError, TypeError):
         raise ValueError(f"method: expected one of {list(_METHODS)}, got {method!r}") from None
+    if model._full is not None:          # a geared model (linkdyn.model.gears)
+        return _geared.call(mass_matrix, "M", model, q, method)
     args = as_states(model, q=q)
     return run(model, (_mass_matrix, _mass_matrix_batch), (model.nv, model.nv), args, ("q",), (code,))
 

@@ -73,6 +73,7 @@ from ..model.joints import SPHERICAL_ZYX, UNIVERSAL
 from .aba import _aba_kernel
 from .cholesky import LAM, _ltdl_factor, _lit_rows, _dinv_li_rows
 
+from .. import _geared
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -532,6 +533,8 @@ def rnea_derivatives(model: Model, q: ArrayLike, v: ArrayLike, a: ArrayLike, fex
         dw = getattr(model, "_derivatives_ws", None)
         if _rnea_d_entry.fn(model._packed, _own_workspace(model) if dw is None else dw, q, v, a, out) == OK:
             return out[0], out[1], out[2]
+    if model._full is not None:          # a geared model (linkdyn.model.gears)
+        return _geared.call(rnea_derivatives, ("M", "M", "M"), model, q, v, a, fext)
     args = as_states(model, q=q, v=v, a=a)
     F = as_fext(model, fext, args.batch)
     out = run(model, (_rnea_d, _rnea_derivatives_batch), (3, model.nv, model.nv), args, ("q", "v", "a"),
@@ -556,6 +559,8 @@ def aba_derivatives(model: Model, q: ArrayLike, v: ArrayLike, tau: ArrayLike, fe
         if _aba_d_entry.fn(model._packed, _own_workspace(model) if dw is None else dw, q, v, tau, model.dof_parent,
                            out) == OK:
             return out[0], out[1], out[2]
+    if model._full is not None:          # a geared model (linkdyn.model.gears)
+        return _geared.aba_derivatives(model, q, v, tau, fext)
     args = as_states(model, q=q, v=v, tau=tau)
     F = as_fext(model, fext, args.batch)
     out = run(model, (_aba_d, _aba_derivatives_batch), (3, model.nv, model.nv), args, ("q", "v", "tau"),

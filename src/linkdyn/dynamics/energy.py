@@ -16,6 +16,7 @@ from .._kernels.layout import (model_sizes as _model_sizes, unpack_data as _unpa
 from .._kernels.passes import OK, OVERFLOW, VEL, check_inputs as _check_inputs, kinematics_pass as _kinematics_pass
 from .._kernels.spatial_nb import dot6 as _dot6, mat6_vec as _mat6_vec
 
+from .. import _geared
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -82,6 +83,8 @@ def _energies(model, q, v):
 
 def kinetic_energy(model: Model, q: ArrayLike, v: ArrayLike) -> float | NDArray[np.float64]:
     """T = 1/2 v^T M(q) v (float, or (N,) for a stack)."""
+    if model._full is not None:          # a geared model (linkdyn.model.gears)
+        return _geared.call(kinetic_energy, None, model, q, v)
     e = _energies(model, q, v)
     return e[0] if e.ndim == 1 else e[:, 0]
 
@@ -92,6 +95,8 @@ def potential_energy(model: Model, q: ArrayLike) -> float | NDArray[np.float64]:
         out = np.empty(2)
         if _energy.fn(model._packed, q, model._zero_v, out) == OK:
             return out[1]
+    if model._full is not None:          # a geared model (linkdyn.model.gears)
+        return _geared.call(potential_energy, None, model, q)
     args = as_states(model, q=q)
     zeros = np.zeros(model.nv if args.batch is None else (args.batch, model.nv))
     return _energies(model, args.q if args.batch is None else args.q.reshape(args.batch, -1), zeros)[..., 1]
@@ -99,5 +104,7 @@ def potential_energy(model: Model, q: ArrayLike) -> float | NDArray[np.float64]:
 
 def mechanical_energy(model: Model, q: ArrayLike, v: ArrayLike) -> float | NDArray[np.float64]:
     """T + U."""
+    if model._full is not None:          # a geared model (linkdyn.model.gears)
+        return _geared.call(mechanical_energy, None, model, q, v)
     e = _energies(model, q, v)
     return e[0] + e[1] if e.ndim == 1 else e[:, 0] + e[:, 1]

@@ -67,6 +67,7 @@ from ..model.joints import SPHERICAL_ZYX, UNIVERSAL
 from .crba import crba
 from .rnea import generalized_gravity
 
+from .. import _geared
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -277,6 +278,8 @@ def coriolis_matrix(model: Model, q: ArrayLike, v: ArrayLike) -> NDArray[np.floa
     of Pinocchio's ``computeCoriolisMatrix``.  O(n d) for n bodies of depth d, by the recursion
     of the module docstring.  q (nq,) or (N, nq); v (nv,) or (N, nv).
     """
+    if model._full is not None:          # a geared model (linkdyn.model.gears)
+        return _geared.call(coriolis_matrix, "M", model, q, v)
     return _coriolis(model, q, v, CORIOLIS)
 
 
@@ -288,6 +291,8 @@ def mass_matrix_derivative(model: Model, q: ArrayLike, v: ArrayLike) -> NDArray[
     eq. 5.77: K + K^T = 0 with K = D' - 2C), not by differentiating D.  The armature is
     constant and does not appear.
     """
+    if model._full is not None:          # a geared model (linkdyn.model.gears)
+        return _geared.call(mass_matrix_derivative, "M", model, q, v)
     return _coriolis(model, q, v, MASS_MATRIX_DERIVATIVE)
 
 
@@ -321,7 +326,8 @@ def lagrangian_terms(model: Model, q: ArrayLike, v: ArrayLike) -> LagrangianTerm
     q (nq,) or (N, nq); v (nv,) or (N, nv); stacked outputs have a leading N.
     """
     args = as_states(model, q=q, v=v)
-    C = run(model, (_coriolis_kernel, _coriolis_batch), (model.nv, model.nv), args, ("q", "v"), (CORIOLIS,))
+    C = (run(model, (_coriolis_kernel, _coriolis_batch), (model.nv, model.nv), args, ("q", "v"), (CORIOLIS,))
+         if model._full is None else coriolis_matrix(model, args.q, args.v))
     D = crba(model, args.q)
     G = generalized_gravity(model, args.q)
     F = joint_friction(model, args.v)

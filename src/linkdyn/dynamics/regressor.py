@@ -28,6 +28,7 @@ entry is then one dot product with the world-frame motion S_e of an ancestor dof
 from __future__ import annotations
 
 from dataclasses import dataclass
+from .. import _geared
 from typing import TYPE_CHECKING, Literal
 
 import numpy as np
@@ -159,7 +160,9 @@ def _flag(x, name):
 
 
 def n_parameters(model: Model, with_joint_terms: bool = False) -> int:
-    """Number of columns of the regressor: 10 per moving body (+ 3 per dof with joint terms)."""
+    """Number of columns of the regressor: 10 per moving body (+ 3 per dof with joint terms; the
+    dofs of ``model.full_model`` for a geared model, whose regressor is G^T Y_full)."""
+    model = model.full_model
     return N_BODY_PARAMS * (model.nbody - 1) + (3 * model.nv if with_joint_terms else 0)
 
 
@@ -179,6 +182,8 @@ def joint_torque_regressor(model: Model, q: ArrayLike, v: ArrayLike, a: ArrayLik
         out = np.empty(shape)
         if _regressor_kernel(model._mi, model._mf, model._ws, q, v, a, jt, out) == OK:
             return out
+    if model._full is not None:          # a geared model (linkdyn.model.gears)
+        return _geared.call(joint_torque_regressor, "R", model, q, v, a, with_joint_terms)
     args = as_states(model, q=q, v=v, a=a)
     return run(model, (_regressor_kernel, _regressor_batch), shape, args, ("q", "v", "a"), (jt,))
 
@@ -200,6 +205,7 @@ def inertial_parameters(model: Model, with_joint_terms: bool = False) -> NDArray
     ``with_joint_terms`` the armature, viscous (``model.damping``) and Coulomb
     (``model.friction``) coefficients of every dof (zero where the model has none)."""
     jt = _flag(with_joint_terms, "with_joint_terms")
+    model = model.full_model
     I = np.asarray(model.inertia[1:], dtype=float)
     pi = np.empty((model.nbody - 1, N_BODY_PARAMS))
     pi[:, 0] = I[:, 0, 0]
@@ -217,6 +223,7 @@ def parameter_names(model: Model, with_joint_terms: bool = False) -> tuple[str, 
     """Names of the parameters, e.g. ``"link2.Izz"``, ``"joint3.viscous"`` (the joint terms name
     the dof: ``"joint.armature"``, or ``"joint[k].armature"`` for dof k of a multi-dof joint)."""
     jt = _flag(with_joint_terms, "with_joint_terms")
+    model = model.full_model
     names = [f"{model.body_names[i]}.{p}" for i in range(1, model.nbody) for p in BODY_PARAM_NAMES]
     if jt:
         dofs = []

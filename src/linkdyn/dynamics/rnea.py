@@ -25,6 +25,7 @@ from .._kernels.passes import (ACC, BAD_F, OK, OVERFLOW, all_finite as _all_fini
     kinematics_pass as _kinematics_pass)
 from .._kernels.spatial_nb import (dot6 as _dot6, force_act_add as _force_act_add, force_cross_add as _force_cross_add, mat6_vec as _mat6_vec)
 
+from .. import _geared
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -121,6 +122,8 @@ def rnea(model: Model, q: ArrayLike, v: ArrayLike, a: ArrayLike, fext: ArrayLike
         tau = np.empty(model.nv)
         if _rnea_entry.fn(model._packed, q, v, a, tau) == OK:
             return tau
+    if model._full is not None:          # a geared model (linkdyn.model.gears)
+        return _geared.call(rnea, "T", model, q, v, a, fext)
     return _run(model, q, v, a, fext)
 
 
@@ -132,6 +135,8 @@ def nonlinear_effects(model: Model, q: ArrayLike, v: ArrayLike) -> NDArray[np.fl
         tau = np.empty(model.nv)
         if _rnea_entry.fn(model._packed, q, v, model._zero_v, tau) == OK:
             return tau
+    if model._full is not None:          # a geared model (linkdyn.model.gears)
+        return _geared.call(nonlinear_effects, "T", model, q, v)
     args = as_states(model, q=q, v=v)
     args.a = np.zeros_like(args.v)
     return _run_states(model, args)
@@ -143,6 +148,8 @@ def generalized_gravity(model: Model, q: ArrayLike) -> NDArray[np.float64]:
         tau = np.empty(model.nv)
         if _rnea_entry.fn(model._packed, q, model._zero_v, model._zero_v, tau) == OK:
             return tau
+    if model._full is not None:          # a geared model (linkdyn.model.gears)
+        return _geared.call(generalized_gravity, "T", model, q)
     args = as_states(model, q=q)
     args.v = args.a = np.zeros(model.nv if args.batch is None else (1, model.nv))
     return _run_states(model, args)

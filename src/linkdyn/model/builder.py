@@ -145,7 +145,8 @@ class ModelBuilder:
         self._frames = []          # (name, body index, R, p)
         self._loops = []           # dicts: see add_loop
         self._virtual = set()      # builder indices of virtual links
-        self.mimic = []            # dicts kept for the gear couplings: joint, mimicked, multiplier, offset
+        self.mimic = []            # the mimic tags a file declared: joint, mimicked, multiplier, offset (metadata)
+        self._gears = []           # linkdyn.model.gears.Gear: see add_gear
         self._contacts = []        # dicts: see add_contact
         self._planes = []          # dicts: see add_plane
 
@@ -157,6 +158,7 @@ class ModelBuilder:
         building a new model rather than changing one a running computation uses.  Loops named
         in ``without_loops`` are left out (their virtual links with them)."""
         drop = set(without_loops)
+        gears, model = model.gears, model.full_model         # a geared model: its tree, then its gears
         unknown = drop - {lp.name for lp in model.loops}
         if unknown:
             raise KeyError(f"without_loops: model {model.name!r} has no loop {sorted(unknown)}; "
@@ -194,6 +196,7 @@ class ModelBuilder:
                 b.add_loop(lp.name, model.body_names[lp.a], model.body_names[lp.b], placement=lp.a_pose,
                            real_placement=lp.b_pose, joint_name=lp.joint_name)
         b.mimic = [dict(m) for m in model.mimic]
+        b._gears = list(gears)
         for c in model.contacts:
             b.add_contact(model.body_names[c.body], c.position, radius=c.radius, friction=c.friction,
                           restitution=c.restitution, name=c.name)
@@ -365,6 +368,45 @@ class ModelBuilder:
         spec.velocity, spec.effort = np.full(nv, np.inf), np.full(nv, np.inf)
         spec.armature, spec.damping, spec.friction = np.zeros(nv), np.zeros(nv), np.zeros(nv)
 
+    def add_gear(self, follower: str, leader: str, ratio: float, offset: float = 0.0) -> None:
+        """Couple two one-dof joints by a gear: q_follower = ratio * q_leader + offset.
+
+        The built model runs in reduced coordinates (see :mod:`linkdyn.model.gears`): the
+        follower loses its own coordinate, and every algorithm answers for the coupled system
+        (the ABA by tazz, "Formulation of Featherstone's algorithm", eqs. 30-40).  A leader may itself
+        follow another gear (chains of gears); a joint follows one leader.  Joint names as given to
+        :meth:`add_body`; the joints must be revolute or prismatic (checked by :meth:`build`)."""
+        from .gears import Gear
+        for what, n in (("follower", follower), ("leader", leader)):
+            if n not in self._joint_names:
+                raise KeyError(f"add_gear: unknown {what} joint {n!r}; joints: {sorted(self._joint_names)}")
+        r, o = float(ratio), float(offset)
+        if not (np.isfinite(r) and np.isfinite(o)):
+            raise ValueError(f"add_gear({follower!r}, {leader!r}): ratio and offset must be finite, got {ratio!r}, {offset!r}")
+        if r == 0.0:
+            raise ValueError(f"add_gear({follower!r}, {leader!r}): a ratio of 0 locks the follower; "
+                             "use a fixed joint instead")
+        if any(g.follower == follower for g in self._gears):
+            raise ValueError(f"add_gear: joint {follower!r} already follows a gear")
+        self._gears.append(Gear(follower, leader, r, o))
+
+    def add_rotor(self, joint: str, inertia: float, ratio: float = 1.0) -> None:
+        """A motor's rotor of moment of inertia ``inertia`` (kg m^2) driving ``joint`` through a gear
+        reduction ``ratio`` (rotor turns per joint turn): adds inertia * ratio^2 to the joint's
+        armature, the rotor inertia as the joint sees it (Featherstone 2008 sec. 9.6; Pinocchio's
+        and MuJoCo's ``armature``)."""
+        for k, b in enumerate(self._bodies):
+            if b.joint_name == joint and k > 0:
+                break
+        else:
+            raise KeyError(f"add_rotor: unknown joint {joint!r}; joints: {sorted(self._joint_names)}")
+        if b.joint.nv != 1:
+            raise ValueError(f"add_rotor({joint!r}): the joint has {b.joint.nv} dofs; a rotor drives a one-dof joint")
+        x, r = float(inertia), float(ratio)
+        if not (np.isfinite(x) and x >= 0 and np.isfinite(r)):
+            raise ValueError(f"add_rotor({joint!r}): expected inertia >= 0 and a finite ratio, got {inertia!r}, {ratio!r}")
+        b.armature = b.armature + x * r * r
+
     def add_frame(self, name: str, body: str | int, placement: ArrayLike | tuple[ArrayLike, ArrayLike] | None = None) -> None:
         """A named frame fixed to ``body`` at ``placement`` (a point of interest, a tool, a sensor)."""
         if name in self._index or any(f[0] == name for f in self._frames):
@@ -517,4 +559,4 @@ class ModelBuilder:
             planes.append(dict(name=pl["name"], body=hb, R=R, p=p, extent=pl["extent"], friction=pl["friction"],
                                restitution=pl["restitution"], depth=pl["depth"]))
         return Model(self.name, kept, parent_model, tree, inertia, frames, joint_frames,
-                     self.gravity.copy(), list(self.mimic), loops, contacts, planes)
+                     self.gravity.copy(), list(self.mimic), loops, contacts, planes, gears=self._gears)

@@ -9,6 +9,7 @@ Pinocchio's ``integrate``; a planar joint on SE(2).  ``difference`` is the inver
 from __future__ import annotations
 
 import math
+from .. import _geared
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -284,6 +285,8 @@ def integrate(model: Model, q: ArrayLike, v: ArrayLike, dt: float = 1.0) -> NDAr
     dt = float(dt)
     if not math.isfinite(dt):
         raise ValueError(f"dt: must be finite, got {dt}")
+    if model._full is not None:          # a geared model (linkdyn.model.gears)
+        return _geared.integrate(integrate, model, q, v, dt)
     args = as_states(model, q=q, v=v)
     if args.batch is None:
         out = np.empty(model.nq)
@@ -301,6 +304,8 @@ def difference(model: Model, q0: ArrayLike, q1: ArrayLike) -> NDArray[np.float64
         out = np.empty(model.nv)
         if _difference.fn(model._mi, q0, q1, out) == OK:
             return out
+    if model._full is not None:          # a geared model (linkdyn.model.gears)
+        return _geared.difference(difference, model, q0, q1)
     args = as_states(model, q0=q0, q1=q1)
     if args.batch is None:
         out = np.empty(model.nv)

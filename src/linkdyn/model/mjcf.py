@@ -84,9 +84,16 @@ Mapping (the supported subset)
   - ``<weld body1 body2 anchor relpose>`` -> a weld loop: the frame ``relpose`` on body1 (or the
     relative pose in ``qpos0`` when ``relpose`` has a zero quaternion, MuJoCo's default) and
     the frame at ``anchor`` on body2 coincide; ``site1``/``site2``: the site frames coincide;
-  - ``<joint joint1 joint2 polycoef>`` with a linear polynomial -> ``model.mimic`` (metadata,
-    q1 = multiplier * q2 + offset); a nonlinear polynomial or a joint locked alone is refused;
-  - ``tendon``, ``flex``, ``distance`` equalities are refused; ``active="false"`` constraints are
+  - ``<joint joint1 joint2 polycoef>`` with a linear polynomial -> a gear (``add_gear``:
+    q1 = c1 q2 + offset, the model in reduced coordinates, see :mod:`linkdyn.model.gears`; MuJoCo
+    holds it with a soft constraint, linkdyn exactly), also listed in ``model.mimic``; a nonlinear
+    polynomial or a joint locked alone is refused;
+  - ``<tendon tendon1 tendon2 polycoef>`` on fixed tendons (``<tendon><fixed>``, lengths
+    L = sum coef_i q_i) -> a gear when the equality, L1 - L1_0 = c0 + c1 (L2 - L2_0) with
+    L_0 the lengths at ``qpos0``, involves exactly two hinge or slide joints (a two-joint tendon
+    alone, or two one-joint tendons): the first joint follows the other; any other tendon
+    equality is refused, with the reason;
+  - ``flex``, ``distance`` equalities are refused; ``active="false"`` constraints are
     skipped with a warning.  ``solref``, ``solimp``, ``torquescale`` are solver parameters and
     ignored.
 * Contact geometry (``contacts=True``, the default; linkdyn's contacts are spheres and points
@@ -1459,10 +1466,10 @@ def _equalities(P, b, root, taken, used_joints):
             counter += 1
             given = el.get("name")
             where = f"<{el.tag} name={given!r}>" if given else f"<{el.tag}> number {counter} in <equality>"
-            if el.tag in ("tendon", "flex", "flexvert", "flexstrain", "distance"):
+            if el.tag in ("flex", "flexvert", "flexstrain", "distance"):
                 raise NotImplementedError(f"{ctx.file(el)}: {where}: <equality><{el.tag}> is not supported "
                                           "(connect, weld and linear joint couplings are)")
-            if el.tag not in ("connect", "weld", "joint"):
+            if el.tag not in ("connect", "weld", "joint", "tendon"):
                 raise ctx.error(el, "<equality>", f"unknown element <{el.tag}>")
             a = _Attr(ctx, el, where, P.defaults.of(el, "equality", None, where))
             if not a.boolean("active", True):
@@ -1470,6 +1477,9 @@ def _equalities(P, b, root, taken, used_joints):
                 continue
             if el.tag == "joint":
                 _joint_equality(P, b, a)
+                continue
+            if el.tag == "tendon":
+                _tendon_equality(P, b, a, root)
                 continue
             has_site = a.has("site1") or a.has("site2")
             has_body = any(a.has(k) for k in ("body1", "body2", "anchor", "relpose"))
@@ -1562,8 +1572,70 @@ def _joint_equality(P, b, a):
                                   "is not supported (only q1 = c0 + c1 q2)")
     j1, j2 = P.joint_info[names[0]], P.joint_info[names[1]]
     # MuJoCo: q1 - ref1 = c0 + c1 (q2 - ref2), and linkdyn's q is MuJoCo's qpos
-    b.mimic.append({"joint": names[0], "mimicked": names[1], "multiplier": float(c[1]),
-                    "offset": float(j1.ref + c[0] - c[1] * j2.ref)})
+    _add_gear(P, b, a, names[0], names[1], float(c[1]), float(j1.ref + c[0] - c[1] * j2.ref))
+
+
+def _add_gear(P, b, a, follower, leader, ratio, offset):
+    b.mimic.append({"joint": follower, "mimicked": leader, "multiplier": ratio, "offset": offset})
+    if ratio == 0.0:
+        raise NotImplementedError(f"{P.ctx.file(a.el)}: {a.where}: a coupling with ratio 0 locks joint "
+                                  f"{follower!r} alone, which is not supported")
+    try:
+        b.add_gear(follower, leader, ratio, offset)
+    except (KeyError, ValueError) as exc:
+        raise a.err(f"cannot couple {follower!r} to {leader!r}: {exc}") from None
+
+
+def _fixed_tendons(P, root):
+    """name -> [(joint, coef)] of every ``<tendon><fixed>``."""
+    out = {}
+    for ten in root.findall("tendon"):
+        for k, el in enumerate(ten.findall("fixed")):
+            name = el.get("name") or f"<fixed> number {k + 1}"
+            terms = []
+            for j in el.findall("joint"):
+                jn = j.get("joint")
+                if jn not in P.joint_info:
+                    raise P.ctx.error(el, f"<fixed name={name!r}>", f"joint={jn!r} is not a joint of the model")
+                try:
+                    terms.append((jn, float(j.get("coef", "1"))))
+                except ValueError:
+                    raise P.ctx.error(el, f"<fixed name={name!r}>", f"coef={j.get('coef')!r} is not a number") from None
+            out[name] = terms
+    return out
+
+
+def _tendon_equality(P, b, a, root):
+    """A fixed-tendon equality that is a linear coupling of two joints -> a gear (module docstring)."""
+    tendons = _fixed_tendons(P, root)
+    where = f"{P.ctx.file(a.el)}: {a.where}"
+    names = [a.raw("tendon1"), a.raw("tendon2")]
+    if names[0] is None:
+        raise a.err("<tendon> needs a 'tendon1' attribute")
+    for nm in names:
+        if nm is not None and nm not in tendons:
+            spatial = any(t.find(f"spatial[@name='{nm}']") is not None for t in root.findall("tendon"))
+            raise NotImplementedError(f"{where}: tendon {nm!r} is " + ("a spatial tendon; only fixed tendons, linear in the "
+                                      "joint coordinates, can couple joints" if spatial else "not a fixed tendon of the model"))
+    c = a.floats("polycoef", 5, [0.0, 1.0, 0.0, 0.0, 0.0])
+    if np.any(c[2:] != 0.0):
+        raise NotImplementedError(f"{where}: a nonlinear coupling polycoef='{a.raw('polycoef')}' is not supported "
+                                  "(only L1 - L1_0 = c0 + c1 (L2 - L2_0))")
+    # sum_i k_i (q_i - ref_i) = c0 with k = coefs of tendon1 minus c1 x coefs of tendon2
+    k = {}
+    for jn, coef in tendons[names[0]]:
+        k[jn] = k.get(jn, 0.0) + coef
+    if names[1] is not None:
+        for jn, coef in tendons[names[1]]:
+            k[jn] = k.get(jn, 0.0) - float(c[1]) * coef
+    k = {jn: x for jn, x in k.items() if x != 0.0}
+    if len(k) != 2 or any(P.joint_info[jn].type not in ("hinge", "slide") for jn in k):
+        raise NotImplementedError(f"{where}: the equality couples joints {sorted(k)}; linkdyn turns a tendon equality "
+                                  "into a gear only when it ties exactly two hinge or slide joints")
+    (f, kf), (lead, kl) = list(k.items())
+    rf, rl = P.joint_info[f].ref, P.joint_info[lead].ref
+    # kf (q_f - ref_f) + kl (q_l - ref_l) = c0  ->  q_f = -kl/kf q_l + ref_f + (c0 + kl ref_l) / kf
+    _add_gear(P, b, a, f, lead, -kl / kf, rf + (float(c[0]) + kl * rl) / kf)
 
 
 # --------------------------------------------------------------------------------------------

@@ -123,11 +123,15 @@ class Model:
     #: ``DHLink``) and its convention ("standard" or "modified"); None for any other model
     dh_links = None
     dh_convention = None
+    #: gear couplings (:class:`linkdyn.model.gears.Gear`) that put the model in reduced coordinates
+    gears: tuple = ()
+    _full = None        # the uncoupled tree of a geared model (see full_model)
 
     def __init__(self, name: str, bodies: Sequence[Any], parent: ArrayLike, tree: Sequence[tuple[ArrayLike, ArrayLike]], inertia: ArrayLike,
                  frames: Sequence[tuple[str, int, ArrayLike, ArrayLike]], joint_frames: Mapping[str, int], gravity: ArrayLike,
                  mimic: Iterable[dict[str, Any]], loops: Iterable[dict[str, Any]] = (),
-                 contacts: Iterable[dict[str, Any]] = (), planes: Iterable[dict[str, Any]] = ()) -> None:
+                 contacts: Iterable[dict[str, Any]] = (), planes: Iterable[dict[str, Any]] = (),
+                 gears: Iterable[Any] = ()) -> None:
         nb = len(bodies)
         nqs = [b.joint.nq for b in bodies]
         nvs = [b.joint.nv for b in bodies]
@@ -240,6 +244,13 @@ class Model:
             self._loop_force = np.zeros((len(self.loops), 6))        # scratch when forces are not asked for
             self._loop_args = (self._mi, self._mf, self._ws, self._loop_i, self._loop_f, self.dof_parent,
                                self._loop_lw)
+        gears = tuple(gears)
+        if gears:
+            if self.loops:
+                raise NotImplementedError(f"model {name!r}: gear couplings together with loop closures are not "
+                                          "supported yet; close the loops or couple the joints, not both")
+            from . import gears as _gears
+            _gears.reduce(self, gears)
 
     # --- pickling (multiprocessing, Dask workers) -----------------------------------------
     def __getstate__(self):
@@ -266,6 +277,10 @@ class Model:
         for k in state.pop("_readonly"):
             state[k] = _readonly(state[k])
         self.__dict__.update(state)
+        if self._full is not None:              # a geared model: its buffers and views come from apply()
+            from . import gears as _gears
+            _gears.apply(self)
+            return
         self._packed, mi, mf, self._ws = layout.pack(state["_mi"], state["_mf"], layout.data_size(self.nbody, self.nv))
         self._mi, self._mf = _readonly(mi), _readonly(mf)
         for k, name_ in enumerate(layout.INT_FIELDS):
@@ -275,6 +290,50 @@ class Model:
         if self.loops:
             self._loop_args = (self._mi, self._mf, self._ws, self._loop_i, self._loop_f, self.dof_parent,
                                self._loop_lw)
+
+    # --- gear couplings (linkdyn.model.gears) ---------------------------------------------
+    @property
+    def full_model(self) -> Model:
+        """The uncoupled tree of a geared model (every joint its own coordinate); the model
+        itself when it has no gears."""
+        return self if self._full is None else self._full
+
+    def coupling_matrix(self) -> NDArray[np.float64]:
+        """G (nv_full, nv): v_full = G v, with nv_full = ``full_model.nv``; the identity for a model
+        without gears.  Reduced dynamics: M = G^T M_full G, tau = G^T tau_full, J = J_full G."""
+        return np.eye(self.nv) if self._full is None else np.array(self._coupling.G)
+
+    def expand(self, q: ArrayLike, v: ArrayLike | None = None, a: ArrayLike | None = None):
+        """The full joint coordinates (those of ``full_model``) of reduced q, or of (q, v) or
+        (q, v, a): q_follower = ratio q_leader + offset, v_full = G v, a_full = G a.  Stacks
+        (N, nq) are expanded row by row."""
+        from .._api import as_states
+        kw = {"q": q} | ({} if v is None else {"v": v}) | ({} if a is None else {"a": a})
+        s = as_states(self, **kw)
+        if self._full is None:
+            out = tuple(np.array(getattr(s, k)) for k in kw)
+        else:
+            c = self._coupling
+            out = (c.q(s.q),) + tuple(c.v(getattr(s, k)) for k in list(kw)[1:])
+        if s.batch is not None:
+            out = tuple(np.broadcast_to(x, (s.batch, x.shape[-1])).copy() if x.shape[0] == 1 else x for x in out)
+        return out[0] if len(out) == 1 else out
+
+    def reduce(self, q: ArrayLike, v: ArrayLike | None = None):
+        """The reduced coordinates of full ones (the inverse of :meth:`expand` on configurations that
+        satisfy the couplings): the coordinates of the joints that follow no gear."""
+        if self._full is None:
+            return np.array(q, dtype=float) if v is None else (np.array(q, dtype=float), np.array(v, dtype=float))
+        c = self._coupling
+        qf = np.asarray(q, dtype=float)
+        if qf.shape[-1] != self._full.nq:
+            raise ValueError(f"q: expected the full model's {self._full.nq} coordinates, got shape {qf.shape}")
+        if v is None:
+            return qf[..., c.keep_q].copy()
+        vf = np.asarray(v, dtype=float)
+        if vf.shape[-1] != self._full.nv:
+            raise ValueError(f"v: expected the full model's {self._full.nv} velocities, got shape {vf.shape}")
+        return qf[..., c.keep_q].copy(), vf[..., c.keep_v].copy()
 
     # --- names --------------------------------------------------------------------------
     @property
@@ -320,12 +379,16 @@ class Model:
         return int(self.jnt_vadr[self.joint_id(name)])
 
     def q_slice(self, name: str) -> slice:
+        """The coordinates of joint ``name`` in q (a gear follower's: its leader's one)."""
         i = self.joint_id(name)
-        return slice(int(self.jnt_qadr[i]), int(self.jnt_qadr[i] + self.jnt_nq[i]))
+        n = self.jnt_nq[i] if self._full is None or i not in self._coupling.leader else 1
+        return slice(int(self.jnt_qadr[i]), int(self.jnt_qadr[i] + n))
 
     def v_slice(self, name: str) -> slice:
+        """The velocities of joint ``name`` in v (a gear follower's: its leader's one)."""
         i = self.joint_id(name)
-        return slice(int(self.jnt_vadr[i]), int(self.jnt_vadr[i] + self.jnt_nv[i]))
+        n = self.jnt_nv[i] if self._full is None or i not in self._coupling.leader else 1
+        return slice(int(self.jnt_vadr[i]), int(self.jnt_vadr[i] + n))
 
     def support(self, body: int) -> list:
         """Bodies from ``body`` up to (not including) the world."""
@@ -370,4 +433,5 @@ class Model:
         ks = ", ".join(f"{v} {k}" for k, v in kinds.items())
         return (f"<linkdyn.Model {self.name!r}: {self.nbody - 1} bodies ({ks}), nq={self.nq}, nv={self.nv}, "
                 f"{self.nframes} frames, mass {self.total_mass:.3f}"
-                + (f", {self.nloops} loop{'s' if self.nloops > 1 else ''}" if self.nloops else "") + ">")
+                + (f", {self.nloops} loop{'s' if self.nloops > 1 else ''}" if self.nloops else "")
+                + (f", {len(self.gears)} gear{'s' if len(self.gears) > 1 else ''}" if self.gears else "") + ">")

@@ -34,9 +34,12 @@ Mapping (the same as Pinocchio's ``buildModelFromUrdf`` unless stated):
 * ``<limit>``: lower/upper (revolute, prismatic; 0 when the attribute is missing, as in
   urdfdom), velocity, effort (infinite when missing).  A revolute or prismatic joint without
   ``<limit>`` is accepted as unlimited (urdfdom rejects it);
-* ``<mimic joint multiplier offset>`` is kept in ``model.mimic`` as
-  ``{"joint", "mimicked", "multiplier", "offset"}`` (in model order); the mimic joint stays an
-  independent degree of freedom (Pinocchio's default, ``mimic=False``).  A tag that names an
+* ``<mimic joint multiplier offset>`` couples the joint to the one it names by a gear,
+  q = multiplier q_mimicked + offset (:meth:`ModelBuilder.add_gear`): with ``mimic=True``
+  (the default) the model runs in reduced coordinates, as Pinocchio's ``mimic=True`` models;
+  with ``mimic=False`` the mimic joint stays an independent degree of freedom (Pinocchio's
+  default).  Either way the tags are kept in ``model.mimic`` as
+  ``{"joint", "mimicked", "multiplier", "offset"}`` (in model order).  A tag that names an
   unknown joint (Pinocchio loads such files too), or that involves a joint other than
   revolute, continuous or prismatic, is dropped with a :class:`URDFWarning`;
 * ``<dynamics damping friction>`` of revolute, continuous and prismatic joints with
@@ -129,7 +132,7 @@ _ONE_DOF = ("revolute", "continuous", "prismatic")
 
 
 def load_urdf(path: str | os.PathLike[str], floating_base: bool = False, gravity: ArrayLike = (0.0, 0.0, -9.81),
-              joint_friction: bool = False) -> Model:
+              joint_friction: bool = False, mimic: bool = True) -> Model:
     """Read the URDF file ``path`` into a :class:`~linkdyn.Model`.
 
     ``floating_base`` puts a free-flyer joint named ``"root_joint"`` between the world and the
@@ -137,18 +140,20 @@ def load_urdf(path: str | os.PathLike[str], floating_base: bool = False, gravity
     gravity vector.  ``joint_friction`` reads ``<dynamics damping friction>`` into
     ``model.damping`` and ``model.friction``, which RNEA and ABA then apply (viscous and
     Coulomb joint friction); off by default, so that the rigid-body results are the same as
-    Pinocchio's, which stores these values but leaves them out of its algorithms.  Raises
+    Pinocchio's, which stores these values but leaves them out of its algorithms.  ``mimic``
+    couples every ``<mimic>`` joint to its leader (reduced coordinates, see
+    :mod:`linkdyn.model.gears`); ``mimic=False`` keeps them independent.  Raises
     ``FileNotFoundError`` for a missing file and :class:`URDFError` for a malformed one, for
     anything that is not a regular file (a device, a FIFO) or a file above 64 MB.
     """
     path = Path(path)
     data = read_model_file(path, URDFError, what="URDF file")
     return _build(data, str(path), floating_base, gravity, default_name=path.stem, joint_friction=joint_friction,
-                  base_dir=str(path.resolve().parent))
+                  base_dir=str(path.resolve().parent), mimic=mimic)
 
 
 def parse_urdf(text: str | bytes, floating_base: bool = False, gravity: ArrayLike = (0.0, 0.0, -9.81),
-               source: str = "<string>", joint_friction: bool = False) -> Model:
+               source: str = "<string>", joint_friction: bool = False, mimic: bool = True) -> Model:
     """Build a :class:`~linkdyn.Model` from URDF ``text`` (an XML ``str`` or ``bytes``).
 
     ``source`` names the text in error messages.  See :func:`load_urdf`.
@@ -156,7 +161,8 @@ def parse_urdf(text: str | bytes, floating_base: bool = False, gravity: ArrayLik
     if not isinstance(text, (str, bytes, bytearray)):
         raise TypeError(f"parse_urdf: expected the URDF XML as str or bytes, got {type(text).__name__} "
                         "(use load_urdf for a path)")
-    return _build(text, source, floating_base, gravity, default_name="robot", joint_friction=joint_friction)
+    return _build(text, source, floating_base, gravity, default_name="robot", joint_friction=joint_friction,
+                  mimic=mimic)
 
 
 # --------------------------------------------------------------------------------------------
@@ -354,7 +360,7 @@ def _visual(v, link, role, base_dir, materials):
     return None
 
 
-def _build(text, source, floating_base, gravity, default_name, joint_friction=False, base_dir=None):
+def _build(text, source, floating_base, gravity, default_name, joint_friction=False, base_dir=None, mimic=True):
     ctx = _Ctx(source)
     root = _parse_xml(text, source)
     if root.tag != "robot":
@@ -471,7 +477,7 @@ def _build(text, source, floating_base, gravity, default_name, joint_friction=Fa
     else:
         add(root_link, world, J.Fixed(), joint_name=_unique("root_joint", used_joint_names), inertia=root_inertia)
 
-    mimic = []
+    mimic_tags = []
     for jn in order:
         js = joints[jn]
         el, where = js.el, f"joint {jn!r}"
@@ -521,7 +527,7 @@ def _build(text, source, floating_base, gravity, default_name, joint_friction=Fa
                               f"{joints[target].type} joint; only revolute, continuous and prismatic joints "
                               "can mimic each other; the mimic tag is ignored", URDFWarning, stacklevel=3)
             else:
-                mimic.append({"joint": jn, "mimicked": target,
+                mimic_tags.append({"joint": jn, "mimicked": target,
                               "multiplier": ctx.number(where, mim, "multiplier", default=1.0),
                               "offset": ctx.number(where, mim, "offset", default=0.0)})
 
@@ -555,7 +561,10 @@ def _build(text, source, floating_base, gravity, default_name, joint_friction=Fa
             joint = J.Prismatic(a) if js.type == "prismatic" else J.Revolute(a)
         b.add_loop(_unique(f"{js.name}::virtual", used_body_names), js.parent, js.child, joint, placement=(R, p),
                    joint_name=js.name)
-    b.mimic.extend(mimic)
+    b.mimic.extend(mimic_tags)
+    if mimic:
+        for m in mimic_tags:
+            b.add_gear(m["joint"], m["mimicked"], m["multiplier"], m["offset"])
     try:
         model = b.build()
     except ValueError as exc:       # pragma: no cover - the checks above should make this unreachable

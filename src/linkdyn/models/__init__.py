@@ -11,10 +11,11 @@ import numpy as np
 
 from ..model import builder as _b
 from ..model import joints as J
-from . import dh, human, mechanisms
+from . import dh, gripper, human, mechanisms
 from .dh import (DHLink, cartesian_arm, cylindrical_arm, dh_table, dh_transform, from_dh, planar_2link, polar_arm, puma560,
                  scara, stanford_arm)
 from .human import human_figure, human_figure_16, standing_configuration
+from .gripper import geared_gripper
 from .mechanisms import five_bar, four_bar, slider_crank, spatial_loop
 
 if TYPE_CHECKING:
@@ -118,8 +119,13 @@ ROBOTS = {
 }
 
 
-def example_robot(name: str, **kwargs: Any) -> Model:
+def example_robot(name: str, mimic: bool = False, **kwargs: Any) -> Model:
     """Load one of :data:`ROBOTS` (e.g. "panda", "talos") from example-robot-data.
+
+    As ``example_robot_data.load`` does (Pinocchio's default), the mimic joints (the Panda's
+    second finger) stay independent dofs unless ``mimic=True`` (:func:`linkdyn.load_urdf`'s
+    default), so that these models compare one to one with Pinocchio's.  ``kwargs`` go to
+    :func:`linkdyn.load_urdf`.
 
     The URDF warnings these known files raise (talos's grippers carry mimic tags on joints the
     reduced model fixes) are silenced here; ``load_urdf`` on the same path shows them."""
@@ -131,4 +137,4 @@ def example_robot(name: str, **kwargs: Any) -> Model:
     rel, floating = ROBOTS[name]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", URDFWarning)
-        return load_urdf(example_robot_data_dir() / rel, floating_base=floating, **kwargs)
+        return load_urdf(example_robot_data_dir() / rel, floating_base=floating, mimic=mimic, **kwargs)

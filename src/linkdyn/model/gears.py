@@ -1,0 +1,235 @@
+"""Gear couplings between joints, and the model in reduced coordinates they make.
+
+A gear (a URDF ``<mimic>``, an MJCF joint or fixed-tendon equality, or
+:meth:`ModelBuilder.add_gear`) ties a one-dof joint, the *follower*, to another, the *leader*:
+
+    q_f = gamma q_l + offset,   so   q'_f = gamma q'_l,   q''_f = gamma q''_l.
+
+A geared model runs in reduced coordinates, as Pinocchio's ``mimic=True`` models do: ``model.nq``
+and ``model.nv`` count the independent coordinates, a follower has no coordinate of its own
+(``jnt_nq = jnt_nv = 0``) and ``model.q_index(follower)`` is its leader's.  The full joint
+coordinates of the uncoupled tree (``model.full_model``) are
+
+    q_full = expand(q),   v_full = G v,   a_full = G a,
+
+with G = ``model.coupling_matrix()`` (nv_full x nv, one non-zero per row: the ratio of the
+follower, 1 for the other coordinates).  As q_full is affine in q, the reduced dynamics is the
+full one projected (the principle of virtual work):
+
+    M_r = G^T M(q_full) G,   tau_r = G^T RNEA(q_full, G v, G a),   J_r = J(q_full) G,
+
+and the velocity-product terms need no correction (G is constant).  ``linkdyn.aba`` on a geared
+model is the articulated-body algorithm with couplings folded in (tazz, "Formulation of
+Featherstone's algorithm", secs. 2.6-2.7, eqs. 30-40), for couplings that are *serial* (a
+follower's parent is its leader, or another follower of the same leader, eqs. 30-35) or
+*parallel* (leader and follower are siblings, eqs. 36-40), the two cases that recursion can fold
+in (a leader hanging from its follower is serial too).  Any other coupling (e.g. leader and follower on different branches) is solved through the
+reduced inertia G^T M G instead (the same answer as a KKT solve with the coupling as a
+constraint, O(n^3)); the model says so with a :class:`GearWarning` when it is built.
+"""
+from __future__ import annotations
+
+import copy
+import warnings
+from typing import NamedTuple
+
+import numpy as np
+
+from .._kernels import layout
+from . import joints as J
+
+
+class GearWarning(UserWarning):
+    """A gear coupling that the articulated-body recursion cannot fold in (see linkdyn.model.gears)."""
+
+
+class Gear(NamedTuple):
+    """q_follower = ratio * q_leader + offset (joint names)."""
+    follower: str
+    leader: str
+    ratio: float
+    offset: float = 0.0
+
+
+_ONE_DOF = (J.REVOLUTE, J.PRISMATIC)
+
+
+def _readonly(a):
+    a = np.ascontiguousarray(a)
+    a.flags.writeable = False
+    return a
+
+
+class Coupling:
+    """The resolved couplings of a model: the maps from reduced to full coordinates, and the
+    groups of bodies one reduced dof drives (for the geared articulated-body kernel)."""
+
+    def __init__(self, full, gears):
+        names = {n: i for i, n in enumerate(full._joint_names) if i > 0}
+        drive = {}                                   # follower body -> (leader body, ratio, offset)
+        for g in gears:
+            for role, n in (("follower", g.follower), ("leader", g.leader)):
+                if n not in names:
+                    raise KeyError(f"gear {g.follower!r} -> {g.leader!r}: unknown {role} joint {n!r}; "
+                                   f"movable joints: {list(full.joint_names)}")
+            f, l_ = names[g.follower], names[g.leader]
+            for role, i in (("follower", f), ("leader", l_)):
+                if full.jnt_type[i] not in _ONE_DOF:
+                    raise ValueError(f"gear {g.follower!r} -> {g.leader!r}: the {role} joint "
+                                     f"{full._joint_names[i]!r} is {full.joints[i].kind_name}; only revolute and "
+                                     "prismatic joints can be coupled by a gear")
+            if f == l_:
+                raise ValueError(f"gear {g.follower!r} -> {g.leader!r}: a joint cannot follow itself")
+            if f in drive:
+                raise ValueError(f"joint {g.follower!r} follows two gears ({full._joint_names[drive[f][0]]!r} "
+                                 f"and {g.leader!r}); a follower has one leader")
+            if not (np.isfinite(g.ratio) and np.isfinite(g.offset)):
+                raise ValueError(f"gear {g.follower!r} -> {g.leader!r}: ratio and offset must be finite")
+            drive[f] = (l_, float(g.ratio), float(g.offset))
+        # resolve chains of gears to the independent leader: q_f = r q_root + o
+        root = {}
+        for f in drive:
+            r, o, k, seen = 1.0, 0.0, f, {f}
+            while k in drive:
+                lead, rk, ok = drive[k]
+                r, o = r * rk, r * ok + o
+                k = lead
+                if k in seen:
+                    raise ValueError("gears form a cycle: " + " -> ".join(full._joint_names[i] for i in seen))
+                seen.add(k)
+            root[f] = (k, r, o)
+        nb = full.nbody
+        # reduced coordinates: every coordinate of a joint that follows no gear, in model order
+        jq, jv = np.zeros(nb, dtype=np.int64), np.zeros(nb, dtype=np.int64)
+        jnq, jnv = np.array(full.jnt_nq), np.array(full.jnt_nv)
+        nq = nv = 0
+        for i in range(1, nb):
+            if i in root:
+                jnq[i] = jnv[i] = 0
+                continue
+            jq[i], jv[i] = nq, nv
+            nq += int(full.jnt_nq[i])
+            nv += int(full.jnt_nv[i])
+        qsrc, vsrc = np.zeros(full.nq, dtype=np.int64), np.zeros(full.nv, dtype=np.int64)
+        qscale, qoff, vscale = np.ones(full.nq), np.zeros(full.nq), np.ones(full.nv)
+        ratio = np.zeros(nb)
+        for i in range(1, nb):
+            fq, fv, n_q, n_v = full.jnt_qadr[i], full.jnt_vadr[i], full.jnt_nq[i], full.jnt_nv[i]
+            if i in root:
+                lead, r, o = root[i]
+                jq[i], jv[i] = jq[lead], jv[lead]
+                qsrc[fq], qscale[fq], qoff[fq] = jq[lead], r, o
+                vsrc[fv], vscale[fv] = jv[lead], r
+                ratio[i] = r
+            else:
+                qsrc[fq:fq + n_q] = np.arange(jq[i], jq[i] + n_q)
+                vsrc[fv:fv + n_v] = np.arange(jv[i], jv[i] + n_v)
+                ratio[i] = 1.0
+        self.nq, self.nv = nq, nv
+        self.jnt_qadr, self.jnt_vadr, self.jnt_nq, self.jnt_nv = (_readonly(x) for x in (jq, jv, jnq, jnv))
+        self.qsrc, self.qscale, self.qoff = _readonly(qsrc), _readonly(qscale), _readonly(qoff)
+        self.vsrc, self.vscale = _readonly(vsrc), _readonly(vscale)
+        G = np.zeros((full.nv, nv))
+        G[np.arange(full.nv), vsrc] = vscale
+        self.G = _readonly(G)
+        self.leader = {i: lead for i, (lead, _, _) in root.items()}
+        # which full coordinates are the reduced ones (the rows of G that are unit vectors of their own)
+        keep_q = np.ones(full.nq, dtype=bool)
+        keep_v = np.ones(full.nv, dtype=bool)
+        for i in root:
+            keep_q[full.jnt_qadr[i]] = False
+            keep_v[full.jnt_vadr[i]] = False
+        self.keep_q, self.keep_v = _readonly(keep_q), _readonly(keep_v)
+
+        # groups: the bodies one coupled dof drives, hanging from one anchor body (tazz secs. 2.6-2.7):
+        # every member's parent is the anchor or another member; the group is reduced into the anchor
+        # when the backward pass reaches its first member (the lowest index, a child of the anchor)
+        gdof = np.full(nb, -1, dtype=np.int64)
+        anchor = np.full(nb, -1, dtype=np.int64)
+        gptr = np.zeros(nb, dtype=np.int64)
+        gcnt = np.zeros(nb, dtype=np.int64)
+        members = {}
+        for f, (lead, _, _) in root.items():
+            members.setdefault(lead, [lead]).append(f)
+        self.general = []
+        mem = []
+        for lead in sorted(members):
+            ms = sorted(members[lead])
+            p = int(full.parent[ms[0]])         # the parent of the topmost member (the leader or not)
+            if not all(full.parent[m] == p or full.parent[m] in ms for m in ms):
+                self.general.append(tuple(full._joint_names[m] for m in ms))
+                continue
+            for m in ms:
+                gdof[m], anchor[m] = jv[lead], p
+            gptr[ms[0]], gcnt[ms[0]] = len(mem), len(ms)
+            mem.extend(ms)
+        # the kernel's data: ints [nq_r, nv_r | qsrc | vsrc | gdof | anchor | gptr | gcnt | members],
+        # floats [qscale | qoff | vscale | ratio of every body's joint to its reduced dof]
+        self.gi = _readonly(np.concatenate([[nq, nv], qsrc, vsrc, gdof, anchor, gptr, gcnt,
+                                            np.array(mem, dtype=np.int64)]).astype(np.int64))
+        self.gf = _readonly(np.concatenate([qscale, qoff, vscale, ratio]))
+
+    # --- maps between reduced and full coordinates ------------------------------------------
+    def q(self, q):
+        """q_full from reduced q (..., nq) -> (..., nq_full)."""
+        return self.qscale * q[..., self.qsrc] + self.qoff
+
+    def v(self, v):
+        return self.vscale * v[..., self.vsrc]
+
+
+def reduce(model, gears):
+    """Turn ``model`` (just built, the full tree) into the geared model in reduced coordinates;
+    a shallow copy of the full tree is kept as ``model.full_model``."""
+    gears = tuple(Gear(g.follower, g.leader, float(g.ratio), float(g.offset)) for g in gears)
+    full = copy.copy(model)
+    c = Coupling(full, gears)
+    model._full = full
+    model.gears = gears
+    model._coupling = c
+    apply(model)
+    if c.general:
+        warnings.warn(f"model {model.name!r}: the gear coupling(s) of {c.general} are neither serial (a follower "
+                      "hanging from its leader) nor parallel (leader and follower siblings); linkdyn.aba solves "
+                      "them through the reduced joint-space inertia G^T M G (as a KKT solve with the coupling as "
+                      "a constraint would, O(n^3)) instead of the articulated-body recursion",
+                      GearWarning, stacklevel=4)
+
+
+def apply(model):
+    """Set the reduced-coordinate attributes of a geared model (also after unpickling)."""
+    c, full = model._coupling, model._full
+    # the compiled kernels see the full tree only through model.full_model: this model's own packed
+    # buffers are those of an empty tree, so that a kernel handed reduced (or full-length) vectors
+    # directly answers "wrong length" rather than computing on the wrong coordinates
+    mi = np.zeros((layout.N_INT_ROWS, 1), dtype=np.int64)
+    mi[layout.PARENT], mi[layout.SUBTREE_END] = -1, 1
+    model._packed, mi, mf, model._ws = layout.pack(mi, np.zeros(layout.float_size(1, 0)), layout.data_size(1, 0))
+    model._mi, model._mf = _readonly(mi), _readonly(mf)
+    for name in (*layout.INT_FIELDS, *(f[0] for f in layout.FLOAT_FIELDS)):
+        setattr(model, name, getattr(full, name))
+    model.nq, model.nv = c.nq, c.nv
+    model.jnt_qadr, model.jnt_vadr, model.jnt_nq, model.jnt_nv = c.jnt_qadr, c.jnt_vadr, c.jnt_nq, c.jnt_nv
+    G = c.G
+    # limits: the leader's, narrowed by every follower's mapped back through q_f = r q + o
+    lo, hi = np.array(full.lower)[c.keep_q], np.array(full.upper)[c.keep_q]
+    vel = np.array(full.velocity_limit)[c.keep_v]
+    for k in np.flatnonzero(~c.keep_q):
+        r, o, d = c.qscale[k], c.qoff[k], c.qsrc[k]
+        with np.errstate(invalid="ignore"):
+            a, b = (full.lower[k] - o) / r, (full.upper[k] - o) / r
+        a, b = min(a, b), max(a, b)
+        lo[d], hi[d] = max(lo[d], a), min(hi[d], b)
+    for k in np.flatnonzero(~c.keep_v):
+        vel[c.vsrc[k]] = min(vel[c.vsrc[k]], full.velocity_limit[k] / abs(c.vscale[k]))
+    model.lower, model.upper, model.velocity_limit = _readonly(lo), _readonly(hi), _readonly(vel)
+    model.effort_limit = _readonly(np.array(full.effort_limit)[c.keep_v])
+    # joint terms seen at the reduced dof: sum of r^2 x (armature, damping) over the coupled joints
+    model.armature = _readonly(G.T ** 2 @ np.asarray(full.armature))
+    model.damping = _readonly(G.T ** 2 @ np.asarray(full.damping))
+    model.friction = _readonly(np.abs(G.T) @ np.asarray(full.friction))
+    model.dof_body = _readonly(np.array(full.dof_body)[c.keep_v])
+    model.dof_parent = _readonly(np.full(c.nv, -1, dtype=np.int64))     # not tree-sparse: unused
+    model._zero_v = _readonly(np.zeros(c.nv))
+    model._quat_starts = _readonly(np.array([c.qsrc[o] for o in full._quat_starts], dtype=np.int64))
+    model._gws = np.zeros(full.nbody * 24 + 2 * full.nq + 2 * full.nv)
