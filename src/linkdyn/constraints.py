@@ -462,3 +462,6 @@ def prepare(model: Model, constraints: Iterable[Constraint]) -> Prepared:
     The frames are resolved and the constraints packed here, once."""
     return Prepared(model, constraints)
 
+
+
+from .constraint_derivatives import ConstrainedDynamicsDerivatives, constrained_dynamics_derivatives  # noqa: E402,F401
