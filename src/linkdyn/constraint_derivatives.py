@@ -45,7 +45,10 @@ by the derivative of the pseudo-inverse (Golub and Pereyra 1973, eq. 4.12):
     dlambda = U_r dmu + (1 - U_r U_r^T) dJ (J^+ lambda)
 
 (dmu the multipliers of the rank-r KKT; the second term, for x = q only, differentiates the
-rows at the velocity w = J^+ lambda).  Without dependent rows the second term vanishes and
+rows at the velocity w = J^+ lambda).  This needs the dependent rows to agree with the others (J q'' = rhs
+solvable), as the loops' and the consistent constraints' do; where they contradict each other
+(two constraints holding one point, with a velocity that moves it) the forward dynamics returns a
+least-squares compromise, and a ValueError says so.  Without dependent rows the second term vanishes and
 lambda is the one every forward dynamics returns; with them, ``ld.loops.constrained_dynamics(...,
 forces=True)`` returns another split (its pivoted Cholesky's), whose derivative is not this one.
 
@@ -65,7 +68,7 @@ from .dynamics.rnea import rnea
 from .kinematics_derivatives import _fk_derivatives_kernel
 
 if TYPE_CHECKING:
-    from numpy.typing import ArrayLike, NDArray
+    from numpy.typing import ArrayLike
 
     from .constraints import Constraint
     from .model.model import Model
@@ -187,7 +190,7 @@ class _Kin:
 
     def __init__(self, model, q, v, a):
         self.model, self.q, self.v, self.a = model, q, v, a
-        self._cache = {}
+        self._cache, self._points = {}, {}
 
     def __call__(self, i):
         hit = self._cache.get(i)
@@ -213,6 +216,14 @@ class _Kin:
                         dAv + _mc(J, vb))
         self._cache[i] = out
         return out
+
+    def point(self, i, r):
+        """:func:`_point` of the point r of body i, kept for the rows and the forces."""
+        key = (i, r.tobytes())
+        hit = self._points.get(key)
+        if hit is None:
+            hit = self._points[key] = _point(self(i), r)
+        return hit
 
 
 _EYE3 = np.eye(3)
@@ -259,18 +270,18 @@ class _Rows(NamedTuple):
 
 
 def _rows_point(kin, body, r, target):
-    P = _point(kin(body), r)
+    P = kin.point(body, r)
     return _Rows(P.Jp, P.xdd_q, P.xdd_v, P.xd_q, None if target is None else P.Jp), P
 
 
 def _forces_point(kin, body, r, lam):
-    P = _point(kin(body), r)
+    P = kin.point(body, r)
     f, df = _point_wrench(P.x, P.Jp, lam, np.zeros((3, kin.model.nv)))
     return [(body, f, df)]
 
 
 def _rows_plane(kin, body, r, n):
-    P = _point(kin(body), r)
+    P = kin.point(body, r)
     return _Rows(*(n[None, :] @ X for X in (P.Jp, P.xdd_q, P.xdd_v, P.xd_q, P.Jp)))
 
 
@@ -284,7 +295,7 @@ def _frame_world_R(kin, body, R_f):
 
 def _rows_frame(kin, body, R_f, p_f, target):
     B = kin(body)
-    P = _point(B, p_f)
+    P = kin.point(body, p_f)
     J = np.concatenate([P.Jp, B.J[3:]])
     G_q = np.concatenate([P.xdd_q, B.a_q[3:]])
     G_v = np.concatenate([P.xdd_v, B.a_v[3:]])
@@ -299,14 +310,14 @@ def _rows_frame(kin, body, R_f, p_f, target):
 
 def _forces_frame(kin, body, p_f, lam):
     B = kin(body)
-    P = _point(B, p_f)
+    P = kin.point(body, p_f)
     f, df = _point_wrench(P.x, P.Jp, lam[:3], np.zeros((3, kin.model.nv)))
     f[3:] += lam[3:]
     return [(body, f, df)]
 
 
 def _distance_terms(kin, ba, ra, bb, rb):
-    Pa, Pb = _point(kin(ba), ra), _point(kin(bb), rb)
+    Pa, Pb = kin.point(ba, ra), kin.point(bb, rb)
     d = Pa.x - Pb.x
     L = float(np.linalg.norm(d))
     if not L > 0:
@@ -439,8 +450,10 @@ def _assemble(blocks, kin, nv, with_error):
     return J, G_q, G_v, V_q, E_q
 
 
-def _one_state(model, blocks, q, v, tau, qdd, baumgarte):
-    """The six derivatives at one state, q'' given (the forward dynamics' own)."""
+def _one_state(model, blocks, q, v, tau, solved, baumgarte):
+    """The six derivatives at one state; ``solved`` = (q'' of the forward dynamics, a function
+    giving its largest row residual |J q'' + J' v + Baumgarte|)."""
+    qdd, residual = solved
     nv = model.nv
     alpha, beta = (float(x) for x in baumgarte)
     kin = _Kin(model, q, v, qdd)
@@ -491,6 +504,11 @@ def _one_state(model, blocks, q, v, tau, qdd, baumgarte):
     dqdd = sol[:nv]
     dlam = Ur @ sol[nv:]
     if r < m:
+        res = residual()
+        if res > 1e-8 * (1.0 + np.abs(J).max() * np.abs(qdd).max()):
+            raise ValueError(f"the {m - r} dependent constraint rows contradict the others here (residual {res:.3g}; "
+                             "e.g. a redundant constraint with a velocity that violates the constraints): the forward "
+                             "dynamics returns a least-squares compromise, which is not differentiated here")
         # the least-norm lambda's extra term (1 - U_r U_r^T) dJ/dq w, w = J^+ lambda
         w = Vr.T @ ((Ur.T @ lam) / Sr)
         kin_w = _Kin(model, q, w, np.zeros(nv))
@@ -557,5 +575,6 @@ def constrained_dynamics_derivatives(model: Model, q: ArrayLike, v: ArrayLike, t
                          "(use linkdyn.aba_derivatives)")
 
     def forward(q, v, tau):
-        return constrained_dynamics(model, q, v, tau, constraints, baumgarte).qdd
+        res = constrained_dynamics(model, q, v, tau, constraints, baumgarte)
+        return res.qdd, lambda: res.residual
     return _run(model, blocks, q, v, tau, baumgarte, forward)

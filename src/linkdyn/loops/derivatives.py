@@ -7,9 +7,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+import numpy as np
+
 from ..constraint_derivatives import ConstrainedDynamicsDerivatives, _check_baumgarte, _loop_blocks, _run
 from .dynamics import constrained_dynamics
-from .kinematics import _need_loops
+from ._kernels import ACC
+from .kinematics import _need_loops, _terms
 
 if TYPE_CHECKING:
     from numpy.typing import ArrayLike
@@ -44,6 +47,13 @@ def constrained_dynamics_derivatives(model: Model, q: ArrayLike, v: ArrayLike, t
     baumgarte = _check_baumgarte(baumgarte)
     blocks = _loop_blocks(model, -1.0)
 
+    alpha, beta = baumgarte
+
     def forward(q, v, tau):
-        return constrained_dynamics(model, q, v, tau, baumgarte)
+        qdd = constrained_dynamics(model, q, v, tau, baumgarte)
+
+        def residual():
+            e, JC, bias = _terms(model, q, v, ACC)
+            return float(np.abs(JC @ qdd + bias + 2.0 * alpha * (JC @ v) - beta * beta * e.ravel()).max())
+        return qdd, residual
     return _run(model, blocks, q, v, tau, baumgarte, forward)
