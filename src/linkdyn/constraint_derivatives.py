@@ -289,10 +289,6 @@ def _forces_plane(kin, body, r, n, lam):
     return _forces_point(kin, body, r, n * lam[0])
 
 
-def _frame_world_R(kin, body, R_f):
-    return kin(body).R @ R_f
-
-
 def _rows_frame(kin, body, R_f, p_f, target):
     B = kin(body)
     P = kin.point(body, p_f)
@@ -309,7 +305,6 @@ def _rows_frame(kin, body, R_f, p_f, target):
 
 
 def _forces_frame(kin, body, p_f, lam):
-    B = kin(body)
     P = kin.point(body, p_f)
     f, df = _point_wrench(P.x, P.Jp, lam[:3], np.zeros((3, kin.model.nv)))
     f[3:] += lam[3:]
