@@ -333,3 +333,37 @@ def test_stacks_are_state_by_state_and_bad_input_is_named():
         ld.constrained_dynamics_derivatives(tree, ld.neutral(tree), z, z, ["PointFixed"])
     with pytest.raises(ValueError, match="v: expected shape"):
         ld.constrained_dynamics_derivatives(tree, ld.neutral(tree), z[:-1], z, [C.PointFixed(tree.frame_names[-1])])
+
+
+@pytest.mark.skipif(pin is None, reason="pinocchio not installed")
+def test_loops_against_pinocchio():
+    """The figure of Nakamura and Yamane (2000) Fig. 13 hanging by welded grips: its two loops are
+    Pinocchio's CONTACT_6D in the LOCAL frame (the virtual link's frame: the same rows, the same
+    force on the hand), so the six derivatives agree."""
+    from linkdyn.interop import pinocchio_q, pinocchio_v, to_pinocchio
+    model, q = loop_case("figure-on-bar-weld")
+    pm, jid = to_pinocchio(model)
+    pd = pm.createData()
+    cms, cds = pin.StdVec_RigidConstraintModel(), pin.StdVec_RigidConstraintData()
+    for s in ("l", "r"):
+        k = model.frame_id(f"{s}_grip")
+        T = ld.frame_pose(model, q, k)
+        cm = pin.RigidConstraintModel(pin.ContactType.CONTACT_6D, pm, jid[int(model.frame_body[k])],
+                                      pin.SE3(np.array(model.frame_R[k]), np.array(model.frame_p[k])), 0,
+                                      pin.SE3(T[:3, :3], T[:3, 3]), pin.ReferenceFrame.LOCAL)
+        cms.append(cm)
+        cds.append(cm.createData())
+    pin.initConstraintDynamics(pm, pd, cms, cds)
+    prox = pin.ProximalSettings(1e-14, 0.0, 1)
+    rng = np.random.default_rng(10)
+    an = ld.loops.analyze(model, q)
+    v, tau = an.W @ rng.standard_normal(an.dof), rng.standard_normal(model.nv)
+    real = np.array([d for d in range(model.nv) if not model.is_virtual[model.dof_body[d]]])
+    pin.constraintDynamics(pm, pd, pinocchio_q(model, q), pinocchio_v(model, v), pinocchio_v(model, tau), cms, cds, prox)
+    want = [np.array(x) for x in pin.computeConstraintDynamicsDerivatives(pm, pd, cms, cds, prox)]
+    D = ld.loops.constrained_dynamics_derivatives(model, q, v, tau)
+    ix = np.ix_(real, real)
+    got = [D.ddq_dq[ix], D.ddq_dv[ix], D.ddq_dtau[ix], D.dlambda_dq[:, real], D.dlambda_dv[:, real],
+           D.dlambda_dtau[:, real]]
+    for name, g, w in zip(D._fields, got, want):
+        assert np.abs(g - w).max() < 1e-9 * max(1.0, np.abs(w).max()), name
