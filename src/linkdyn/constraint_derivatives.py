@@ -32,7 +32,7 @@ where every partial derivative on the right is taken at fixed q'' and lambda:
   AX_o (a_a - a_b - v_a x (v_a - v_b));
 * the errors: d log6(aMb)/dq = Jr^-1(e) BX_o (J_b - J_a) and d log3(R R_t^T)/dq =
   Jl^-1(e) J_ang with the inverse right and left Jacobians of SE(3) and SO(3) (Barfoot 2017,
-  eqs. 7.86 and 7.95; Sola, Deray and Atchuthan 2018, eq. 179).
+  ch. 7: the closed forms of Jl and of its block Q).
 
 **Redundant constraints.**  q'' is unique whenever M is positive definite on the null space of
 J, however many rows are dependent, and so is its derivative: the KKT above is solved on the
@@ -40,7 +40,7 @@ r = rank(J) orthonormal rows U_r^T J (J = U S V^T, rank at the relative toleranc
 :data:`linkdyn.loops.kinematics.RANK_TOL`).  lambda is not unique there; what is differentiated is
 the least-norm lambda = (J^T)^+ (M q'' + b - tau), the one ``linkdyn.constrained_dynamics`` (its
 ``lstsq`` and its compiled pseudo-inverse) and :func:`linkdyn.loops.constraint_forces` return,
-by the derivative of the pseudo-inverse (Golub and Pereyra 1973, eq. 4.12):
+by the derivative of the pseudo-inverse (Golub and Pereyra 1973, Theorem 4.3):
 
     dlambda = U_r dmu + (1 - U_r U_r^T) dJ (J^+ lambda)
 
@@ -150,14 +150,14 @@ def _coeffs(th):
 
 
 def _jlog3_left(w):
-    """Jl^-1(w): log3(exp(d) exp(w)) = w + Jl^-1(w) d + O(d^2) (Barfoot 2017, eq. 7.95)."""
+    """Jl^-1(w): log3(exp(d) exp(w)) = w + Jl^-1(w) d + O(d^2) (Barfoot 2017, ch. 7)."""
     W = _skew(w)
     return np.eye(3) - 0.5 * W + _coeffs(float(np.linalg.norm(w)))[4] * (W @ W)
 
 
 def _jlog6_right(e):
     """Jr^-1(e) of SE(3), e = [rho; phi]: log6(exp(e) exp(d)) = e + Jr^-1(e) d + O(d^2); Jr(e) =
-    Jl(-e) = [[Jl3(-phi), Q(-rho, -phi)], [0, Jl3(-phi)]] (Barfoot 2017, eqs. 7.83, 7.86)."""
+    Jl(-e) = [[Jl3(-phi), Q(-rho, -phi)], [0, Jl3(-phi)]] (Barfoot 2017, ch. 7)."""
     rho, phi = -np.asarray(e[:3]), -np.asarray(e[3:])
     th = float(np.linalg.norm(phi))
     a, b, c, d, k = _coeffs(th)

@@ -34,7 +34,7 @@ def constrained_dynamics_derivatives(model: Model, q: ArrayLike, v: ArrayLike, t
     KKT system (Carpentier and Mansard 2018; Sathya and Carpentier 2024).  The Baumgarte terms
     J q'' = -J' v - 2 alpha J v + beta^2 e are differentiated with the rest (the loop error
     e = log6 of the real link's frame seen from the virtual link's, through the inverse right
-    Jacobian of SE(3), Barfoot 2017, eq. 7.86).
+    Jacobian of SE(3), Barfoot 2017, ch. 7).
 
     Without dependent loop rows lambda is the loop force that every function returns; with them
     (a planar loop: 3 of its 6 rows) it is the least-norm split of
