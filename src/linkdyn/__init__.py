@@ -37,6 +37,7 @@ from .model.urdf import load_urdf, parse_urdf
 from .models.dh import DHLink, from_dh
 from . import control
 from .constraints import constrained_dynamics
+from .constraint_derivatives import ConstrainedDynamicsDerivatives, constrained_dynamics_derivatives
 from .sim import Simulation
 
 __version__ = "0.1.0"

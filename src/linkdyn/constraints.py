@@ -264,7 +264,8 @@ def _constrained_dynamics_numpy(model, q, v, tau, constraints=(), baumgarte=(0.0
     if model.nloops:
         JL = loop_jacobian(model, q)
         rows.append(JL)
-        rhs.append(-loop_bias(model, q, v) - 2.0 * alpha * (JL @ v) - beta ** 2 * loop_error(model, q).reshape(-1))
+        # the loop error e = log6(aMb) decreases along J v (d e/dt = -J v), hence + beta^2 e, as the loops' kernel
+        rhs.append(-loop_bias(model, q, v) - 2.0 * alpha * (JL @ v) + beta ** 2 * loop_error(model, q).reshape(-1))
     M = crba(model, q)
     f = tau - nonlinear_effects(model, q, v)
     J = np.concatenate(rows) if rows else np.zeros((0, model.nv))
@@ -460,3 +461,7 @@ def prepare(model: Model, constraints: Iterable[Constraint]) -> Prepared:
     ``prepared = prepare(model, constraints); res = prepared(q, v, tau, baumgarte=(a, b))``.
     The frames are resolved and the constraints packed here, once."""
     return Prepared(model, constraints)
+
+
+
+from .constraint_derivatives import ConstrainedDynamicsDerivatives, constrained_dynamics_derivatives  # noqa: E402,F401

@@ -5,3 +5,4 @@ from .kinematics import (ClosedChain, LoopAnalysis, LoopClosureError, analyze, c
                          loop_bias, loop_error, loop_jacobian, project_velocity)
 from .dynamics import (ClosedChainID, constraint_forces, forward_dynamics, inverse_dynamics,  # noqa: F401
                        constrained_dynamics, position_correction, velocity_projection)
+from .derivatives import constrained_dynamics_derivatives  # noqa: F401

@@ -159,7 +159,7 @@ def loop_ws_size(nv, nl):
     """Size of the loop workspace: H, J (raw and projected), Y, Lambda, vectors, and each
     loop's cut projector P and (S^T S)^-1 S^T."""
     m = 6 * nl
-    return nv * nv + 2 * m * nv + nv * m + m * m + 4 * m + 3 * nv + 6 * nl + 72 * nl
+    return nv * nv + 2 * m * nv + nv * m + m * m + 4 * m + 2 * nv + max(nv, 6) + 6 * nl + 72 * nl
 
 
 @njit(cache=True)
@@ -177,7 +177,7 @@ def _carve(lw, nv, nl):
     piv = _view(lw, o, (m,)); o += m
     x = _view(lw, o, (nv,)); o += nv
     b = _view(lw, o, (nv,)); o += nv
-    t = _view(lw, o, (nv,)); o += nv
+    t = _view(lw, o, (max(nv, 6),)); o += max(nv, 6)     # also a loop's 6 rows (J v): 6 even when nv < 6
     e = _view(lw, o, (nl, 6)); o += 6 * nl
     P = _view(lw, o, (nl, 6, 6)); o += 36 * nl
     Sinv = _view(lw, o, (nl, 6, 6))
