@@ -243,6 +243,8 @@ class Model:
             self._loop_force = np.zeros((len(self.loops), 6))        # scratch when forces are not asked for
             self._loop_args = (self._mi, self._mf, self._ws, self._loop_i, self._loop_f, self.dof_parent,
                                self._loop_lw)
+            from ..loops.dynamics import pack_loops     # the same in one buffer (the fast path's)
+            self._loop_packed = pack_loops(self._loop_i, self._loop_f, self.dof_parent, self._loop_lw.size)
 
     # --- pickling (multiprocessing, Dask workers) -----------------------------------------
     def __getstate__(self):
@@ -250,7 +252,7 @@ class Model:
         with a fresh workspace: an unpickled model shares no scratch memory with the original),
         the joints as (class, slot values) (their ``__setattr__`` refuses the default), and the
         names of the read-only arrays (pickle drops the flag; Numba types read-only apart)."""
-        views = {"_packed", "_ws", "_loop_args", "_frame_ref_args", *layout.INT_FIELDS, *(f[0] for f in layout.FLOAT_FIELDS)}
+        views = {"_packed", "_ws", "_loop_args", "_loop_packed", "_frame_ref_args", *layout.INT_FIELDS, *(f[0] for f in layout.FLOAT_FIELDS)}
         state = {k: x for k, x in self.__dict__.items() if k not in views}
         state["joints"] = tuple((type(j), {s: getattr(j, s) for c in type(j).__mro__
                                            for s in getattr(c, "__slots__", ())}) for j in self.joints)
@@ -279,6 +281,8 @@ class Model:
         if self.loops:
             self._loop_args = (self._mi, self._mf, self._ws, self._loop_i, self._loop_f, self.dof_parent,
                                self._loop_lw)
+            from ..loops.dynamics import pack_loops     # the same in one buffer (the fast path's)
+            self._loop_packed = pack_loops(self._loop_i, self._loop_f, self.dof_parent, self._loop_lw.size)
 
     # --- names --------------------------------------------------------------------------
     @property
