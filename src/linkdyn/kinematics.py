@@ -17,10 +17,10 @@ import numpy as np
 from numba import njit, prange
 from numba import types as nt
 
-from ._api import OUT1, OUT2, PACKED, VEC, Entry, as_states, batch_workspace, raise_for_status, run, vectors
+from ._api import _F64, _ND, MF, OUT1, OUT2, PACKED, VEC, Entry, as_states, batch_workspace, raise_for_status, run, vectors
 from ._kernels.batch import chunk as _chunk, pick as _pick
-from ._kernels.layout import (model_sizes as _model_sizes, unpack_data as _unpack_data, unpack_model as _unpack_model,
-    unpack_packed as _unpack_packed)
+from ._kernels.layout import (_as_readonly, _view, model_sizes as _model_sizes, unpack_data as _unpack_data,
+    unpack_model as _unpack_model, unpack_packed as _unpack_packed)
 from ._kernels.passes import (ACC, NO_MASS, OK, OVERFLOW, POS, VEL, all_finite as _all_finite, check_inputs as _check_inputs,
     check_q as _check_q,
     kinematics_pass as _kinematics_pass, support_pass as _support_pass)
@@ -139,16 +139,20 @@ def _joint_jacobians_packed(buf, q, J):
 _joint_jacobians = Entry(_joint_jacobians_packed, PACKED, VEC, OUT2)
 
 
-@njit(cache=True)
-def _frame_jacobian_packed(buf, q, b, fR, fp, ref, J):
-    """``_frame_jacobian_kernel`` on a model packed in one buffer (Model._packed)."""
-    mi, mf, ws = _unpack_packed(buf)
-    return _frame_jacobian_kernel(mi, mf, ws, q, b, fR, fp, ref, J)
-
-
 _FRAME_R = nt.Array(nt.float64, 2, "C", readonly=True)      # model.frame_R[f]
 _FRAME_P = nt.Array(nt.float64, 1, "C", readonly=True)      # model.frame_p[f]
-_frame_jacobian = Entry(_frame_jacobian_packed, PACKED, VEC, nt.int64, _FRAME_R, _FRAME_P, nt.int64, OUT2)
+
+
+@njit(cache=True)
+def _frame_jacobian_fa(buf, q, fa, J):
+    """``_frame_jacobian_kernel`` with the frame and the reference in one array ``fa``
+    (:func:`_frame_ref`): four arguments to unbox instead of seven."""
+    mi, mf, ws = _unpack_packed(buf)
+    return _frame_jacobian_kernel(mi, mf, ws, q, np.int64(fa[0]), _as_readonly(_view(fa, 2, (3, 3))),
+                                  _as_readonly(_view(fa, 11, (3,))), np.int64(fa[1]), J)
+
+
+_frame_jacobian = Entry(_frame_jacobian_fa, PACKED, VEC, MF, OUT2)
 
 
 @njit(cache=True)
@@ -340,6 +344,24 @@ def _frame(model, frame):
         return args
 
 
+def _frame_ref(model, frame, reference):
+    """[body, reference code, R (9, row-major), p (3)] of a frame seen in a reference, one
+    read-only array, cached per model by (frame, reference) as they were asked for; raises as
+    :func:`_ref` and :func:`_frame` do, in that order."""
+    ref = _ref(reference)
+    b, fR, fp = _frame(model, frame)
+    fa = np.empty(14)
+    fa[0], fa[1] = b, ref
+    fa[2:11] = fR.ravel()
+    fa[11:] = fp
+    fa.flags.writeable = False
+    model._frame_ref_args[frame, reference] = fa
+    return fa
+
+
+_empty = np.empty
+
+
 def _out(shape, batch):
     return np.empty(shape if batch is None else (batch,) + shape)
 
@@ -412,12 +434,16 @@ def frame_pose(model: Model, q: ArrayLike, frame: str | int) -> NDArray[np.float
 def jacobian(model: Model, q: ArrayLike, frame: str | int, reference: str = "world") -> NDArray[np.float64]:
     """Frame Jacobian (6, nv), rows [linear; angular], in ``reference`` ("world", "local",
     "local_world_aligned"); (N, 6, nv) for a stack of configurations."""
+    try:                                    # the fast path: one lookup, four arguments
+        fa = model._frame_ref_args[frame, reference]
+    except (KeyError, TypeError):           # TypeError: not hashable; _frame_ref says what is wrong
+        fa = _frame_ref(model, frame, reference)
+    if type(q) is _ND and q.dtype is _F64 and q.ndim == 1:
+        J = _empty(model._shape_6v)
+        if _frame_jacobian.fn(model._packed, q, fa, J) == OK:
+            return J
     ref = _ref(reference)
     b, fR, fp = _frame(model, frame)
-    if vectors(q):
-        J = np.empty((6, model.nv))
-        if _frame_jacobian.fn(model._packed, q, b, fR, fp, ref, J) == OK:
-            return J
     if model._full is not None:          # a geared model (linkdyn.model.gears)
         return _geared.call(jacobian, "J", model, q, frame, reference)
     return run(model, (_frame_jacobian_kernel, _frame_jacobian_batch), (6, model.nv), as_states(model, q=q),
@@ -439,8 +465,8 @@ def point_jacobian(model: Model, q: ArrayLike, frame: str | int, point: ArrayLik
 def joint_jacobians(model: Model, q: ArrayLike) -> NDArray[np.float64]:
     """(6, nv) motion of every dof in world coordinates at the world origin (Pinocchio's
     ``computeJointJacobians``); (N, 6, nv) for a stack."""
-    if vectors(q):
-        J = np.empty((6, model.nv))
+    if type(q) is _ND and q.dtype is _F64 and q.ndim == 1:
+        J = _empty(model._shape_6v)
         if _joint_jacobians.fn(model._packed, q, J) == OK:
             return J
     if model._full is not None:          # a geared model (linkdyn.model.gears)

@@ -175,6 +175,7 @@ def _aba_batch(mi, mf, WS, Q, V, T, F, QDD, status):
 
 _aba = Entry(_aba_kernel, MI, MF, WS, VEC, VEC, VEC, FEXT, OUT1)
 _aba_entry = Entry(_aba_packed, PACKED, VEC, VEC, VEC, OUT1)
+_empty = np.empty
 
 
 def aba(model: Model, q: ArrayLike, v: ArrayLike, tau: ArrayLike, fext: ArrayLike | None = None) -> NDArray[np.float64]:
@@ -182,7 +183,7 @@ def aba(model: Model, q: ArrayLike, v: ArrayLike, tau: ArrayLike, fext: ArrayLik
     articulated body algorithm.  Shapes as in :func:`linkdyn.rnea`."""
     if (fext is None and type(q) is _ND and type(v) is _ND and type(tau) is _ND and q.dtype is _F64
             and v.dtype is _F64 and tau.dtype is _F64 and q.ndim == 1 and v.ndim == 1 and tau.ndim == 1):
-        qdd = np.empty(model.nv)
+        qdd = _empty(model.nv)
         if _aba_entry.fn(model._packed, q, v, tau, qdd) == OK:
             return qdd
     if model._full is not None:          # a geared model (linkdyn.model.gears)

@@ -35,6 +35,7 @@ if TYPE_CHECKING:
     from ..model.model import Model
 
 _EMPTY = np.zeros(0)
+_empty = np.empty
 CRBA, UNIT_VECTOR, JACOBIAN = 0, 1, 2
 _METHODS = {"crba": CRBA, "unit_vector": UNIT_VECTOR, "jacobian": JACOBIAN}
 
@@ -207,7 +208,7 @@ def mass_matrix(model: Model, q: ArrayLike, method: str = "crba") -> NDArray[np.
 def crba(model: Model, q: ArrayLike) -> NDArray[np.float64]:
     """M(q) by the composite rigid body algorithm (full symmetric matrix)."""
     if type(q) is _ND and q.dtype is _F64 and q.ndim == 1:
-        M = np.empty((model.nv, model.nv))
+        M = _empty(model._shape_vv)
         if _crba.fn(model._packed, q, M) == OK:
             return M
     return mass_matrix(model, q, "crba")

@@ -98,6 +98,7 @@ def _rnea_batch(mi, mf, WS, Q, V, A, F, TAU, status):
 
 _rnea = Entry(_rnea_kernel, MI, MF, WS, VEC, VEC, VEC, FEXT, OUT1)
 _rnea_entry = Entry(_rnea_packed, PACKED, VEC, VEC, VEC, OUT1)
+_empty = np.empty
 
 
 def _run(model, q, v, a, fext):
@@ -119,7 +120,7 @@ def rnea(model: Model, q: ArrayLike, v: ArrayLike, a: ArrayLike, fext: ArrayLike
     """
     if (fext is None and type(q) is _ND and type(v) is _ND and type(a) is _ND and q.dtype is _F64
             and v.dtype is _F64 and a.dtype is _F64 and q.ndim == 1 and v.ndim == 1 and a.ndim == 1):
-        tau = np.empty(model.nv)
+        tau = _empty(model.nv)
         if _rnea_entry.fn(model._packed, q, v, a, tau) == OK:
             return tau
     if model._full is not None:          # a geared model (linkdyn.model.gears)
@@ -132,7 +133,7 @@ def nonlinear_effects(model: Model, q: ArrayLike, v: ArrayLike) -> NDArray[np.fl
     has any): RNEA with zero acceleration, so that ``rnea(q, v, a) = crba(q) a + b(q, v)``."""
     if (type(q) is _ND and type(v) is _ND and q.dtype is _F64 and v.dtype is _F64 and q.ndim == 1
             and v.ndim == 1):
-        tau = np.empty(model.nv)
+        tau = _empty(model.nv)
         if _rnea_entry.fn(model._packed, q, v, model._zero_v, tau) == OK:
             return tau
     if model._full is not None:          # a geared model (linkdyn.model.gears)
@@ -145,7 +146,7 @@ def nonlinear_effects(model: Model, q: ArrayLike, v: ArrayLike) -> NDArray[np.fl
 def generalized_gravity(model: Model, q: ArrayLike) -> NDArray[np.float64]:
     """g(q): the joint torques that hold the model still against gravity."""
     if type(q) is _ND and q.dtype is _F64 and q.ndim == 1:
-        tau = np.empty(model.nv)
+        tau = _empty(model.nv)
         if _rnea_entry.fn(model._packed, q, model._zero_v, model._zero_v, tau) == OK:
             return tau
     if model._full is not None:          # a geared model (linkdyn.model.gears)

@@ -25,9 +25,11 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal, Sequence, overload
 
 import numpy as np
-from numba import types as _nt
+from numba import carray as _carray, njit as _njit, types as _nt
 
-from .._api import (_F64, _ND, MF, MI, OUT1, OUT2, SERIAL_BELOW, VEC, WS, Entry, as_states, batch_workspace, raise_for_status)
+from .._api import (_F64, _ND, MF, MI, OUT1, OUT2, PACKED, SERIAL_BELOW, VEC, WS, Entry, as_states, batch_workspace,
+                    raise_for_status)
+from .._kernels.layout import _as_readonly, _int_address, _view, unpack_packed as _unpack_packed
 from ..dynamics.crba import crba
 from ..dynamics.rnea import rnea
 from ._kernels import (ACC, FD, POSITION, VELOCITY, constrained_solve as _constrained_solve,
@@ -237,6 +239,45 @@ _solve = Entry(_constrained_solve, MI, MF, WS, _LI, _LF, _LAM, WS, VEC, VEC, VEC
                _nt.float64, OUT1, OUT2)
 
 
+# The fixed arguments of constrained_solve after the model's (li, lf, lam, lw) in one buffer,
+# as Model._packed holds (mi, mf, ws): the fast path of constrained_dynamics unboxes two
+# arrays for the seven (~0.04 us each).  [header: nl, nv, offsets of lf, lam, lw | li | lf | lam | lw]
+_LOOP_HEADER = 5
+
+
+def pack_loops(li, lf, lam, lw_size):
+    """One float64 buffer holding li and lam (int64 bit patterns), lf and a zeroed loop workspace."""
+    nl, nv = li.shape[0], lam.shape[0]
+    o_lf = _LOOP_HEADER + li.size
+    o_lam = o_lf + lf.size
+    o_lw = o_lam + nv
+    buf = np.zeros(o_lw + lw_size)
+    buf[:_LOOP_HEADER].view(np.int64)[:] = nl, nv, o_lf, o_lam, o_lw
+    buf[_LOOP_HEADER:o_lf].view(np.int64)[:] = li.ravel()
+    buf[o_lf:o_lam] = lf.ravel()
+    buf[o_lam:o_lw].view(np.int64)[:] = lam
+    return buf
+
+
+@_njit(cache=True)
+def _solve_packed(buf, lbuf, q, v, tau, mode, alpha, beta, out, force):
+    """``constrained_solve`` on a model packed in ``buf`` (Model._packed) and its loops in
+    ``lbuf`` (:func:`pack_loops`), typed as the Model's own arrays (the same compiled solver)."""
+    mi, mf, ws = _unpack_packed(buf)
+    h = _carray(_int_address(lbuf, 0), (_LOOP_HEADER,))
+    nl, nv, o_lf, o_lam, o_lw = h[0], h[1], h[2], h[3], h[4]
+    li = _as_readonly(_carray(_int_address(lbuf, _LOOP_HEADER), (nl, 4)))
+    lf = _as_readonly(_view(lbuf, o_lf, (nl, 24)))
+    lam = _as_readonly(_carray(_int_address(lbuf, o_lam), (nv,)))
+    lw = _view(lbuf, o_lw, (lbuf.shape[0] - o_lw,))
+    return _constrained_solve(mi, mf, ws, li, lf, lam, lw, q, v, tau, mode, alpha, beta, out, force)
+
+
+_solve_entry = Entry(_solve_packed, PACKED, PACKED, VEC, VEC, VEC, _nt.int64, _nt.float64, _nt.float64, OUT1, OUT2)
+_empty = np.empty
+_NO_BAUMGARTE = (0.0, 0.0)
+
+
 def _buffers(model):
     """The loop workspace and the dof parents (made with the model)."""
     return model._loop_lw, model.dof_parent
@@ -278,10 +319,10 @@ def constrained_dynamics(model: Model, q: ArrayLike, v: ArrayLike, tau: ArrayLik
 
 
 @overload
-def constrained_dynamics(model: Model, q: ArrayLike, v: ArrayLike, tau: ArrayLike, baumgarte: tuple[float, float] = (0.0, 0.0), forces: bool = False) -> NDArray[np.float64] | tuple[NDArray[np.float64], NDArray[np.float64]]: ...
+def constrained_dynamics(model: Model, q: ArrayLike, v: ArrayLike, tau: ArrayLike, baumgarte: tuple[float, float] = _NO_BAUMGARTE, forces: bool = False) -> NDArray[np.float64] | tuple[NDArray[np.float64], NDArray[np.float64]]: ...
 
 
-def constrained_dynamics(model: Model, q: ArrayLike, v: ArrayLike, tau: ArrayLike, baumgarte: tuple[float, float] = (0.0, 0.0), forces: bool = False) -> NDArray[np.float64] | tuple[NDArray[np.float64], NDArray[np.float64]]:
+def constrained_dynamics(model: Model, q: ArrayLike, v: ArrayLike, tau: ArrayLike, baumgarte: tuple[float, float] = _NO_BAUMGARTE, forces: bool = False) -> NDArray[np.float64] | tuple[NDArray[np.float64], NDArray[np.float64]]:
     """q'' of a closed chain under the joint torques ``tau`` (nv,) by the multiplier form
     (the Lagrange-multiplier form of the constrained equations of motion, compiled: tree-sparse factorization of M, the cut joints eliminated,
     dependent constraints dropped by pivoting.  ``baumgarte`` = (alpha, beta) stabilizes the
@@ -294,10 +335,14 @@ def constrained_dynamics(model: Model, q: ArrayLike, v: ArrayLike, tau: ArrayLik
     as one parallel compiled loop and gives (N, nv) and (N, nloops, 6)."""
     if (type(q) is _ND and type(v) is _ND and type(tau) is _ND and q.dtype is _F64 and v.dtype is _F64
             and tau.dtype is _F64 and q.ndim == 1 and v.ndim == 1 and tau.ndim == 1 and model.loops):
-        out = np.empty(model.nv)
-        force = np.empty((len(model.loops), 6)) if forces else model._loop_force
-        alpha, beta = baumgarte
-        if _solve.fn(*model._loop_args, q, v, tau, FD, float(alpha), float(beta), out, force) == 0:
+        out = _empty(model.nv)
+        force = _empty(model._loop_force.shape) if forces else model._loop_force
+        if baumgarte is _NO_BAUMGARTE:
+            alpha = beta = 0.0
+        else:
+            alpha, beta = baumgarte
+            alpha, beta = float(alpha), float(beta)
+        if _solve_entry.fn(model._packed, model._loop_packed, q, v, tau, FD, alpha, beta, out, force) == 0:
             return (out, force) if forces else out
     _need_loops(model, "constrained_dynamics")
     out, force = _run_solve(model, q, v, tau, FD, baumgarte[0], baumgarte[1])

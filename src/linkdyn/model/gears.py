@@ -209,6 +209,7 @@ def apply(model):
     for name in (*layout.INT_FIELDS, *(f[0] for f in layout.FLOAT_FIELDS)):
         setattr(model, name, getattr(full, name))
     model.nq, model.nv = c.nq, c.nv
+    model._shape_6v, model._shape_vv = (6, c.nv), (c.nv, c.nv)
     model.jnt_qadr, model.jnt_vadr, model.jnt_nq, model.jnt_nv = c.jnt_qadr, c.jnt_vadr, c.jnt_nq, c.jnt_nv
     G = c.G
     # limits: the leader's, narrowed by every follower's mapped back through q_f = r q + o

@@ -168,6 +168,8 @@ class Model:
         self._packed, mi, mf, self._ws = layout.pack(mi, mf, layout.data_size(nb, nv))
         self._mi, self._mf = _readonly(mi), _readonly(mf)
         self._zero_v = _readonly(np.zeros(nv))      # v = 0 / a = 0 of the fast paths (nonlinear_effects)
+        # output shapes of the fast paths, built once (a tuple built per call costs ~0.05 us)
+        self._shape_6v, self._shape_vv = (6, nv), (nv, nv)
         for k, name_ in enumerate(layout.INT_FIELDS):
             setattr(self, name_, self._mi[k])
         for name_, view in layout.views(self._mf, layout.FLOAT_FIELDS, nb, nv).items():
@@ -188,6 +190,7 @@ class Model:
         self.frame_p = _readonly(np.array([fr[3] for fr in frames]).reshape(-1, 3))
         self._frame_index = {n: k for k, n in enumerate(self.frame_names)}
         self._frame_args = {}       # kinematics._frame's cache: name or index -> (body, R, p)
+        self._frame_ref_args = {}   # kinematics._frame_ref's cache: (frame, reference) -> packed array
         self._joint_frame_index = dict(joint_frames)
         self._joint_index = {n: i for i, n in enumerate(self._joint_names) if i > 0}
 
@@ -244,6 +247,8 @@ class Model:
             self._loop_force = np.zeros((len(self.loops), 6))        # scratch when forces are not asked for
             self._loop_args = (self._mi, self._mf, self._ws, self._loop_i, self._loop_f, self.dof_parent,
                                self._loop_lw)
+            from ..loops.dynamics import pack_loops     # the same in one buffer (the fast path's)
+            self._loop_packed = pack_loops(self._loop_i, self._loop_f, self.dof_parent, self._loop_lw.size)
         gears = tuple(gears)
         if gears:
             if self.loops:
@@ -258,7 +263,7 @@ class Model:
         with a fresh workspace: an unpickled model shares no scratch memory with the original),
         the joints as (class, slot values) (their ``__setattr__`` refuses the default), and the
         names of the read-only arrays (pickle drops the flag; Numba types read-only apart)."""
-        views = {"_packed", "_ws", "_loop_args", *layout.INT_FIELDS, *(f[0] for f in layout.FLOAT_FIELDS)}
+        views = {"_packed", "_ws", "_loop_args", "_loop_packed", "_frame_ref_args", *layout.INT_FIELDS, *(f[0] for f in layout.FLOAT_FIELDS)}
         state = {k: x for k, x in self.__dict__.items() if k not in views}
         state["joints"] = tuple((type(j), {s: getattr(j, s) for c in type(j).__mro__
                                            for s in getattr(c, "__slots__", ())}) for j in self.joints)
@@ -277,6 +282,7 @@ class Model:
         for k in state.pop("_readonly"):
             state[k] = _readonly(state[k])
         self.__dict__.update(state)
+        self._frame_ref_args = {}
         if self._full is not None:              # a geared model: its buffers and views come from apply()
             from . import gears as _gears
             _gears.apply(self)
@@ -290,6 +296,8 @@ class Model:
         if self.loops:
             self._loop_args = (self._mi, self._mf, self._ws, self._loop_i, self._loop_f, self.dof_parent,
                                self._loop_lw)
+            from ..loops.dynamics import pack_loops     # the same in one buffer (the fast path's)
+            self._loop_packed = pack_loops(self._loop_i, self._loop_f, self.dof_parent, self._loop_lw.size)
 
     # --- gear couplings (linkdyn.model.gears) ---------------------------------------------
     @property
