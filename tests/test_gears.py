@@ -363,3 +363,30 @@ def test_mimic_robots_against_pinocchio(path, floating):
         _close(ld.crba(model, q), M, 1e-10)
         qdd = ld.aba(model, q, v, a)
         _close(qdd, np.linalg.solve(M, a - pin.nonLinearEffects(pm, pm.createData(), q, v)), 1e-8)
+
+
+@pytest.mark.parametrize("method", ["events", "timestep"])
+def test_geared_gripper_simulation_holds_its_limits_and_closes_the_ledger(method):
+    m = ld.models.geared_gripper()
+    sim = ld.Simulation(m, q=np.array([0.0, 0.3]), v=np.array([1.0, 2.0]), dt=1e-3, contact_method=method,
+                        controller=lambda t, q, v: np.array([0.0, 0.2]))
+    rec = sim.run(0.6)
+    t, grip = rec.joint_series("grip")
+    _, rd = rec.joint_series("right_distal")             # a follower's own coordinate, not its leader's
+    np.testing.assert_allclose(rd, -0.7 * grip, atol=1e-14)
+    assert grip.max() == pytest.approx(m.upper[1], abs=1e-6)    # closed onto its stop (1.2 rad)
+    assert np.all(grip <= m.upper[1] + 1e-9)                     # at every sample
+    report = sim.checks()
+    assert report.ok, str(report)
+
+
+def test_constraints_on_a_geared_model_are_the_reduced_kkt():
+    from linkdyn.constraints import PointFixed
+    m = ld.models.geared_gripper()
+    q, v, tau = np.array([0.1, 0.3]), np.array([0.2, 0.1]), np.array([0.0, 0.1])
+    r = ld.constrained_dynamics(m, q, v, tau, [PointFixed("left_tip")])
+    J = ld.point_jacobian(m, q, "left_tip")
+    jdv = ld.jacobian_dot_times_v(m, q, v, "left_tip", "local_world_aligned")[:3]
+    K = np.block([[ld.crba(m, q), J.T], [J, np.zeros((3, 3))]])
+    x = np.linalg.lstsq(K, np.concatenate([tau - ld.nonlinear_effects(m, q, v), -jdv]), rcond=None)[0]
+    _close(r.qdd, x[:2], 1e-9)

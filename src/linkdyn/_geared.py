@@ -22,7 +22,10 @@ import inspect
 import numba
 import numpy as np
 
-from ._api import as_fext, as_states, batch_workspace, raise_for_status, SERIAL_BELOW
+from numba import types as nt
+
+from ._api import (FEXT, MF, MI, OUT1, SERIAL_BELOW, VEC, WS, Entry, _NO_FORCE, as_fext, as_states, batch_workspace,
+                   raise_for_status, vectors)
 
 _Q_ARGS = ("q", "q0", "q1")
 _V_ARGS = ("v", "a")
@@ -61,11 +64,23 @@ def call(fn, kind, model, *args, **kwargs):
 
 
 # --- forward dynamics ---------------------------------------------------------------------
+_GI = nt.Array(nt.int64, 1, "C", readonly=True)
+_GF = nt.Array(nt.float64, 1, "C", readonly=True)
+_aba_entry = None
+
+
 def aba(model, q, v, tau, fext=None):
     """q'' of the geared model: the geared articulated-body kernel (serial and parallel couplings),
     or solve(G^T M G, tau - G^T b) for couplings that recursion cannot fold in."""
+    global _aba_entry
     from .dynamics.geared_aba import _geared_aba_batch, _geared_aba_kernel
     c, full = model._coupling, model._full
+    if fext is None and not c.general and vectors(q, v, tau):        # one state: straight to the kernel
+        if _aba_entry is None:
+            _aba_entry = Entry(_geared_aba_kernel, MI, MF, WS, _GI, _GF, WS, VEC, VEC, VEC, FEXT, OUT1)
+        out = np.empty(model.nv)
+        if _aba_entry.fn(full._mi, full._mf, full._ws, c.gi, c.gf, model._gws, q, v, tau, _NO_FORCE, out) == 0:
+            return out
     args = as_states(model, q=q, v=v, tau=tau)
     if c.general:
         from .dynamics import crba, rnea

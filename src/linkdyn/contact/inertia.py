@@ -334,6 +334,12 @@ def inverse_inertia(model: Model, q: ArrayLike, frames: str | int | Sequence[str
 
     Cost O(n + k n_depth + k^2) 6x6 operations in one compiled call.
     """
+    if model._full is not None:          # a geared model (linkdyn.model.gears): J_r M_r^-1 J_r^T, densely
+        from ..dynamics.crba import crba
+        from ..kinematics import jacobian
+        names = [frames] if isinstance(frames, (str, int, np.integer)) else list(frames)
+        J = np.concatenate([jacobian(model, q, f, reference) for f in names])
+        return J @ np.linalg.solve(crba(model, q), J.T)
     ref = _ref(reference)
     fb, fR, fp, G, T = _frames(model, frames)
     k = fb.shape[0]

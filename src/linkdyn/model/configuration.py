@@ -210,6 +210,9 @@ def dexpinv(model: Model, theta: ArrayLike, v: ArrayLike) -> NDArray[np.float64]
     v = np.ascontiguousarray(v, dtype=float)
     if theta.shape != (model.nv,) or v.shape != (model.nv,):
         raise ValueError(f"theta, v: expected shape ({model.nv},), got {theta.shape} and {v.shape}")
+    if model._full is not None:          # a geared model: the full tree's, at G theta, G v
+        c = model._coupling
+        return dexpinv(model._full, c.v(theta), c.v(v))[c.keep_v]
     out = np.empty(model.nv)
     _dexpinv_kernel(model._mi, theta, v, out, np.empty(6))
     return out

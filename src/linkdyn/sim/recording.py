@@ -181,7 +181,11 @@ class Recording:
         width = None
         for s in self.segments:
             a = s.arrays()
-            if joint in s.model._joint_index:
+            full = getattr(s.model, "_full", None)
+            if full is not None:                  # a geared model: the joint's own coordinate, a follower's too
+                x = s.model.expand(a["q"])[:, full.q_slice(joint)] if joint in full._joint_index else None
+                width = x.shape[1] if x is not None else width
+            elif joint in s.model._joint_index:
                 x = a["q"][:, s.model.q_slice(joint)]
                 width = x.shape[1]
             else:
