@@ -217,7 +217,7 @@ def _info(args) -> int:
 def _warmup_tasks():
     """(label, callable) pairs that together compile what the demos and the common entry points
     use: the dynamics of trees with every joint kind, one state and a stack of states, the
-    Jacobians, the closed chains, the event-driven and the time-stepping schemes."""
+    Jacobians, gear couplings, the closed chains, the event-driven and the time-stepping schemes."""
     import linkdyn as ld
     from linkdyn.models import scenarios as sc
 
@@ -227,6 +227,9 @@ def _warmup_tasks():
         ld.rnea(m, q, v, v), ld.crba(m, q), ld.aba(m, q, v, v), ld.nonlinear_effects(m, q, v)
         ld.kinetic_energy(m, q, v), ld.potential_energy(m, q)
         ld.rnea_derivatives(m, q, v, v), ld.aba_derivatives(m, q, v, v)
+        g = ld.models.geared_gripper()                  # gear couplings: the geared ABA
+        qg, vg = ld.neutral(g), np.zeros(g.nv)
+        ld.aba(g, qg, vg, vg), ld.aba(g, np.tile(qg, (32, 1)), vg, vg)
 
     def batched():
         m = ld.models.human_figure()
