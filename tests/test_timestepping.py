@@ -132,7 +132,12 @@ def test_a_limit_inside_a_closed_chain():
     assert not sim._uni._compiled
     assert_physical(rec, PEN)
     crank = rec.segments[0].arrays()["q"][:, m.q_index("crank")]
-    assert crank.max() <= hi + 1e-9 and crank[-1] > hi - 1e-6
+    # time stepping holds a stop at the velocity level and pulls a step's overshoot back over the
+    # next steps (BETA): here 6.5e-6 rad at the impact, decaying by 0.8 a step
+    over = crank - hi
+    assert over.max() <= 1e-5 and crank[-1] > hi - 1e-6 and abs(over[-1]) < 1e-9
+    k = int(np.argmax(over))
+    assert np.all(np.diff(over[k:k + 20]) < 0)
     assert rec.loop_error.max() < 1e-8
 
 
