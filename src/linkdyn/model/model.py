@@ -303,7 +303,8 @@ class Model:
         without gears.  Reduced dynamics: M = G^T M_full G, tau = G^T tau_full, J = J_full G."""
         return np.eye(self.nv) if self._full is None else np.array(self._coupling.G)
 
-    def expand(self, q: ArrayLike, v: ArrayLike | None = None, a: ArrayLike | None = None):
+    def expand(self, q: ArrayLike, v: ArrayLike | None = None, a: ArrayLike | None = None
+               ) -> np.ndarray | tuple[np.ndarray, ...]:
         """The full joint coordinates (those of ``full_model``) of reduced q, or of (q, v) or
         (q, v, a): q_follower = ratio q_leader + offset, v_full = G v, a_full = G a.  Stacks
         (N, nq) are expanded row by row."""
@@ -319,7 +320,7 @@ class Model:
             out = tuple(np.broadcast_to(x, (s.batch, x.shape[-1])).copy() if x.shape[0] == 1 else x for x in out)
         return out[0] if len(out) == 1 else out
 
-    def reduce(self, q: ArrayLike, v: ArrayLike | None = None):
+    def reduce(self, q: ArrayLike, v: ArrayLike | None = None) -> np.ndarray | tuple[np.ndarray, np.ndarray]:
         """The reduced coordinates of full ones (the inverse of :meth:`expand` on configurations that
         satisfy the couplings): the coordinates of the joints that follow no gear."""
         if self._full is None:
