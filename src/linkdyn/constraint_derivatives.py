@@ -527,6 +527,10 @@ def _rank_tol():
 
 
 def _check_baumgarte(baumgarte):
+    if type(baumgarte) is tuple and len(baumgarte) == 2 and type(baumgarte[0]) is float and type(baumgarte[1]) is float:
+        alpha, beta = baumgarte
+        if math.isfinite(alpha) and math.isfinite(beta):
+            return baumgarte
     try:
         alpha, beta = (float(x) for x in baumgarte)
     except (TypeError, ValueError):
@@ -574,21 +578,25 @@ def _entries():
 
 
 def _scratch(model, m):
-    """The single-state scratch (derivative workspace, per-state buffer) kept on the model."""
-    from ._kernels.constraint_derivatives import sw_size
-    from .dynamics.derivatives import _own_workspace
+    """(the RNEA-derivative workspace, the kernel's per-state scratch) of single-state calls with
+    m rows, kept on the model."""
     cache = getattr(model, "_cdd_scratch", None)
     if cache is None:
         cache = model._cdd_scratch = {}
-    sw = cache.get(m)
-    if sw is None:
-        sw = cache[m] = np.zeros(sw_size(model.nbody, model.nq, model.nv, m))
-    return _own_workspace(model), sw
+    hit = cache.get(m)
+    if hit is None:
+        from ._kernels.constraint_derivatives import sw_size
+        from .dynamics.derivatives import _own_workspace
+        hit = cache[m] = (_own_workspace(model), np.zeros(sw_size(model.nbody, model.nq, model.nv, m)))
+    return hit
 
 
 def _split(out, nv):
     """The six derivatives as views of the kernel's out (..., nv + m, 3 nv)."""
-    X, Y = out[..., :nv, :], out[..., nv:, :]
+    if out.ndim == 2:
+        return ConstrainedDynamicsDerivatives(out[:nv, :nv], out[:nv, nv:2 * nv], out[:nv, 2 * nv:],
+                                              out[nv:, :nv], out[nv:, nv:2 * nv], out[nv:, 2 * nv:])
+    X, Y = out[:, :nv], out[:, nv:]
     return ConstrainedDynamicsDerivatives(X[..., :nv], X[..., nv:2 * nv], X[..., 2 * nv:],
                                           Y[..., :nv], Y[..., nv:2 * nv], Y[..., 2 * nv:])
 
