@@ -17,9 +17,10 @@ forward dynamics is part of both calls: ours solves it inside).  Cases, checked 
   those of the virtual link's frame: the same rows, the same lambda).
 
 Timed as in ``bench_core.py``: blocks that alternate between the two libraries, the median over
-blocks of the thread CPU time per call, and the ratio linkdyn / Pinocchio.  linkdyn's
-derivatives are NumPy around compiled kernels (RNEA derivatives, the kinematics-derivative pass),
-so their time is mostly Python's; Pinocchio's are one C++ call.  Needs ``pip install -e '.[bench]'``.
+blocks of the thread CPU time per call, and the ratio linkdyn / Pinocchio.  Both are one compiled
+call per state (linkdyn's kernel: the forward solve, RNEA's derivatives with the constraint
+forces, the rows' derivatives and the KKT through the sparse factor of M), plus linkdyn's Python
+layer (validation, the packing look-up, the output).  Needs ``pip install -e '.[bench]'``.
 """
 from __future__ import annotations
 

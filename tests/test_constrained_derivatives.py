@@ -367,3 +367,96 @@ def test_loops_against_pinocchio():
            D.dlambda_dtau[:, real]]
     for name, g, w in zip(D._fields, got, want):
         assert np.abs(g - w).max() < 1e-9 * max(1.0, np.abs(w).max()), name
+
+
+# ---------------------------------------------------------------------------------------
+# the compiled kernel against the NumPy implementation it replaced (kept as the reference)
+def compiled_only(fn, *args):
+    """fn(*args) with the NumPy implementation unreachable: the answer is the kernel's."""
+    from linkdyn import constraint_derivatives as CD
+    from linkdyn.loops import derivatives as LD
+
+    def refuse(*a, **k):
+        raise AssertionError("the NumPy path answered")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(CD, "_one_state", refuse)
+        mp.setattr(LD, "_one_state", refuse)
+        return fn(*args)
+
+
+def assert_same(got, want, what, tol=1e-11):
+    for name, g, w in zip(got._fields, got, want):
+        assert g.shape == w.shape, f"{what}: {name} shape {g.shape} != {w.shape}"
+        err = np.abs(g - w).max()
+        assert err <= tol * max(1.0, np.abs(w).max()), f"{what}: {name} differs by {err:.2e}"
+
+
+@pytest.mark.parametrize("kind", ["point+plane", "frame", "distance"])
+def test_compiled_geometric_equals_the_numpy_reference(kind):
+    """Every kind with a target, with and without Baumgarte's terms (a FrameFixed's error through
+    log3 and Jl^-1), off the constraint manifold: the kernel's derivatives are the NumPy
+    implementation's to round-off."""
+    from linkdyn import constraint_derivatives as CD
+    model = floating_tree()
+    rng = np.random.default_rng(11)
+    for _ in range(2):
+        q = ld.random_configuration(model, rng)
+        v, tau = rng.standard_normal(model.nv), 5.0 * rng.standard_normal(model.nv)
+        cons = geometric_sets(model, q, rng)[kind]
+        for bg in ((0.0, 0.0), (3.0, 7.0)):
+            want = CD._reference(model, q, v, tau, cons, bg)
+            got = compiled_only(ld.constrained_dynamics_derivatives, model, q, v, tau, cons, bg)
+            assert_same(got, want, f"{kind} {bg}")
+
+
+def test_compiled_loops_equal_the_numpy_reference():
+    """The welded figure (no cut joint: M positive definite), opened, with Baumgarte's terms (the
+    loop error through Jr^-1 of SE(3)) and without; the four-bar (a cut joint, dependent rows)
+    is declined by the kernel and answered by the NumPy path."""
+    from linkdyn.loops import derivatives as LD
+    model, q = loop_case("figure-on-bar-weld")
+    rng = np.random.default_rng(12)
+    q = ld.integrate(model, q, 0.03 * rng.standard_normal(model.nv))
+    v, tau = rng.standard_normal(model.nv), rng.standard_normal(model.nv)
+    for bg in ((0.0, 0.0), (2.0, 5.0)):
+        want = LD.ConstrainedDynamicsDerivatives(*LD._reference(model, bg)(q, v, tau))
+        got = compiled_only(ld.loops.constrained_dynamics_derivatives, model, q, v, tau, bg)
+        assert_same(got, want, f"figure {bg}", tol=1e-10)
+    model, q = loop_case("four-bar")
+    with pytest.raises(AssertionError, match="NumPy path"):
+        compiled_only(ld.loops.constrained_dynamics_derivatives, model, q, np.zeros(model.nv), np.zeros(model.nv))
+
+
+@pytest.mark.slow
+def test_parallel_stacks_equal_single_states():
+    """A stack of 20 (the parallel compiled loop) equals its states one by one, with a state the
+    kernel declines (dependent rows) answered by the NumPy path in place, and a bad state named."""
+    model = floating_tree()
+    rng = np.random.default_rng(13)
+    n = 20
+    Q = np.stack([ld.random_configuration(model, rng) for _ in range(n)])
+    V, T = rng.standard_normal((n, model.nv)), rng.standard_normal((n, model.nv))
+    last = model.frame_names[-1]
+    for cons in ([C.FrameFixed(last), C.PointFixed(model.frame_names[3])],
+                 [C.FrameFixed(last), C.PointFixed(last, point=(0.1, 0.0, 0.0))]):
+        Vk = V.copy()
+        if len(cons) == 2 and cons[1].frame == last:          # redundant: consistent only at J v = 0
+            for k in range(n):
+                J = ld.jacobian(model, Q[k], last, "local_world_aligned")
+                Vk[k] = V[k] - np.linalg.pinv(J) @ (J @ V[k])
+        D = ld.constrained_dynamics_derivatives(model, Q, Vk, T, cons, (1.0, 2.0))
+        for k in range(n):
+            one = ld.constrained_dynamics_derivatives(model, Q[k], Vk[k], T[k], cons, (1.0, 2.0))
+            for a, b in zip(D, one):
+                np.testing.assert_array_equal(a[k], b)
+    fig, q = loop_case("figure-on-bar-weld")
+    Q = np.stack([ld.integrate(fig, q, 0.02 * rng.standard_normal(fig.nv)) for _ in range(n)])
+    V, T = rng.standard_normal((n, fig.nv)), rng.standard_normal(fig.nv)
+    D = ld.loops.constrained_dynamics_derivatives(fig, Q, V, T, (1.0, 2.0))
+    for k in (0, 7, n - 1):
+        one = ld.loops.constrained_dynamics_derivatives(fig, Q[k], V[k], T, (1.0, 2.0))
+        for a, b in zip(D, one):
+            np.testing.assert_array_equal(a[k], b)
+    Q[5, 0] = np.nan
+    with pytest.raises(ValueError, match="state 5 of the stack"):
+        ld.loops.constrained_dynamics_derivatives(fig, Q, V, T)

@@ -52,17 +52,26 @@ least-squares compromise, and a ValueError says so.  Without dependent rows the 
 lambda is the one every forward dynamics returns; with them, ``ld.loops.constrained_dynamics(...,
 forces=True)`` returns another split (its pivoted Cholesky's), whose derivative is not this one.
 
-The computation is NumPy around compiled kernels (the RNEA derivatives, the forward pass of the
-kinematics derivatives), one state at a time; a stack of states is run state by state.
+**Compiled path.**  Geometric constraints on a model without loops, and the loops alone, run in
+one compiled kernel per state (:mod:`linkdyn._kernels.constraint_derivatives`): the forward
+solve of ``constrained_dynamics`` itself, RNEA's derivatives at a = q'' with the constraint
+forces as external forces, the rows' derivatives from that same pass's world velocities,
+accelerations and dof columns, and the KKT above through the tree-sparse factor of M and the
+Schur complement J M^-1 J^T (Featherstone 2008, sec. 6.5); a stack runs as one parallel compiled
+loop.  The kernel declines dependent rows (the least-norm lambda above), a singular M (the
+massless cut joints of ``ld.loops``) and bad input; those states, the constraints together with
+a model's loops, and geared models take the NumPy implementation below (``_one_state``), which
+is kept as the reference the kernel is tested against.
 """
 from __future__ import annotations
 
 import math
 from typing import TYPE_CHECKING, NamedTuple, Sequence
 
+import numba
 import numpy as np
 
-from ._api import as_states, raise_for_status
+from ._api import SERIAL_BELOW, as_states, raise_for_status
 from .dynamics.derivatives import rnea_derivatives
 from .dynamics.rnea import rnea
 from .kinematics_derivatives import _fk_derivatives_kernel
@@ -518,6 +527,10 @@ def _rank_tol():
 
 
 def _check_baumgarte(baumgarte):
+    if type(baumgarte) is tuple and len(baumgarte) == 2 and type(baumgarte[0]) is float and type(baumgarte[1]) is float:
+        alpha, beta = baumgarte
+        if math.isfinite(alpha) and math.isfinite(beta):
+            return baumgarte
     try:
         alpha, beta = (float(x) for x in baumgarte)
     except (TypeError, ValueError):
@@ -544,6 +557,119 @@ def _run(model, blocks, q, v, tau, baumgarte, forward):
 
 
 # ---------------------------------------------------------------------------------------
+# the compiled path (linkdyn._kernels.constraint_derivatives): one kernel per state, a parallel
+# loop on a stack; the NumPy implementation above answers the states the kernel declines
+_ENTRIES = []
+
+
+def _entries():
+    """The single-state entry of the kernel, made on first use."""
+    if not _ENTRIES:
+        from numba import types as nt
+
+        from ._api import OUT2, PACKED, VEC, WS, Entry
+        from ._kernels import constraint_derivatives as K
+        from .dynamics.cholesky import LAM
+        LI = nt.Array(nt.int64, 2, "C", readonly=True)
+        LF = nt.Array(nt.float64, 2, "C", readonly=True)
+        _ENTRIES.append(Entry(K.derivatives_kernel, nt.int64, PACKED, LAM, WS, LI, LF, WS, WS, WS, VEC, VEC, VEC,
+                              nt.float64, nt.float64, OUT2))
+    return _ENTRIES[0]
+
+
+def _scratch(model, m):
+    """(the RNEA-derivative workspace, the kernel's per-state scratch) of single-state calls with
+    m rows, kept on the model."""
+    cache = getattr(model, "_cdd_scratch", None)
+    if cache is None:
+        cache = model._cdd_scratch = {}
+    hit = cache.get(m)
+    if hit is None:
+        from ._kernels.constraint_derivatives import sw_size
+        from .dynamics.derivatives import _own_workspace
+        hit = cache[m] = (_own_workspace(model), np.zeros(sw_size(model.nbody, model.nq, model.nv, m)))
+    return hit
+
+
+def _split(out, nv):
+    """The six derivatives as views of the kernel's out (..., nv + m, 3 nv)."""
+    if out.ndim == 2:
+        return ConstrainedDynamicsDerivatives(out[:nv, :nv], out[:nv, nv:2 * nv], out[:nv, 2 * nv:],
+                                              out[nv:, :nv], out[nv:, nv:2 * nv], out[nv:, 2 * nv:])
+    X, Y = out[:, :nv], out[:, nv:]
+    return ConstrainedDynamicsDerivatives(X[..., :nv], X[..., nv:2 * nv], X[..., 2 * nv:],
+                                          Y[..., :nv], Y[..., nv:2 * nv], Y[..., 2 * nv:])
+
+
+_ND, _F64 = np.ndarray, np.dtype(np.float64)
+_NO_LW = np.zeros(1)           # the loop workspace of a model without loops (unused)
+_NO_CW = np.zeros(2)           # the constraint buffer of the loops' form (unused)
+
+
+def _compiled(model, form, m, cw, lw, q, v, tau, baumgarte, reference):
+    """The kernel on one state or a stack: ``form`` 0 (the constraints packed in ``cw``) or 1 (the
+    loops, ``lw`` their workspace); ``reference(q, v, tau)``: the NumPy implementation on one
+    state, for the states the kernel declines (dependent rows, M singular, bad input: it names
+    the error)."""
+    nv = model.nv
+    alpha, beta = baumgarte
+    entry = _ENTRIES[0] if _ENTRIES else _entries()
+    before = (form, model._packed, model.dof_parent, cw, model._loop_i, model._loop_f, lw)
+    if (type(q) is _ND and type(v) is _ND and type(tau) is _ND and q.dtype is _F64 and v.dtype is _F64
+            and tau.dtype is _F64 and q.ndim == 1 and v.ndim == 1 and tau.ndim == 1):
+        out = np.empty((nv + m, 3 * nv))
+        dws, sw = _scratch(model, m)
+        if entry.fn(*before, dws, sw, q, v, tau, alpha, beta, out) == 0:
+            return _split(out, nv)
+    args = as_states(model, q=q, v=v, tau=tau)
+    if args.batch is None:
+        out = np.empty((nv + m, 3 * nv))
+        dws, sw = _scratch(model, m)
+        if entry(*before, dws, sw, args.q, args.v, args.tau, alpha, beta, out) == 0:
+            return _split(out, nv)
+        return ConstrainedDynamicsDerivatives(*reference(*(np.ascontiguousarray(x) for x in (args.q, args.v, args.tau))))
+    n = args.batch
+    out = np.empty((n, nv + m, 3 * nv))
+    status = np.empty(n, dtype=np.int64)
+    if n < SERIAL_BELOW:
+        dws, sw = _scratch(model, m)
+        for k in range(n):
+            qk, vk, tk = (x[k] if x.shape[0] > 1 else x[0] for x in (args.q, args.v, args.tau))
+            status[k] = entry(*before, dws, sw, qk, vk, tk, alpha, beta, out[k])
+    else:
+        from ._kernels import constraint_derivatives as K
+        from .dynamics.derivatives import _dws_size
+        T = numba.get_num_threads()
+        DW = np.empty((T, _dws_size(model.nbody, nv)))
+        SW = np.zeros((T, K.sw_size(model.nbody, model.nq, nv, m)))
+        K.derivatives_batch(form, np.tile(model._packed, (T, 1)), model.dof_parent, np.tile(cw, (T, 1)), model._loop_i,
+                            model._loop_f, np.zeros((T, lw.size)), DW, SW, args.q, args.v, args.tau, alpha, beta, out,
+                            status)
+    for k in np.flatnonzero(status):
+        qk, vk, tk = (np.ascontiguousarray(x[k] if x.shape[0] > 1 else x[0]) for x in (args.q, args.v, args.tau))
+        try:
+            D = reference(qk, vk, tk)
+        except ValueError as exc:
+            raise ValueError(f"state {k} of the stack: {exc}") from None
+        out[k, :nv, :nv], out[k, :nv, nv:2 * nv], out[k, :nv, 2 * nv:] = D[0], D[1], D[2]
+        out[k, nv:, :nv], out[k, nv:, nv:2 * nv], out[k, nv:, 2 * nv:] = D[3], D[4], D[5]
+    return _split(out, nv)
+
+
+def _geometric_reference(model, constraints, baumgarte):
+    """The NumPy implementation of one state, for :func:`_compiled`."""
+    from .constraints import constrained_dynamics
+    blocks = []
+
+    def one(q, v, tau):
+        if not blocks:
+            blocks.extend(_geometric_blocks(model, constraints, -1.0))
+        res = constrained_dynamics(model, q, v, tau, constraints, baumgarte)
+        return _one_state(model, blocks, q, v, tau, (res.qdd, lambda: res.residual), baumgarte)
+    return one
+
+
+# ---------------------------------------------------------------------------------------
 # public functions
 def constrained_dynamics_derivatives(model: Model, q: ArrayLike, v: ArrayLike, tau: ArrayLike,
                                      constraints: Sequence[Constraint] = (),
@@ -558,12 +684,28 @@ def constrained_dynamics_derivatives(model: Model, q: ArrayLike, v: ArrayLike, t
     ``constraints``: PointFixed, PointOnPlane, FrameFixed and Distance (a Custom constraint has
     no analytical derivative: TypeError).  Where rows are dependent, lambda is the least-norm
     split, which is what :func:`linkdyn.constrained_dynamics` returns.  q (nq,) or (N, nq), v and
-    tau (nv,) or (N, nv) (a single state next to a stack is shared); a stack is computed state by
-    state and gives (N, nv, nv) and (N, m, nv).
+    tau (nv,) or (N, nv) (a single state next to a stack is shared); a stack gives (N, nv, nv) and
+    (N, m, nv).
     """
-    from .constraints import constrained_dynamics
+    from . import constraints as C
     constraints = tuple(constraints)
     baumgarte = _check_baumgarte(baumgarte)
+    if constraints and not model.loops and model._full is None:
+        pk = C._cached_packing(model, constraints)
+        if pk is not None:
+            if pk.edits != C._EDITS[0]:          # a constraint's field was assigned: pack anew
+                if tuple(c._version for c in pk.constraints) != pk.versions:
+                    fresh = C._pack(model, pk.constraints)
+                    pk.cw, pk.versions, pk.slices, pk.nout = fresh.cw, fresh.versions, fresh.slices, fresh.nout
+                pk.edits = C._EDITS[0]
+            return _compiled(model, 0, int(pk.cw[1]), pk.cw, _NO_LW, q, v, tau, baumgarte,
+                             _geometric_reference(model, constraints, baumgarte))
+    return _reference(model, q, v, tau, constraints, baumgarte)
+
+
+def _reference(model, q, v, tau, constraints, baumgarte):
+    """The NumPy implementation (every case: loops with constraints, dependent rows, M singular)."""
+    from .constraints import constrained_dynamics
     blocks = _geometric_blocks(model, constraints, -1.0)
     if not blocks:
         raise ValueError(f"constrained_dynamics_derivatives: no constraints, and model {model.name!r} has no loops "

@@ -9,7 +9,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..constraint_derivatives import ConstrainedDynamicsDerivatives, _check_baumgarte, _loop_blocks, _run
+from ..constraint_derivatives import (_NO_CW, ConstrainedDynamicsDerivatives, _check_baumgarte, _compiled,
+                                      _loop_blocks, _one_state)
 from .dynamics import constrained_dynamics
 from ._kernels import ACC
 from .kinematics import _need_loops, _terms
@@ -41,19 +42,27 @@ def constrained_dynamics_derivatives(model: Model, q: ArrayLike, v: ArrayLike, t
     :func:`linkdyn.loops.constraint_forces` (``constrained_dynamics(..., forces=True)`` returns
     another valid split, its pivoted Cholesky's); q'' and its derivatives are unique either way.
     q (nq,) or (N, nq), v and tau (nv,) or (N, nv), a single state next to a stack shared; a
-    stack is computed state by state and gives (N, nv, nv) and (N, 6 nloops, nv).
+    stack runs as one parallel compiled loop and gives (N, nv, nv) and (N, 6 nloops, nv).
     """
     _need_loops(model, "constrained_dynamics_derivatives")
     baumgarte = _check_baumgarte(baumgarte)
-    blocks = _loop_blocks(model, -1.0)
+    return _compiled(model, 1, 6 * model.nloops, _NO_CW, model._loop_lw, q, v, tau, baumgarte,
+                     _reference(model, baumgarte))
 
+
+def _reference(model, baumgarte):
+    """The NumPy implementation of one state (:func:`linkdyn.constraint_derivatives._one_state`),
+    for the states the kernel declines (dependent loop rows, the massless cut joints' singular M)."""
     alpha, beta = baumgarte
+    blocks = []
 
-    def forward(q, v, tau):
+    def one(q, v, tau):
+        if not blocks:
+            blocks.extend(_loop_blocks(model, -1.0))
         qdd = constrained_dynamics(model, q, v, tau, baumgarte)
 
         def residual():
             e, JC, bias = _terms(model, q, v, ACC)
             return float(np.abs(JC @ qdd + bias + 2.0 * alpha * (JC @ v) - beta * beta * e.ravel()).max())
-        return qdd, residual
-    return _run(model, blocks, q, v, tau, baumgarte, forward)
+        return _one_state(model, blocks, q, v, tau, (qdd, residual), baumgarte)
+    return one
