@@ -390,3 +390,10 @@ def test_constraints_on_a_geared_model_are_the_reduced_kkt():
     K = np.block([[ld.crba(m, q), J.T], [J, np.zeros((3, 3))]])
     x = np.linalg.lstsq(K, np.concatenate([tau - ld.nonlinear_effects(m, q, v), -jdv]), rcond=None)[0]
     _close(r.qdd, x[:2], 1e-9)
+
+
+def test_constrained_derivatives_refuse_geared_models_clearly():
+    from linkdyn.constraints import PointFixed
+    m = ld.models.geared_gripper()
+    with pytest.raises(NotImplementedError, match="gear couplings"):
+        ld.constrained_dynamics_derivatives(m, ld.neutral(m), np.zeros(2), np.zeros(2), [PointFixed("left_tip")])

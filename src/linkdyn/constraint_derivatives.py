@@ -59,8 +59,8 @@ forces as external forces, the rows' derivatives from that same pass's world vel
 accelerations and dof columns, and the KKT above through the tree-sparse factor of M and the
 Schur complement J M^-1 J^T (Featherstone 2008, sec. 6.5); a stack runs as one parallel compiled
 loop.  The kernel declines dependent rows (the least-norm lambda above), a singular M (the
-massless cut joints of ``ld.loops``) and bad input; those states, the constraints together with
-a model's loops, and geared models take the NumPy implementation below (``_one_state``), which
+massless cut joints of ``ld.loops``) and bad input; those states, and constraints together with
+a model's loops, take the NumPy implementation below (``_one_state``), which
 is kept as the reference the kernel is tested against.
 """
 from __future__ import annotations
@@ -688,9 +688,14 @@ def constrained_dynamics_derivatives(model: Model, q: ArrayLike, v: ArrayLike, t
     (N, m, nv).
     """
     from . import constraints as C
+    if model._full is not None:
+        raise NotImplementedError(f"model {model.name!r} has gear couplings: the derivatives of its constrained "
+                                  "dynamics are not implemented yet (linkdyn.constrained_dynamics itself works; "
+                                  "differentiate it numerically, or use the model built with mimic=False and the "
+                                  "couplings as linkdyn.constraints.Custom rows)")
     constraints = tuple(constraints)
     baumgarte = _check_baumgarte(baumgarte)
-    if constraints and not model.loops and model._full is None:
+    if constraints and not model.loops:
         pk = C._cached_packing(model, constraints)
         if pk is not None:
             if pk.edits != C._EDITS[0]:          # a constraint's field was assigned: pack anew
