@@ -126,7 +126,7 @@ def test_aba_is_the_reduced_dynamics(case, floating):
 def test_stacks_external_forces_and_pickling(case):
     model = geared_tree(case, seed=11 + CASES.index(case), floating=True)
     rng = np.random.default_rng(3)
-    for n in (3, 40):                                    # the serial loop and the parallel kernel
+    for n in (3,):                                       # the serial loop (the parallel kernel: below, slow)
         Q, V, T = _state(model, rng, n)
         ref = np.array([ld.aba(model, Q[k], V[k], T[k]) for k in range(n)])
         _close(ld.aba(model, Q, V, T), ref, 1e-12)
@@ -138,6 +138,18 @@ def test_stacks_external_forces_and_pickling(case):
     again = pickle.loads(pickle.dumps(model))
     assert (again.nq, again.nv) == (model.nq, model.nv)
     np.testing.assert_array_equal(ld.aba(again, q, v, tau), ld.aba(model, q, v, tau))
+
+
+@pytest.mark.slow
+def test_stacks_run_the_parallel_kernel():
+    """A stack of at least SERIAL_BELOW states runs the parallel compiled loop (30 s of compilation
+    on a cold cache, hence slow; ``linkdyn warmup`` compiles it)."""
+    model = geared_tree("mixed", seed=12, floating=True)
+    rng = np.random.default_rng(4)
+    Q, V, T = _state(model, rng, 40)
+    ref = np.array([ld.aba(model, Q[k], V[k], T[k]) for k in range(40)])
+    _close(ld.aba(model, Q, V, T), ref, 1e-12)
+    _close(ld.aba(model, Q[0], V, T), np.array([ld.aba(model, Q[0], V[k], T[k]) for k in range(40)]), 1e-12)
 
 
 def test_every_entry_point_is_the_projection_of_the_full_tree():
