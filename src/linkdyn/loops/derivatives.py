@@ -45,6 +45,11 @@ def constrained_dynamics_derivatives(model: Model, q: ArrayLike, v: ArrayLike, t
     stack runs as one parallel compiled loop and gives (N, nv, nv) and (N, 6 nloops, nv).
     """
     _need_loops(model, "constrained_dynamics_derivatives")
+    if model._full is not None:
+        raise NotImplementedError(f"model {model.name!r} has gear couplings: the derivatives of its closed-chain "
+                                  "dynamics are not implemented yet (linkdyn.loops.constrained_dynamics itself works; "
+                                  "differentiate it numerically, or build the model without the gears and add the "
+                                  "couplings as linkdyn.constraints.Custom rows)")
     baumgarte = _check_baumgarte(baumgarte)
     return _compiled(model, 1, 6 * model.nloops, _NO_CW, model._loop_lw, q, v, tau, baumgarte,
                      _reference(model, baumgarte))

@@ -32,7 +32,7 @@ from .._api import (_F64, _ND, MF, MI, OUT1, OUT2, PACKED, SERIAL_BELOW, VEC, WS
 from .._kernels.layout import _as_readonly, _int_address, _view, unpack_packed as _unpack_packed
 from ..dynamics.crba import crba
 from ..dynamics.rnea import rnea
-from ._kernels import (ACC, FD, POSITION, VELOCITY, constrained_solve as _constrained_solve,
+from ._kernels import (ACC, FD, POSITION, SINGULAR, VEL, VELOCITY, constrained_solve as _constrained_solve,
     constrained_solve_batch as _constrained_solve_batch)
 from .kinematics import (RANK_TOL, _need_loops, _single, _terms, analyze, dof_indices, independent_rows)
 
@@ -283,10 +283,66 @@ def _buffers(model):
     return model._loop_lw, model.dof_parent
 
 
+def _geared_solve(model, q, v, tau, mode, alpha, beta):
+    """``constrained_solve``'s three jobs on a geared model (linkdyn.model.gears), one state, dense
+    NumPy (O(n^3); no compiled kernel yet).  In reduced coordinates (q_full = expand(q),
+    v_full = G v) the closed-chain equations of Nakamura and Yamane 2000 (eqs. 5-6, 16) with the
+    couplings folded in by virtual work (tazz, "Formulation of Featherstone's algorithm",
+    eqs. 30-31) read
+
+        M_r q'' + b_r = tau + (J_C G)^T lambda,   (J_C G) q'' = -J_C' v_full - 2 alpha J_C G v + beta^2 e,
+
+    M_r = G^T M(q_full) G, b_r = G^T b(q_full, v_full), J_C and J_C' v_full the full tree's loop
+    Jacobian and bias: one KKT system [[M_r, J^T], [J, 0]] on the independent rows J of J_C G
+    (M_r is singular on the massless cut joints, the KKT matrix is not).  VELOCITY: M_r dv = J^T mu,
+    J (v + dv) = 0; POSITION: M_r dq = J^T mu, J dq = e.  ``force`` (nloops, 6): lambda per loop
+    (force or impulse of the real link on the virtual link, virtual link's frame), the least-norm
+    split where the loops are redundant, as :func:`constraint_forces`.  Returns (out, force, status)."""
+    full, c = model._full, model._coupling
+    G = c.G
+    qf, vf = c.q(q), c.v(v)
+    e, JCf, g = _terms(full, qf, vf, ACC if mode == FD else VEL)
+    JC = JCf @ G
+    rows = independent_rows(JC, RANK_TOL)
+    J = JC[rows]
+    n, m = model.nv, len(rows)
+    K = np.zeros((n + m, n + m))
+    K[:n, :n] = G.T @ crba(full, qf) @ G
+    K[:n, n:] = J.T
+    K[n:, :n] = J
+    if mode == FD:
+        r1 = tau - rnea(full, qf, vf, np.zeros(full.nv)) @ G
+        r2 = -g[rows] - 2.0 * alpha * (J @ v) + beta * beta * e.ravel()[rows]
+    elif mode == VELOCITY:
+        r1, r2 = np.zeros(n), -(J @ v)
+    else:
+        r1, r2 = np.zeros(n), e.ravel()[rows]
+    try:
+        sol = np.linalg.solve(K, np.concatenate([r1, r2]))
+    except np.linalg.LinAlgError:
+        return np.full(n, np.nan), np.full((model.nloops, 6), np.nan), SINGULAR
+    if not np.isfinite(sol).all():
+        return np.full(n, np.nan), np.full((model.nloops, 6), np.nan), SINGULAR
+    return sol[:n], _min_norm_forces(JC, -J.T @ sol[n:]).reshape(-1, 6), 0
+
+
 def _run_solve(model, q, v, tau, mode, alpha, beta):
     """``constrained_solve`` on one state or a stack (N rows; a single state next to stacked
     ones is shared): returns out (nv,) or (N, nv) and force (nloops, 6) or (N, nloops, 6)."""
     args = as_states(model, q=q, v=v, tau=tau)
+    if model._full is not None:         # a geared model: the dense reduced solve, state by state
+        alpha, beta = float(alpha), float(beta)
+        if args.batch is None:
+            out, force, status = _geared_solve(model, args.q, args.v, args.tau, mode, alpha, beta)
+        else:
+            n = args.batch
+            out, force = np.empty((n, model.nv)), np.empty((n, model.nloops, 6))
+            status = np.empty(n, dtype=np.int64)
+            for k in range(n):
+                q_k, v_k, tau_k = (x[k] if x.shape[0] > 1 else x[0] for x in (args.q, args.v, args.tau))
+                out[k], force[k], status[k] = _geared_solve(model, q_k, v_k, tau_k, mode, alpha, beta)
+        raise_for_status(model, status, q=args.q, v=args.v, tau=args.tau)
+        return out, force
     lw, lam = _buffers(model)
     alpha, beta = float(alpha), float(beta)
     fixed = (model._mi, model._mf, model._ws, model._loop_i, model._loop_f, lam, lw)

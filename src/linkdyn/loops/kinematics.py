@@ -47,7 +47,17 @@ def _single(model, what, **arrays):
 
 
 def _terms(model, q, v, level):
-    """(e (nl, 6), J_C (6 nl, nv), J_C' v (6 nl,)) at ``level``."""
+    """(e (nl, 6), J_C (6 nl, nv), J_C' v (6 nl,)) at ``level``.
+
+    On a geared model (linkdyn.model.gears) q and v are reduced: the loops are evaluated on the
+    full tree at q_full = expand(q), v_full = G v, and the Jacobian is J_C G (the loop rows in
+    the independent velocities; the bias J_C' v_full needs no correction, G being constant), so
+    every function of this module works in reduced coordinates."""
+    full = model._full
+    if full is not None:
+        c = model._coupling
+        e, JC, g = _terms(full, c.q(q), c.v(v) if v is not None else None, level)
+        return e, (JC @ c.G if level != POS else np.zeros((JC.shape[0], model.nv))), g
     nl = model.nloops
     e = np.empty((nl, 6))
     JC = np.empty((6 * nl, model.nv))

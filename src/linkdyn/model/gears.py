@@ -234,3 +234,20 @@ def apply(model):
     model._zero_v = _readonly(np.zeros(c.nv))
     model._quat_starts = _readonly(np.array([c.qsrc[o] for o in full._quat_starts], dtype=np.int64))
     model._gws = np.zeros(full.nbody * 24 + 2 * full.nq + 2 * full.nv)
+    if full.loops:
+        # loop closures: the full tree keeps its own loop buffers (made in Model.__init__ before
+        # reduce, rebuilt by its own unpickling) and linkdyn.loops solves on it in reduced
+        # coordinates (J_C G); here only the cut joints' velocity slices move to the reduced v
+        # (a cut joint is never geared, Model.__init__), and the fast path of
+        # loops.constrained_dynamics gets loop buffers of no loops, so that on this model's empty
+        # tree it answers "wrong length" and the call is routed (never reading the full tree's loops)
+        from ..loops.dynamics import pack_loops
+        from .model import Loop
+        model.loops = tuple(Loop(lp.index, lp.name, lp.joint_name, lp.kind, lp.a, lp.a_pose, lp.b, lp.b_pose,
+                                 lp.virtual, lp.real,
+                                 slice(int(c.jnt_vadr[lp.virtual]), int(c.jnt_vadr[lp.virtual]) + lp.nv)
+                                 if lp.virtual is not None else slice(0, 0))
+                            for lp in full.loops)
+        model._loop_packed = pack_loops(np.zeros((0, 4), dtype=np.int64), np.zeros((0, 24)),
+                                        np.zeros(0, dtype=np.int64), 0)
+        model.__dict__.pop("_loop_args", None)

@@ -251,9 +251,15 @@ class Model:
             self._loop_packed = pack_loops(self._loop_i, self._loop_f, self.dof_parent, self._loop_lw.size)
         gears = tuple(gears)
         if gears:
-            if self.loops:
-                raise NotImplementedError(f"model {name!r}: gear couplings together with loop closures are not "
-                                          "supported yet; close the loops or couple the joints, not both")
+            # loops and gears together: the loops are closed on the full tree (its own loop buffers,
+            # above) and solved in reduced coordinates by linkdyn.loops (J_C G); a cut joint is a
+            # joint of the virtually cut tree and cannot also be geared
+            cuts = {lp.joint_name for lp in self.loops if lp.virtual is not None}
+            for g in gears:
+                for n in (g.follower, g.leader):
+                    if n in cuts:
+                        raise ValueError(f"model {name!r}: gear {g.follower!r} -> {g.leader!r} couples the cut joint "
+                                         f"{n!r} of a loop closure; gear the joints of the real chain instead")
             from . import gears as _gears
             _gears.reduce(self, gears)
 
