@@ -274,7 +274,9 @@ def _layout(model):
 def qpos_to_q(model: Model, qpos: ArrayLike) -> np.ndarray:
     """MuJoCo's ``qpos`` (shape (nq_mj,) or (N, nq_mj)) -> linkdyn's q: quaternions reordered
     from [w, x, y, z] to [x, y, z, w]; the cut joints of loop closures (not in qpos) at zero /
-    the identity."""
+    the identity.  A geared model's q is reduced (MuJoCo's qpos holds every joint, followers too)."""
+    if model._full is not None:
+        return model.reduce(qpos_to_q(model._full, qpos))
     src, fill, _, _, nq_mj, _ = _layout(model)
     qpos = np.asarray(qpos, dtype=float)
     if qpos.shape[-1:] != (nq_mj,) or qpos.ndim > 2:
@@ -287,6 +289,8 @@ def qpos_to_q(model: Model, qpos: ArrayLike) -> np.ndarray:
 
 def q_to_qpos(model: Model, q: ArrayLike) -> np.ndarray:
     """linkdyn's q -> MuJoCo's ``qpos`` (the inverse of :func:`qpos_to_q`; cut joints dropped)."""
+    if model._full is not None:
+        return q_to_qpos(model._full, model.expand(q))
     src, _, _, _, nq_mj, _ = _layout(model)
     q = np.asarray(q, dtype=float)
     if q.shape[-1:] != (model.nq,) or q.ndim > 2:
@@ -308,6 +312,9 @@ def qvel_to_v(model: Model, q: ArrayLike, qvel: ArrayLike) -> np.ndarray:
     """MuJoCo's ``qvel`` at linkdyn configuration q -> linkdyn's v: a free joint's linear
     velocity is turned from the world frame into the body frame (v = R^T v_world); cut joints
     of loop closures get zero (project with ``linkdyn.loops.project_velocity``)."""
+    if model._full is not None:
+        qf = model.expand(q)
+        return model.reduce(qf, qvel_to_v(model._full, qf, qvel))[1]
     _, _, src, free, _, nv_mj = _layout(model)
     q, qvel = np.asarray(q, dtype=float), np.asarray(qvel, dtype=float)
     if qvel.shape[-1:] != (nv_mj,) or qvel.ndim > 2:
@@ -323,6 +330,8 @@ def qvel_to_v(model: Model, q: ArrayLike, qvel: ArrayLike) -> np.ndarray:
 
 def v_to_qvel(model: Model, q: ArrayLike, v: ArrayLike) -> np.ndarray:
     """linkdyn's v at q -> MuJoCo's ``qvel`` (the inverse of :func:`qvel_to_v`)."""
+    if model._full is not None:
+        return v_to_qvel(model._full, *model.expand(q, v))
     _, _, src, free, _, nv_mj = _layout(model)
     q, v = np.asarray(q, dtype=float), np.array(v, dtype=float)
     if v.shape[-1:] != (model.nv,) or v.ndim > 2:
