@@ -532,3 +532,19 @@ def test_a_child_killed_while_saving_leaves_a_loadable_file(tmp_path):
             x = z["x"]
         assert x.size in (10, 2_000_000) and np.all(x == x[0]), trial
     assert not [f for f in tmp_path.iterdir() if f.name != "run.npz" and not f.name.endswith(".tmp")]
+
+
+@pytest.mark.parametrize("method,limit,tol", [("events", False, 1e-8), ("events", True, 1e-6), ("timestep", True, 2e-2)])
+def test_the_energy_ledger_counts_joint_damping_and_friction(method, limit, tol):
+    """A pendulum with viscous and Coulomb joint friction (and a stop it strikes): the energy the
+    joints take is in the ledger, so it closes (RK4 to round-off; time stepping to first order)."""
+    b = ld.ModelBuilder("damped")
+    b.add_body("l", "world", ld.Revolute("y"), inertia=ld.Inertia(1.0, [0, 0, -0.5], np.diag([0.01, 0.01, 0.001])),
+               damping=0.2, friction=0.05, **({"lower": [-0.6]} if limit else {}))
+    sim = ld.Simulation(b.build(), q=np.array([1.0]), dt=1e-3, contact_method=method)
+    sim.run(1.0, progress=False)
+    assert sim.work[0] < -0.5                       # the joint took energy out
+    e0 = ld.mechanical_energy(sim.model, np.array([1.0]), np.zeros(1))
+    residual = ld.mechanical_energy(sim.model, sim.q, sim.v) - e0 - sim.work.sum()
+    assert abs(residual) <= tol * abs(sim.work).sum()
+    assert sim.checks().ok, str(sim.checks())

@@ -69,16 +69,31 @@ def project(model, q, v, tol=CLOSURE_TOL, max_iter=10):
     return q, v + velocity_projection(model, q, v)
 
 
+def joint_friction_power(model: Model, v: NDArray[np.float64]) -> float:
+    """The power the joints' viscous and Coulomb friction take out of the motion,
+    v . (damping v + friction sign(v)) >= 0 (the armature stores energy, it takes none)."""
+    d, f = model.damping, model.friction
+    if not (d.any() or f.any()):
+        return 0.0
+    return float(v @ (d * v) + np.abs(v) @ f)
+
+
 def semi_implicit_euler_step(model: Model, q: NDArray[np.float64], v: NDArray[np.float64], tau: ArrayLike, dt: float, accel: Callable[[NDArray[np.float64], NDArray[np.float64]], ArrayLike] | None = None,
-                             project_loops: bool = True) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
-    """v+ = v + dt a(q, v),  q+ = q (+) v+ dt  (symplectic Euler)."""
+                             project_loops: bool = True, dissipation: list[float] | None = None
+                             ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """v+ = v + dt a(q, v),  q+ = q (+) v+ dt  (symplectic Euler).  ``dissipation``: a list to
+    which the energy the joints' friction took over the step is appended (dt times its power at
+    v+, the velocity the step moves with)."""
     v1 = v + dt * (_accel(model, q, v, tau) if accel is None else accel(q, v))
+    if dissipation is not None:
+        dissipation.append(dt * joint_friction_power(model, v1))
     q1 = integrate(model, q, v1, dt)
     return project(model, q1, v1) if project_loops else (q1, v1)
 
 
 def rk4_step(model: Model, q: NDArray[np.float64], v: NDArray[np.float64], tau: ArrayLike, dt: float, accel: Callable[[NDArray[np.float64], NDArray[np.float64]], ArrayLike] | None = None,
-             project_loops: bool = True) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+             project_loops: bool = True, dissipation: list[float] | None = None
+             ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
     """The classical 4th-order Runge-Kutta method on the configuration manifold, in the
     Runge-Kutta-Munthe-Kaas form: every stage's configuration is q (+) theta_k (the joints'
     exponential maps from q), and the stages' velocities enter the final increment through
@@ -86,7 +101,9 @@ def rk4_step(model: Model, q: NDArray[np.float64], v: NDArray[np.float64], tau: 
     RK4 is only second order on rotations (spherical and free joints).  Velocities are a vector
     space and step as in classical RK4.  ``accel(q, v)``: the acceleration (default: the
     forward dynamics of the model under ``tau``); ``project_loops``: project onto the loops
-    after the step."""
+    after the step; ``dissipation``: a list to which the energy the joints' friction took over
+    the step is appended, by the same quadrature over the stages' velocities (the energy ledger's
+    term of an extra state W' = v . tau_friction(v), integrated with the motion)."""
     if accel is None:
         def accel(q_, v_):
             return _accel(model, q_, v_, tau)
@@ -106,6 +123,9 @@ def rk4_step(model: Model, q: NDArray[np.float64], v: NDArray[np.float64], tau: 
     k4 = dexpinv(model, th4, v4)
     q1 = integrate(model, q, dt / 6.0 * (k1 + 2.0 * k2 + 2.0 * k3 + k4))
     v1 = v + dt / 6.0 * (a1 + 2.0 * a2 + 2.0 * a3 + a4)
+    if dissipation is not None:
+        P = joint_friction_power
+        dissipation.append(dt / 6.0 * (P(model, v) + 2.0 * P(model, v2) + 2.0 * P(model, v3) + P(model, v4)))
     return project(model, q1, v1) if project_loops else (q1, v1)
 
 

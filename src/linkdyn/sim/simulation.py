@@ -207,9 +207,10 @@ class Simulation:
 
     @property
     def work(self) -> np.ndarray:
-        """The energy ledger of the run so far (J), three terms: the work of the actuators
-        (``controller``'s torques, held over each step: tau . (q1 - q0) on the configuration
-        manifold), of the limits and contacts (impacts, friction, the corrections that project
+        """The energy ledger of the run so far (J), three terms: the work at the joints (the
+        ``controller``'s torques, held over each step: tau . (q1 - q0) on the configuration
+        manifold, less the energy the joints' damping and friction take, by the integrator's own
+        quadrature of their power), of the limits and contacts (impacts, friction, the corrections that project
         penetrations out; negative when they take energy) and of the structure changes (the
         velocity jumps when links connect).  E(t) - E(0) - sum(work) is the integrator's error
         (``linkdyn.sim.checks``)."""
@@ -441,6 +442,8 @@ class Simulation:
         h = self.dt if dt is None else float(dt)
         self.tau = self._torque()
         w0 = self._uni.work if self._uni is not None else 0.0
+        j0 = self._uni.joint_loss if self._uni is not None else 0.0
+        lost = []                               # the joints' damping and friction loss of the step
         try:
             if self.constraints:
                 if self._uni is not None:
@@ -449,12 +452,13 @@ class Simulation:
                 from ..constraints import constrained_dynamics
                 m, tau, cons, bg = self.model, self.tau, self.constraints, self.baumgarte
                 q, v = self._step(m, self.q, self.v, tau, h,
-                                  accel=lambda q_, v_: constrained_dynamics(m, q_, v_, tau, cons, bg).qdd)
+                                  accel=lambda q_, v_: constrained_dynamics(m, q_, v_, tau, cons, bg).qdd,
+                                  dissipation=lost)
                 events = []
             elif self._uni is not None:
                 q, v, events = self._uni.step(self.q, self.v, self.tau, h, self.t)
             else:
-                q, v = self._step(self.model, self.q, self.v, self.tau, h)
+                q, v = self._step(self.model, self.q, self.v, self.tau, h, dissipation=lost)
                 events = []
         except (ValueError, FloatingPointError, np.linalg.LinAlgError) as exc:
             # a finite state whose step fails inside (an RK4 stage went non-finite, a matrix lost
@@ -465,6 +469,7 @@ class Simulation:
         if not (np.isfinite(q).all() and np.isfinite(v).all()):
             raise FloatingPointError(self._blow_up_message(h, "the state became non-finite"))
         dw = float(self.tau @ difference(self.model, self.q, q)) if self.tau.any() else 0.0
+        dw -= sum(lost) + (self._uni.joint_loss - j0 if self._uni is not None else 0.0)
         with _deferred_interrupt():                               # the step is taken whole or not at all
             self.recording.events.extend(events)
             self._work[0] += dw

@@ -87,6 +87,7 @@ class TimeStepping:
         #: energy from the free motion's velocity to the step's (at the step's start), plus the
         #: potential energy the projections out of penetrations change
         self.work = 0.0
+        self.joint_loss = 0.0         # energy the joints' damping and friction took (J)
 
     @property
     def empty(self):
@@ -132,11 +133,12 @@ class TimeStepping:
         """One step of dt from time t; returns (q, v, events).  A tree is stepped by one
         compiled call (``linkdyn.sim._timestep_kernel``), a closed chain in Python (its loops
         go through the KKT system of ``linkdyn.contact.dynamics.Response``)."""
-        if self._compiled:
-            out = self._step_compiled(q, v, tau, dt, t)
-            if out is not None:
-                return out
-        return self._step_python(q, v, tau, dt, t)
+        from .integrators import joint_friction_power
+        out = self._step_compiled(q, v, tau, dt, t) if self._compiled else None
+        if out is None:
+            out = self._step_python(q, v, tau, dt, t)
+        self.joint_loss += dt * joint_friction_power(self.model, out[1])     # first order, as the step
+        return out
 
     def _step_compiled(self, q, v, tau, h, t):
         from ._timestep_kernel import timestep_kernel

@@ -78,6 +78,7 @@ class Unilateral:
         #: held units over each piece (sliding friction; trapezoidal), and the potential energy
         #: the projections out of penetrations change
         self.work = 0.0
+        self.joint_loss = 0.0         # energy the joints' damping and friction took (J)
 
     @property
     def empty(self):
@@ -221,8 +222,13 @@ class Unilateral:
                             watch_slip.append((u, slide[k]))     # a slide that stops is an event
             accel = self._accel_fn(tau, active, slide) if len(active) else None
 
+            diss = {}                           # h -> the joints' friction loss of that trial
+
             def trial(h, q=q, v=v):
-                return self._step(model, q, v, tau, h, accel=accel, project_loops=False)
+                lost = []
+                out = self._step(model, q, v, tau, h, accel=accel, project_loops=False, dissipation=lost)
+                diss[h] = lost[0]
+                return out
             q1, v1 = trial(remaining)
             self.stats["pieces"] += 1
             p0 = self._power(q, v, tau, active, slide) if len(active) else 0.0
@@ -244,6 +250,7 @@ class Unilateral:
                 else:                           # a slow, shallow touch: taken up by the correction
                     touched = np.union1d(active, crossed)
                     self.stats["touches"] += 1
+            self.joint_loss += diss[h]
             if len(active):
                 self.work += 0.5 * h * (p0 + self._power(q1, v1, tau, active, slide))
             if model.nloops:
