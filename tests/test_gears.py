@@ -408,3 +408,18 @@ def test_constrained_derivatives_refuse_geared_models_clearly():
     m = ld.models.geared_gripper()
     with pytest.raises(NotImplementedError, match="gear couplings"):
         ld.constrained_dynamics_derivatives(m, ld.neutral(m), np.zeros(2), np.zeros(2), [PointFixed("left_tip")])
+
+
+def test_to_pinocchio_makes_the_followers_mimic_joints():
+    pin = pytest.importorskip("pinocchio")
+    from linkdyn.interop import pinocchio_q, to_pinocchio
+    g = ld.models.geared_gripper()
+    pm, _ = to_pinocchio(g)
+    assert (pm.nq, pm.nv) == (g.nq, g.nv)
+    rng = np.random.default_rng(0)
+    for _ in range(3):
+        q, v, a = _state(g, rng)
+        qp = pinocchio_q(g, q)
+        _close(ld.rnea(g, q, v, a), pin.rnea(pm, pm.createData(), qp, v, a), 1e-12)
+        M = pin.crba(pm, pm.createData(), qp)
+        _close(ld.crba(g, q), np.triu(M) + np.triu(M, 1).T, 1e-12)

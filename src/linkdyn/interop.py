@@ -46,8 +46,21 @@ def _pin_joint(pin, joint):
 
 def to_pinocchio(model: Model) -> tuple[pinocchio.Model, dict[int, int]]:
     """A ``pinocchio.Model`` of ``model``'s tree without its virtual links, every linkdyn frame
-    an OP_FRAME, and a dict {linkdyn body index: Pinocchio joint id}."""
+    an OP_FRAME, the joints' armature (``model.armature``; the damping and friction, which
+    Pinocchio's algorithms leave out, are not carried), and a dict {linkdyn body index: Pinocchio
+    joint id}.  A geared model's followers
+    become Pinocchio mimic joints (``transformJointIntoMimic``, each on its independent leader
+    with the chained ratio and offset), so that the two models share their reduced coordinates."""
     pin = _pin()
+    if model._full is not None:
+        pm, jid = to_pinocchio(model._full)
+        c = model._coupling
+        full = model._full
+        for f, lead in sorted(model._coupling.leader.items()):
+            k = int(full.jnt_qadr[f])
+            pm = pin.transformJointIntoMimic(pm, jid[lead], jid[f], float(c.qscale[k]), float(c.qoff[k]))
+        pm.armature = np.array(model.armature)           # the reduced dofs': sum of ratio^2 x armature
+        return pm, jid
     pm = pin.Model()
     pm.name = model.name
     pm.gravity = pin.Motion(np.asarray(model.gravity, dtype=float), np.zeros(3))
@@ -72,6 +85,7 @@ def to_pinocchio(model: Model) -> tuple[pinocchio.Model, dict[int, int]]:
         if b in jid and name not in (f.name for f in pm.frames):
             pm.addFrame(pin.Frame(name, jid[b], pin.SE3(np.array(model.frame_R[k]), np.array(model.frame_p[k])),
                                   pin.FrameType.OP_FRAME))
+    pm.armature = pinocchio_v(model, np.asarray(model.armature, dtype=float))
     return pm, jid
 
 
