@@ -65,6 +65,57 @@ def _spd_inverse(D, n, out):
     return True
 
 
+@njit(inline="always", cache=True)
+def _articulate(i, va, ni, parent, IA, pA, S, U, Dinv, u, c, tmp, D, armature, liR, lip):
+    """The backward step of body i once U = I^A S and u = tau - S^T p^A are set (Featherstone
+    2008 eqs. 21-24): D = S^T U (+ armature) and D^-1, then I^a = I^A - U D^-1 U^T and
+    p^a = p^A + I^a c + U D^-1 u handed to the parent.  False if D is not positive definite.
+    Shared by linkdyn.aba and the geared ABA (linkdyn.dynamics.geared_aba)."""
+    if ni == 1:
+        # one dof (most joints): D and D^-1 are scalars
+        Dd = _dot6(S[va], U[va]) + armature[va]
+        if not Dd > 0.0:
+            return False
+        w = 1.0 / Dd
+        Dinv[va, 0] = w
+        if parent[i] == 0:
+            return True
+        tmp[0, 0] = w * u[va]                               # D^-1 u
+        for r in range(6):                                  # I^a = I^A - U U^T / D
+            x = w * U[va, r]
+            for k in range(6):
+                IA[i, r, k] -= x * U[va, k]
+    else:
+        for d in range(ni):
+            for e in range(ni):
+                D[d, e] = _dot6(S[va + d], U[va + e])        # D = S^T U
+            D[d, d] += armature[va + d]
+        if not _spd_inverse(D, ni, Dinv[va:va + ni]):
+            return False
+        if parent[i] == 0:
+            return True
+        # I^a = I^A - U D^-1 U^T ;  p^a = p^A + I^a c + U D^-1 u   (in place in IA[i], pA[i])
+        for d in range(ni):
+            s = 0.0
+            for e in range(ni):
+                s += Dinv[va + d, e] * u[va + e]
+            tmp[0, d] = s                                   # D^-1 u
+        for d in range(ni):
+            for e in range(ni):
+                w = Dinv[va + d, e]
+                for r in range(6):
+                    for k in range(6):
+                        IA[i, r, k] -= U[va + d, r] * w * U[va + e, k]
+    _mat6_vec(IA[i], c[i], tmp[1])
+    for k in range(6):
+        pA[i, k] += tmp[1, k]
+        for d in range(ni):
+            pA[i, k] += U[va + d, k] * tmp[0, d]
+    _inertia_to_parent_add(liR[i], lip[i], IA[i], IA[parent[i]])
+    _force_act_add(liR[i], lip[i], pA[i], pA[parent[i]])
+    return True
+
+
 @njit(cache=True)
 def _aba_kernel(mi, mf, ws, q, v, tau, fext, qdd):
     st = _check_inputs(mi, q, v, tau, True)
@@ -94,48 +145,8 @@ def _aba_kernel(mi, mf, ws, q, v, tau, fext, qdd):
             _mat6_vec(IA[i], S[d], U[d])                         # U = I^A S
             # u = tau - tau_J(q', q''=0) - S^T p^A  (the armature is in D below)
             u[d] = tau[d] - _joint_torque(0.0, damping[d], friction[d], v[d], 0.0) - _dot6(S[d], pA[i])
-        if ni == 1:
-            # one dof (most joints): D and D^-1 are scalars
-            Dd = _dot6(S[va], U[va]) + armature[va]
-            if not Dd > 0.0:
-                return SINGULAR
-            w = 1.0 / Dd
-            Dinv[va, 0] = w
-            if parent[i] == 0:
-                continue
-            tmp[0, 0] = w * u[va]                               # D^-1 u
-            for r in range(6):                                  # I^a = I^A - U U^T / D
-                x = w * U[va, r]
-                for k in range(6):
-                    IA[i, r, k] -= x * U[va, k]
-        else:
-            for d in range(ni):
-                for e in range(ni):
-                    D[d, e] = _dot6(S[va + d], U[va + e])        # D = S^T U
-                D[d, d] += armature[va + d]
-            if not _spd_inverse(D, ni, Dinv[va:va + ni]):
-                return SINGULAR
-            if parent[i] == 0:
-                continue
-            # I^a = I^A - U D^-1 U^T ;  p^a = p^A + I^a c + U D^-1 u   (in place in IA[i], pA[i])
-            for d in range(ni):
-                s = 0.0
-                for e in range(ni):
-                    s += Dinv[va + d, e] * u[va + e]
-                tmp[0, d] = s                                   # D^-1 u
-            for d in range(ni):
-                for e in range(ni):
-                    w = Dinv[va + d, e]
-                    for r in range(6):
-                        for k in range(6):
-                            IA[i, r, k] -= U[va + d, r] * w * U[va + e, k]
-        _mat6_vec(IA[i], c[i], tmp[1])
-        for k in range(6):
-            pA[i, k] += tmp[1, k]
-            for d in range(ni):
-                pA[i, k] += U[va + d, k] * tmp[0, d]
-        _inertia_to_parent_add(liR[i], lip[i], IA[i], IA[parent[i]])
-        _force_act_add(liR[i], lip[i], pA[i], pA[parent[i]])
+        if not _articulate(i, va, ni, parent, IA, pA, S, U, Dinv, u, c, tmp, D, armature, liR, lip):
+            return SINGULAR
     # pass 3: a_0 = -g
     acc[0, :] = 0.0
     acc[0, 0], acc[0, 1], acc[0, 2] = -g[0], -g[1], -g[2]

@@ -39,7 +39,7 @@ from .._kernels.passes import (BAD_A, BAD_F, BAD_SHAPE, OK, OVERFLOW, SINGULAR, 
     check_inputs as _check_inputs, joint_torque as _joint_torque, kinematics_pass as _kinematics_pass)
 from .._kernels.spatial_nb import (dot6 as _dot6, force_act_add as _force_act_add, force_cross_add as _force_cross_add,
     inertia_to_parent_add as _inertia_to_parent_add, mat6_vec as _mat6_vec, motion_inv_act as _motion_inv_act)
-from .aba import _spd_inverse
+from .aba import _articulate
 
 
 @njit(cache=True)
@@ -155,32 +155,8 @@ def _geared_aba_kernel(mi, mf, ws, gi, gf, gws, q, v, tau, fext, qdd):
         for d in range(va, va + ni):
             _mat6_vec(IA[i], S[d], U[d])
             u[d] = tf[d] - _joint_torque(0.0, damping[d], friction[d], vf[d], 0.0) - _dot6(S[d], pA[i])
-        for d in range(ni):
-            for e in range(ni):
-                D[d, e] = _dot6(S[va + d], U[va + e])
-            D[d, d] += armature[va + d]
-        if not _spd_inverse(D, ni, Dinv[va:va + ni]):
+        if not _articulate(i, va, ni, parent, IA, pA, S, U, Dinv, u, c, tmp, D, armature, liR, lip):
             return SINGULAR
-        if parent[i] == 0:
-            continue
-        for d in range(ni):
-            s = 0.0
-            for e in range(ni):
-                s += Dinv[va + d, e] * u[va + e]
-            tmp[0, d] = s
-        for d in range(ni):
-            for e in range(ni):
-                w = Dinv[va + d, e]
-                for r_ in range(6):
-                    for k in range(6):
-                        IA[i, r_, k] -= U[va + d, r_] * w * U[va + e, k]
-        _mat6_vec(IA[i], c[i], tmp[1])
-        for k in range(6):
-            pA[i, k] += tmp[1, k]
-            for d in range(ni):
-                pA[i, k] += U[va + d, k] * tmp[0, d]
-        _inertia_to_parent_add(liR[i], lip[i], IA[i], IA[parent[i]])
-        _force_act_add(liR[i], lip[i], pA[i], pA[parent[i]])
     # pass 3: a_0 = -g
     acc[0, :] = 0.0
     acc[0, 0], acc[0, 1], acc[0, 2] = -g[0], -g[1], -g[2]
