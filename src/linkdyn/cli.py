@@ -69,7 +69,7 @@ def _scene(args) -> int:
     if sim.controller:
         print("(a controller drives the joints: the energy is not conserved between events)")
     W = sim.work
-    print(f"energy ledger [J]: actuators {W[0]:+.4g}, limits and contacts {W[1]:+.4g} (impacts, friction), "
+    print(f"energy ledger [J]: joints (actuators, less joint friction) {W[0]:+.4g}, limits and contacts {W[1]:+.4g} (impacts, friction), "
           f"structure changes {W[2]:+.4g}; E(end) - E(0) = {rec.energy[-1] - rec.energy[0]:+.4g}")
     checks = sim.checks()
     print("checks (every recorded sample):")

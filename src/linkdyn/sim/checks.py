@@ -8,7 +8,8 @@
 * the deepest penetration (m) of a contact point into a plane (within the plane's extent);
 * the largest loop error (the closures of the closed chains);
 * the energy ledger: E(t) - E(0) against the work recorded by ``Simulation.work``
-  (actuators, limits and contacts including impacts and friction, structure changes); what is
+  (the joints: actuators less joint damping and friction; limits and contacts including impacts
+  and friction; structure changes); what is
   left is the integrator's error, given relative to the energy moved in the run (the largest
   kinetic energy plus the range of the potential energy plus the work done).  The event
   scheme (RK4, impacts located) closes it to round-off and the RK4 error; time stepping is a

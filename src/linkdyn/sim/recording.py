@@ -54,7 +54,7 @@ class Event:
 @dataclass
 class Segment:
     """Samples under one model: ``t`` (K,), ``q`` (K, nq), ``v`` (K, nv), ``kinetic``,
-    ``potential``, ``work`` (K, 3) the run's energy ledger so far (``Simulation.work``: actuators,
+    ``potential``, ``work`` (K, 3) the run's energy ledger so far (``Simulation.work``: the joints (actuators less friction),
     limits and contacts, structure changes), ``loop_error`` (K,), ``loop_forces`` (K, nloops, 6) in ``model.loops`` order;
     for the unilateral units ``unit_names`` (contacts "point/plane", limits "joint.lower", ...),
     ``unit_force`` (K, nunits, 3): [normal, tangent 1, tangent 2] per unit (zero when not in

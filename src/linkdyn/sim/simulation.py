@@ -170,7 +170,7 @@ class Simulation:
         self._watches: list[_Watch] = []
         self._steps = 0
         self.tau = np.zeros(model.nv)
-        self._work = np.zeros(3)            # actuators, limits and contacts, structure changes (J)
+        self._work = np.zeros(3)            # joints (actuators less friction), limits and contacts, structure changes (J)
         if model.nloops:
             from .integrators import project
             self.q, self.v = project(model, self.q, self.v)
