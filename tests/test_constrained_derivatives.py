@@ -373,7 +373,7 @@ def test_loops_against_pinocchio():
 # the compiled kernel against the NumPy implementation it replaced (kept as the reference)
 def compiled_only(fn, *args):
     """fn(*args) with the NumPy implementation unreachable: the answer is the kernel's."""
-    from linkdyn import constraint_derivatives as CD
+    from linkdyn.constraints import derivatives as CD
     from linkdyn.loops import derivatives as LD
 
     def refuse(*a, **k):
@@ -396,7 +396,7 @@ def test_compiled_geometric_equals_the_numpy_reference(kind):
     """Every kind with a target, with and without Baumgarte's terms (a FrameFixed's error through
     log3 and Jl^-1), off the constraint manifold: the kernel's derivatives are the NumPy
     implementation's to round-off."""
-    from linkdyn import constraint_derivatives as CD
+    from linkdyn.constraints import derivatives as CD
     model = floating_tree()
     rng = np.random.default_rng(11)
     for _ in range(2):

@@ -6,6 +6,7 @@ import pytest
 
 import linkdyn as ld
 from linkdyn import constraints as C
+from linkdyn.constraints import dynamics as CD
 from linkdyn.models import scenarios as sc
 
 
@@ -238,7 +239,7 @@ def test_the_compiled_path_agrees_with_the_numpy_path(name):
             prepared = C.prepare(model, cons)
             assert prepared.compiled
             for bg in ((0.0, 0.0), (3.0, 7.0)):
-                ref = C._constrained_dynamics_numpy(model, q, v, tau, cons, bg)
+                ref = CD._constrained_dynamics_numpy(model, q, v, tau, cons, bg)
                 for res in (ld.constrained_dynamics(model, q, v, tau, cons, bg), prepared(q, v, tau, baumgarte=bg)):
                     scale = 1.0 + np.abs(ref.qdd).max()
                     assert np.abs(res.qdd - ref.qdd).max() < 1e-10 * scale, (name, cons, bg)
@@ -259,7 +260,7 @@ def test_the_compiled_path_takes_the_least_norm_split_of_redundant_rows():
     for cons in (one + [C.PointFixed("panda_hand", point=(0.0, 0.0, 0.1))],
                  [C.FrameFixed("panda_hand"), C.PointFixed("panda_hand")]):
         res = ld.constrained_dynamics(model, q, v, tau, cons)
-        ref = C._constrained_dynamics_numpy(model, q, v, tau, cons)
+        ref = CD._constrained_dynamics_numpy(model, q, v, tau, cons)
         assert C.prepare(model, cons).compiled
         assert np.abs(res.qdd - ref.qdd).max() < 1e-9 * (1 + np.abs(ref.qdd).max())
         for a, b in zip(res.forces, ref.forces):
@@ -305,7 +306,7 @@ def test_packings_follow_edits_and_bad_input_is_still_named():
     first = ld.constrained_dynamics(model, q, v, tau, [c], baumgarte=(0.0, 10.0)).qdd
     c.target = (0.3, 0.1, 0.5)                                   # a new value: packed anew
     second = ld.constrained_dynamics(model, q, v, tau, [c], baumgarte=(0.0, 10.0)).qdd
-    ref = C._constrained_dynamics_numpy(model, q, v, tau, [c], (0.0, 10.0)).qdd
+    ref = CD._constrained_dynamics_numpy(model, q, v, tau, [c], (0.0, 10.0)).qdd
     assert not np.allclose(first, second) and np.allclose(second, ref, atol=1e-10)
     with pytest.raises((TypeError, ValueError)):
         c.target[0] = 1.0                                        # values, not shared arrays

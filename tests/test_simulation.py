@@ -403,7 +403,7 @@ def test_recordings_save_atomically_with_exact_names_and_load_back(tmp_path):
     class Bad:
         def __array__(self, *a, **k):
             raise KeyboardInterrupt
-    from linkdyn.sim.recording import atomic_savez
+    from linkdyn.recording import atomic_savez
     with pytest.raises(KeyboardInterrupt):
         atomic_savez(p, ok=np.zeros(3), bad=Bad())
     assert p.read_bytes() == good and sorted(x.name for x in tmp_path.iterdir()) == ["bare.npz", "run.rec"]
@@ -517,9 +517,9 @@ def test_a_child_killed_while_saving_leaves_a_loadable_file(tmp_path):
     import sys
     import time
     path = tmp_path / "run.npz"
-    from linkdyn.sim.recording import atomic_savez
+    from linkdyn.recording import atomic_savez
     atomic_savez(path, x=np.zeros(10))
-    child = ("import sys, numpy as np\nfrom linkdyn.sim.recording import atomic_savez\n"
+    child = ("import sys, numpy as np\nfrom linkdyn.recording import atomic_savez\n"
              "k = 0\nwhile True:\n    k += 1\n"
              "    atomic_savez(sys.argv[1], x=np.full(2_000_000, float(k)))\n")
     rng = np.random.default_rng(1)

@@ -24,7 +24,7 @@ import pytest
 import linkdyn as ld
 from linkdyn import structure, viz
 from linkdyn.models.human import human_figure_16, standing_configuration
-from linkdyn.sim.recording import Event, Recording
+from linkdyn.recording import Event, Recording
 from linkdyn.viz.viewer import simplify_mesh
 
 

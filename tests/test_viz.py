@@ -21,7 +21,7 @@ from linkdyn import structure
 from linkdyn.loops import loop_error
 from linkdyn.models.human import human_figure_16, standing_configuration
 from linkdyn.models.scenarios import high_bar
-from linkdyn.sim.recording import Event, Recording
+from linkdyn.recording import Event, Recording
 
 matplotlib = pytest.importorskip("matplotlib")
 PIL_Image = pytest.importorskip("PIL.Image")

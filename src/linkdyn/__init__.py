@@ -25,7 +25,7 @@ from .dynamics.regressor import base_parameters, identify, inertial_parameters, 
 from .kinematics import (Kinematics, center_of_mass, com_jacobian, forward_kinematics, frame_acceleration,
                          frame_pose, frame_velocity, jacobian, jacobian_dot_times_v, joint_jacobians,
                          point_jacobian)
-from .kinematics_derivatives import (frame_acceleration_derivatives, frame_pose_derivative,
+from .kinematics.derivatives import (frame_acceleration_derivatives, frame_pose_derivative,
                                      frame_velocity_derivatives)
 from .model import (Cylindrical, Fixed, FreeFlyer, Inertia, Model, ModelBuilder, Planar, Prismatic, Revolute,
                     Spherical, SphericalZYX, Universal, difference, integrate, neutral, normalize,
@@ -36,8 +36,7 @@ from .model.mjcf import load_mjcf, parse_mjcf
 from .model.urdf import load_urdf, parse_urdf
 from .models.dh import DHLink, from_dh
 from . import control
-from .constraints import constrained_dynamics
-from .constraint_derivatives import ConstrainedDynamicsDerivatives, constrained_dynamics_derivatives
+from .constraints import ConstrainedDynamicsDerivatives, constrained_dynamics, constrained_dynamics_derivatives
 from .sim import Simulation
 
 __version__ = "0.1.0"

@@ -13,7 +13,7 @@ from numba import types as nt
 
 from ._kernels import passes
 from ._kernels.layout import data_size
-from .model.joints import FREE, SPHERICAL
+from ._kernels.kinds import FREE, SPHERICAL
 
 _F64 = np.dtype(np.float64)
 _Q_NAMES = ("q", "q0", "q1")
@@ -57,6 +57,11 @@ class Entry:
     stated number of dimensions (anything else is undefined behaviour), which is why only
     the public layer calls it, right after checking exactly that.  Compiled on first use
     (from Numba's disk cache when it is there).
+
+    ``kernel.overloads[sig].entry_point`` is not part of Numba's documented interface: the
+    releases it was checked against are pinned in tests/test_architecture.py (NUMBA_CHECKED),
+    whose test fails on any other release, and where a release lacks it ``Entry`` calls the
+    dispatcher instead (correct, a little slower).
     """
     __slots__ = ("fn", "kernel", "sig")
 

@@ -18,6 +18,9 @@ gives them a cache of their own (``cache_dir()``) instead of Numba's defaults:
   than failing every later call;
 * **a first compile is announced** on stderr (and then every 15 s while it goes on), since a
   cold cache takes from seconds to minutes; ``linkdyn warmup`` compiles everything at once.
+
+Layer (docs/architecture.md): the bottom, with :mod:`linkdyn.spatial` and :mod:`linkdyn.recording`.
+May import: numpy, numba and its own modules only.  Imported by: every other layer.
 """
 from __future__ import annotations
 

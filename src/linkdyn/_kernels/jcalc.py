@@ -10,7 +10,7 @@ import math
 
 from numba import njit
 
-from ..model.joints import (CYLINDRICAL, FREE, PLANAR, PRISMATIC, REVOLUTE, SPHERICAL,
+from .kinds import (CYLINDRICAL, FREE, PLANAR, PRISMATIC, REVOLUTE, SPHERICAL,
                             SPHERICAL_ZYX, UNIVERSAL)
 
 _opts = dict(cache=True)

@@ -240,3 +240,29 @@ def unpack_data(ws, nb, nv):
     W6 = _view(ws, o1, (2, 6, 6)); o1 += 72
     W3 = _view(ws, o1, (3, 3, 3))
     return oR, op, liR, lip, vel, acc, frc, S, vJ, cJ, I6, pA, U, Dinv, u, tmp, W6, W3
+
+
+# --- loop closures (linkdyn.loops): the solver's workspace and the loops in one buffer ---------------
+def loop_ws_size(nv, nl):
+    """Size of the loop workspace: H, J (raw and projected), Y, Lambda, vectors, and each
+    loop's cut projector P and (S^T S)^-1 S^T (carved in this order by ``linkdyn.loops._kernels._carve``)."""
+    m = 6 * nl
+    return nv * nv + 2 * m * nv + nv * m + m * m + 4 * m + 2 * nv + max(nv, 6) + 6 * nl + 72 * nl
+
+
+#: [header: nl, nv, offsets of lf, lam, lw | li | lf | lam | lw]
+LOOP_HEADER = 5
+
+
+def pack_loops(li, lf, lam, lw_size):
+    """One float64 buffer holding li and lam (int64 bit patterns), lf and a zeroed loop workspace."""
+    nl, nv = li.shape[0], lam.shape[0]
+    o_lf = LOOP_HEADER + li.size
+    o_lam = o_lf + lf.size
+    o_lw = o_lam + nv
+    buf = np.zeros(o_lw + lw_size)
+    buf[:LOOP_HEADER].view(np.int64)[:] = nl, nv, o_lf, o_lam, o_lw
+    buf[LOOP_HEADER:o_lf].view(np.int64)[:] = li.ravel()
+    buf[o_lf:o_lam] = lf.ravel()
+    buf[o_lam:o_lw].view(np.int64)[:] = lam
+    return buf

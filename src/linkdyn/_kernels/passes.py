@@ -17,7 +17,7 @@ import numpy as np
 
 from numba import njit, types
 
-from ..model.joints import FREE, PRISMATIC, REVOLUTE, SPHERICAL
+from .kinds import FREE, PRISMATIC, REVOLUTE, SPHERICAL
 from .jcalc import jcalc, rodrigues
 from .layout import axis_ids, model_sizes, subtree_ends, unpack_data, unpack_model
 from .spatial_nb import motion_cross_add, motion_inv_act

@@ -9,6 +9,10 @@
   a set of frames) by the articulated-body recursion.
 
 ``linkdyn.Simulation`` uses them by default (``limits=True, contacts=True``).
+
+Layer (docs/architecture.md): the constraint layer, with its siblings :mod:`linkdyn.constraints` and
+:mod:`linkdyn.loops`.  May import: the layers below (``_kernels`` to ``dynamics``) and its siblings.
+Imported by: sim, viz, models.
 """
 from . import dynamics, lcp, rows
 from .inertia import inverse_inertia, inverse_inertia_block

@@ -23,7 +23,7 @@ Units:
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from numba import njit
@@ -252,8 +252,9 @@ class UnitCatalog:
     """Every unilateral unit a model can have (fixed per model): contact pairs (contact point,
     plane on another body) and limits.  ``limits`` / ``contacts``: include them."""
 
-    def __init__(self, model: Model, limits: bool = True, contacts: bool = True) -> None:
+    def __init__(self, model: Model, limits: bool = True, contacts: bool = True, data: Any = None) -> None:
         self.model = model
+        self.data = data           # the prepared layer (linkdyn.dynamics.data.Data) or None: the public functions
         self.pairs = []            # (contact index, plane index)
         if contacts:
             for ci, c in enumerate(model.contacts):
@@ -339,7 +340,7 @@ class UnitCatalog:
         The last answer is kept: a step asks for the gaps at the same q several times."""
         memo = self.__dict__.get("_gap_memo")
         if memo is not None and kin is None and (memo[0] is q or (memo[0].shape == np.shape(q)
-                                                                and np.array_equal(memo[0], q))):
+                                                                and bool((memo[0] == q).all()))):
             return memo[1].copy()
         out = self._gaps(q, kin)
         if kin is None:
@@ -352,8 +353,14 @@ class UnitCatalog:
         out = np.empty(self.size)
         ncp, ncl = len(self.pairs), len(self.coord_limits)
         if ncp:
-            kin = kin if kin is not None else forward_kinematics(m, q)
-            _contact_gaps(kin.R, kin.p, self._cbody, self._cpos, self._crad, self._pbody, self._pR, self._pp,
+            if kin is not None:
+                R, p = kin.R, kin.p
+            elif self.data is not None:
+                R, p = self.data.poses(q)
+            else:
+                kin = forward_kinematics(m, q)
+                R, p = kin.R, kin.p
+            _contact_gaps(R, p, self._cbody, self._cpos, self._crad, self._pbody, self._pR, self._pp,
                          self._pext, self._pair_c, self._pair_p, out)
         if ncl:
             out[ncp:ncp + ncl] = self._lim_s * (q[self._lim_q] - self._lim_b)

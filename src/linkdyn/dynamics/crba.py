@@ -18,6 +18,7 @@ from numba import njit, prange
 from numba import types as nt
 
 from .._api import _F64, _ND, MF, MI, OUT2, PACKED, VEC, WS, Entry, as_states, run
+from ..model.gears import reduced
 from .._kernels.batch import chunk as _chunk, pick as _pick
 from .._kernels.layout import (model_sizes as _model_sizes, subtree_ends as _subtree_ends, unpack_data as _unpack_data,
     unpack_model as _unpack_model, unpack_packed as _unpack_packed)
@@ -26,7 +27,6 @@ from .._kernels.spatial_nb import (dot6 as _dot6, force_act_add as _force_act_ad
     motion_inv_act as _motion_inv_act, rigid_inertia_to_parent_add as _rigid_inertia_to_parent_add,
     rigid_params_times_motion as _rigid_params_times_motion, rigid_params_to_world as _rigid_params_to_world)
 
-from .. import _geared
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -190,6 +190,7 @@ _mass_matrix = Entry(_mass_matrix_kernel, MI, MF, WS, VEC, nt.int64, OUT2)
 _crba = Entry(_crba_packed, PACKED, VEC, OUT2)
 
 
+@reduced("matrix")
 def mass_matrix(model: Model, q: ArrayLike, method: str = "crba") -> NDArray[np.float64]:
     """Joint-space inertia matrix M(q) (nv, nv), full and symmetric; (N, nv, nv) for a stack.
 
@@ -200,7 +201,7 @@ def mass_matrix(model: Model, q: ArrayLike, method: str = "crba") -> NDArray[np.
     except (KeyError, TypeError):
         raise ValueError(f"method: expected one of {list(_METHODS)}, got {method!r}") from None
     if model._full is not None:          # a geared model (linkdyn.model.gears)
-        return _geared.call(mass_matrix, "M", model, q, method)
+        return mass_matrix.on_full_tree(model, q, method)
     args = as_states(model, q=q)
     return run(model, (_mass_matrix, _mass_matrix_batch), (model.nv, model.nv), args, ("q",), (code,))
 

@@ -61,6 +61,8 @@ from numba import njit, prange
 from numba import types as nt
 
 from .._api import _F64, _ND, FEXT, MF, MI, PACKED, VEC, WS, Entry, as_fext, as_states, run
+from ..model.gears import reduced
+from .geared_aba import aba_geared
 from .._kernels.batch import chunk as _chunk, pick as _pick
 from .._kernels.layout import (_view, model_sizes as _model_sizes, no_forces as _no_forces, unpack_data as _unpack_data,
     unpack_joint_terms as _unpack_joint_terms, unpack_model as _unpack_model, unpack_packed as _unpack_packed)
@@ -68,12 +70,12 @@ from .._kernels.passes import (ACC, BAD_F, OK, OVERFLOW, _compose_pose, all_fini
     check_inputs as _check_inputs, kinematics_pass as _kinematics_pass)
 from .._kernels.spatial_nb import (dot6 as _dot, force_act_add as _force_act_add, force_cross_add as _force_cross_add,
     mat6_vec as _mat6_vec,
-    motion_act as _motion_act, motion_cross_add as _cross_add, rigid_inertia_to_parent_add as _rigid_inertia_to_parent_add)
-from ..model.joints import SPHERICAL_ZYX, UNIVERSAL
+    motion_act as _motion_act, rigid_inertia_to_parent_add as _rigid_inertia_to_parent_add)
+from .._kernels.joint_derivatives import _joint_S_partials, joint_columns as _joint_columns
+from .._kernels.kinds import SPHERICAL_ZYX, UNIVERSAL
 from .aba import _aba_kernel
 from .cholesky import LAM, _ltdl_factor, _lit_rows, _dinv_li_rows
 
-from .. import _geared
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -115,19 +117,6 @@ def _unpack_dws(dws, nb, nv):
 
 
 # --- small spatial helpers ---------------------------------------------------------------
-@njit(inline="always", cache=True)
-def _cross(x, y, out):
-    """out = x x y (motion cross product)."""
-    x0, x1, x2, x3, x4, x5 = x[0], x[1], x[2], x[3], x[4], x[5]
-    y0, y1, y2, y3, y4, y5 = y[0], y[1], y[2], y[3], y[4], y[5]
-    out[0] = x4 * y2 - x5 * y1 + x1 * y5 - x2 * y4
-    out[1] = x5 * y0 - x3 * y2 + x2 * y3 - x0 * y5
-    out[2] = x3 * y1 - x4 * y0 + x0 * y4 - x1 * y3
-    out[3] = x4 * y5 - x5 * y4
-    out[4] = x5 * y3 - x3 * y5
-    out[5] = x3 * y4 - x4 * y3
-
-
 @njit(inline="always", cache=True)
 def _add_inertia_rate(v, I, h, B):
     """B += (v x*) I - I (v x) + (. x* h): the matrix of x -> (v x*) I x + I (x x v) + x x* h,
@@ -182,95 +171,6 @@ def _mat6_tvec(M, x, out):
     x0, x1, x2, x3, x4, x5 = x[0], x[1], x[2], x[3], x[4], x[5]
     for c in range(6):
         out[c] = M[0, c] * x0 + M[1, c] * x1 + M[2, c] * x2 + M[3, c] * x3 + M[4, c] * x4 + M[5, c] * x5
-
-
-@njit(inline="always", cache=True)
-def _joint_S_partials(kind, a1, a2, q, qa, Sb, dS, d2S):
-    """dS[k, l] = dS_l/dq_k and d2S[k, m, l] = d2S_l/dq_k dq_m (angular parts, child frame; the
-    linear parts are zero) for the joints whose S depends on q: universal and ZYX angles
-    (Baerlocher and Boulic 2001).  ``Sb``: the joint's first S column (from jcalc)."""
-    for x in range(27):
-        dS.flat[x] = 0.0
-    for x in range(81):
-        d2S.flat[x] = 0.0
-    if kind == UNIVERSAL:
-        # S_0 = [0; b], b = R2^T a1: db/dq2 = b x a2, d2b/dq2^2 = (b x a2) x a2
-        b0, b1, b2 = Sb[3], Sb[4], Sb[5]
-        c0 = b1 * a2[2] - b2 * a2[1]
-        c1 = b2 * a2[0] - b0 * a2[2]
-        c2 = b0 * a2[1] - b1 * a2[0]
-        dS[1, 0, 0], dS[1, 0, 1], dS[1, 0, 2] = c0, c1, c2
-        d2S[1, 1, 0, 0] = c1 * a2[2] - c2 * a2[1]
-        d2S[1, 1, 0, 1] = c2 * a2[0] - c0 * a2[2]
-        d2S[1, 1, 0, 2] = c0 * a2[1] - c1 * a2[0]
-    else:
-        # S = [[-sy, 0, 1], [cy sx, cx, 0], [cy cx, -sx, 0]] (angular rows), q = (z, y, x)
-        cy, sy = np.cos(q[qa + 1]), np.sin(q[qa + 1])
-        cx, sx = np.cos(q[qa + 2]), np.sin(q[qa + 2])
-        dS[1, 0, 0], dS[1, 0, 1], dS[1, 0, 2] = -cy, -sy * sx, -sy * cx
-        dS[2, 0, 1], dS[2, 0, 2] = cy * cx, -cy * sx
-        dS[2, 1, 1], dS[2, 1, 2] = -sx, -cx
-        d2S[1, 1, 0, 0], d2S[1, 1, 0, 1], d2S[1, 1, 0, 2] = sy, -cy * sx, -cy * cx
-        d2S[1, 2, 0, 1], d2S[1, 2, 0, 2] = -sy * cx, sy * sx
-        d2S[2, 1, 0, 1], d2S[2, 1, 0, 2] = -sy * cx, sy * sx
-        d2S[2, 2, 0, 1], d2S[2, 2, 0, 2] = -cy * sx, -cy * cx
-        d2S[2, 2, 1, 1], d2S[2, 2, 1, 2] = -cx, sx
-
-
-# --- the kernels -------------------------------------------------------------------------
-@njit(cache=True)
-def _joint_S_terms(kind, a1, a2, q, qa, Sb, dS, d2S, v, a, va, ni, R, p, ovi, t, dV, dA, dAv):
-    """(D7) The terms of a joint whose motion subspace S depends on its own coordinates
-    (universal, ZYX spherical), added to the world-frame derivatives of body i's velocity
-    (dV), acceleration (dA) and velocity-product bias with respect to v (dAv), columns va.. of
-    its ni dofs; (R, p) is body i's world pose, ovi its world velocity, t (4, 6) scratch.
-    (The paper's joints have a constant S and need none of this.)"""
-    _joint_S_partials(kind, a1, a2, q, qa, Sb, dS, d2S)
-    sv, sa, W = t[1], t[2], t[3]
-    for k in range(ni):
-        for x in range(3):
-            s_v = 0.0       # sv_k = sum_l dS_l/dq_k v_l
-            s_a = 0.0       # sum_l dS_l/dq_k a_l + d(S'q')/dq_k, S'q' = sum_ml dS_l/dq_m v_m v_l
-            s_t = 0.0       # sum_m dS_k/dq_m v_m
-            for m in range(ni):
-                s_v += dS[k, m, x] * v[va + m]
-                s_a += dS[k, m, x] * a[va + m]
-                s_t += dS[m, k, x] * v[va + m]
-                for l in range(ni):
-                    s_a += d2S[k, m, l, x] * v[va + m] * v[va + l]
-            sv[x], sv[3 + x] = 0.0, s_v
-            sa[x], sa[3 + x] = 0.0, s_a
-            W[x], W[3 + x] = 0.0, s_v + s_t                  # d(S'q')/dv_k
-        d = va + k
-        _motion_act(R, p, W, t[0])
-        for x in range(6):
-            dAv[d, x] += t[0, x]
-        _motion_act(R, p, sv, W)                            # oX_i sv_k
-        for x in range(6):
-            dV[d, x] += W[x]
-        _motion_act(R, p, sa, t[0])
-        for x in range(6):
-            dA[d, x] += t[0, x]
-        _cross_add(ovi, W, dA[d])
-
-
-@njit(cache=True)
-def _joint_columns(kind, a1, a2, q, qa, S, v, a, va, ni, R, p, ovp, oap, ovi, J, dV, dA, dAv, dS, d2S, t):
-    """(D2, D7) The columns of body i's dofs va..va+ni: J_k = oX_i S_k and the derivatives of the
-    body's world velocity (dV), acceleration (dA) and velocity-product bias in v (dAv) along
-    them, from the parent's world velocity ovp and acceleration oap and the body's ovi; (R, p)
-    is body i's world pose.  Shared by the dynamics and the frame-kinematics derivatives."""
-    for d in range(va, va + ni):
-        _motion_act(R, p, S[d], J[d])                           # J_k = oX_i S_k
-        _cross(ovp, J[d], dV[d])                                # dV_k = ov_p x J_k
-        _cross(oap, J[d], dA[d])                                # dA_k = oa_p x J_k + ov_p x dV_k
-        _cross(ovp, J[d], dAv[d])                               # dAv_k = (ov_p + ov_i) x J_k
-        _cross_add(ovi, J[d], dAv[d])
-    if kind == UNIVERSAL or kind == SPHERICAL_ZYX:
-        # (D7) S depends on the joint's own coordinates
-        _joint_S_terms(kind, a1, a2, q, qa, S[va], dS, d2S, v, a, va, ni, R, p, ovi, t, dV, dA, dAv)
-    for d in range(va, va + ni):
-        _cross_add(ovp, dV[d], dA[d])
 
 
 @njit(cache=True)
@@ -513,6 +413,7 @@ def _split(out):
     return out[:, 0], out[:, 1], out[:, 2]
 
 
+@reduced(("matrix", "matrix", "matrix"))
 def rnea_derivatives(model: Model, q: ArrayLike, v: ArrayLike, a: ArrayLike, fext: ArrayLike | None = None
                      ) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64]]:
     """Partial derivatives of inverse dynamics tau = RNEA(q, v, a, fext) (Carpentier and
@@ -534,7 +435,7 @@ def rnea_derivatives(model: Model, q: ArrayLike, v: ArrayLike, a: ArrayLike, fex
         if _rnea_d_entry.fn(model._packed, _own_workspace(model) if dw is None else dw, q, v, a, out) == OK:
             return out[0], out[1], out[2]
     if model._full is not None:          # a geared model (linkdyn.model.gears)
-        return _geared.call(rnea_derivatives, ("M", "M", "M"), model, q, v, a, fext)
+        return rnea_derivatives.on_full_tree(model, q, v, a, fext)
     args = as_states(model, q=q, v=v, a=a)
     F = as_fext(model, fext, args.batch)
     out = run(model, (_rnea_d, _rnea_derivatives_batch), (3, model.nv, model.nv), args, ("q", "v", "a"),
@@ -542,6 +443,20 @@ def rnea_derivatives(model: Model, q: ArrayLike, v: ArrayLike, a: ArrayLike, fex
     return _split(out)
 
 
+def _aba_derivatives_geared(model, q, v, tau, fext=None):
+    """(dq''/dq, dq''/dv, M^-1) of the geared model: the reduced dynamics M_r q'' = tau - G^T b
+    differentiated (M_r = G^T M G is constant in the follower directions G spans), i.e.
+    dq''/dx = -M_r^-1 G^T (dtau_full/dx_full) G at a_full = G q''."""
+    c, full = model._coupling, model._full
+    args = as_states(model, q=q, v=v, tau=tau)
+    qdd = aba_geared(model, args.q, args.v, args.tau, fext)
+    G = c.G
+    dq, dv, M = rnea_derivatives(full, c.q(args.q), c.v(args.v), c.v(qdd), fext)
+    Minv = np.linalg.inv(G.T @ M @ G)
+    return -Minv @ (G.T @ dq @ G), -Minv @ (G.T @ dv @ G), Minv
+
+
+@reduced(via=_aba_derivatives_geared)
 def aba_derivatives(model: Model, q: ArrayLike, v: ArrayLike, tau: ArrayLike, fext: ArrayLike | None = None
                     ) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64]]:
     """Partial derivatives of forward dynamics q'' = ABA(q, v, tau, fext):
@@ -560,7 +475,7 @@ def aba_derivatives(model: Model, q: ArrayLike, v: ArrayLike, tau: ArrayLike, fe
                            out) == OK:
             return out[0], out[1], out[2]
     if model._full is not None:          # a geared model (linkdyn.model.gears)
-        return _geared.aba_derivatives(model, q, v, tau, fext)
+        return aba_derivatives.on_full_tree(model, q, v, tau, fext)
     args = as_states(model, q=q, v=v, tau=tau)
     F = as_fext(model, fext, args.batch)
     out = run(model, (_aba_d, _aba_derivatives_batch), (3, model.nv, model.nv), args, ("q", "v", "tau"),

@@ -10,13 +10,13 @@ import numpy as np
 from numba import njit, prange
 
 from .._api import OUT1, PACKED, VEC, Entry, as_states, run, vectors
+from ..model.gears import reduced
 from .._kernels.batch import chunk as _chunk, pick as _pick
 from .._kernels.layout import (model_sizes as _model_sizes, unpack_data as _unpack_data, unpack_model as _unpack_model,
     unpack_packed as _unpack_packed)
 from .._kernels.passes import OK, OVERFLOW, VEL, check_inputs as _check_inputs, kinematics_pass as _kinematics_pass
 from .._kernels.spatial_nb import dot6 as _dot6, mat6_vec as _mat6_vec
 
-from .. import _geared
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -81,14 +81,16 @@ def _energies(model, q, v):
     return run(model, (_energy_kernel, _energy_batch), (2,), args, ("q", "v"))
 
 
+@reduced(None)
 def kinetic_energy(model: Model, q: ArrayLike, v: ArrayLike) -> float | NDArray[np.float64]:
     """T = 1/2 v^T M(q) v (float, or (N,) for a stack)."""
     if model._full is not None:          # a geared model (linkdyn.model.gears)
-        return _geared.call(kinetic_energy, None, model, q, v)
+        return kinetic_energy.on_full_tree(model, q, v)
     e = _energies(model, q, v)
     return e[0] if e.ndim == 1 else e[:, 0]
 
 
+@reduced(None)
 def potential_energy(model: Model, q: ArrayLike) -> float | NDArray[np.float64]:
     """U = -sum_i m_i g . c_i, zero at the world origin (float, or (N,) for a stack)."""
     if vectors(q):
@@ -96,15 +98,16 @@ def potential_energy(model: Model, q: ArrayLike) -> float | NDArray[np.float64]:
         if _energy.fn(model._packed, q, model._zero_v, out) == OK:
             return out[1]
     if model._full is not None:          # a geared model (linkdyn.model.gears)
-        return _geared.call(potential_energy, None, model, q)
+        return potential_energy.on_full_tree(model, q)
     args = as_states(model, q=q)
     zeros = np.zeros(model.nv if args.batch is None else (args.batch, model.nv))
     return _energies(model, args.q if args.batch is None else args.q.reshape(args.batch, -1), zeros)[..., 1]
 
 
+@reduced(None)
 def mechanical_energy(model: Model, q: ArrayLike, v: ArrayLike) -> float | NDArray[np.float64]:
     """T + U."""
     if model._full is not None:          # a geared model (linkdyn.model.gears)
-        return _geared.call(mechanical_energy, None, model, q, v)
+        return mechanical_energy.on_full_tree(model, q, v)
     e = _energies(model, q, v)
     return e[0] + e[1] if e.ndim == 1 else e[:, 0] + e[:, 1]

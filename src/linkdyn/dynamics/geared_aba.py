@@ -32,6 +32,11 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange
 
+import numba
+from numba import types as nt
+
+from .._api import (FEXT, MF, MI, OUT1, SERIAL_BELOW, VEC, WS, Entry, _NO_FORCE, as_fext, as_states, batch_workspace,
+                    raise_for_status, vectors)
 from .._kernels.batch import chunk as _chunk, pick as _pick
 from .._kernels.layout import (model_sizes as _model_sizes, unpack_data as _unpack_data,
     unpack_joint_terms as _unpack_joint_terms, unpack_model as _unpack_model)
@@ -39,7 +44,9 @@ from .._kernels.passes import (BAD_A, BAD_F, BAD_SHAPE, OK, OVERFLOW, SINGULAR, 
     check_inputs as _check_inputs, joint_torque as _joint_torque, kinematics_pass as _kinematics_pass)
 from .._kernels.spatial_nb import (dot6 as _dot6, force_act_add as _force_act_add, force_cross_add as _force_cross_add,
     inertia_to_parent_add as _inertia_to_parent_add, mat6_vec as _mat6_vec, motion_inv_act as _motion_inv_act)
-from .aba import _articulate
+from ._articulated import _articulate
+from .crba import crba
+from .rnea import rnea
 
 
 @njit(cache=True)
@@ -198,3 +205,47 @@ def _geared_aba_batch(mi, mf, WS, gi, gf, GWS, Q, V, T, F, QDD, status):
         for k in range(lo, hi):
             status[k] = _geared_aba_kernel(mi, mf, _pick(WS, t), gi, gf, _pick(GWS, t), _pick(Q, k), _pick(V, k),
                                            _pick(T, k), _pick(F, k), _pick(QDD, k))
+
+
+# --- the public layer's handler for a geared model (linkdyn.aba routes here) ----------------------
+_GI = nt.Array(nt.int64, 1, "C", readonly=True)
+_GF = nt.Array(nt.float64, 1, "C", readonly=True)
+_aba_entry = Entry(_geared_aba_kernel, MI, MF, WS, _GI, _GF, WS, VEC, VEC, VEC, FEXT, OUT1)
+
+
+def aba_geared(model, q, v, tau, fext=None):
+    """q'' of the geared model: the geared articulated-body kernel (serial and parallel couplings),
+    or solve(G^T M G, tau - G^T b) for couplings that recursion cannot fold in."""
+    c, full = model._coupling, model._full
+    if fext is None and not c.general and vectors(q, v, tau):        # one state: straight to the kernel
+        out = np.empty(model.nv)
+        if _aba_entry.fn(full._mi, full._mf, full._ws, c.gi, c.gf, model._gws, q, v, tau, _NO_FORCE, out) == 0:
+            return out
+    args = as_states(model, q=q, v=v, tau=tau)
+    if c.general:
+        qf, vf = c.q(args.q), c.v(args.v)
+        G = c.G
+        Mr = G.T @ crba(full, qf) @ G
+        b = rnea(full, qf, vf, np.zeros(vf.shape[-1]), fext) @ G
+        rhs = args.tau - b
+        if args.batch is None:
+            return np.linalg.solve(Mr, rhs)
+        Mr = np.broadcast_to(Mr, (args.batch,) + Mr.shape[-2:])
+        return np.linalg.solve(Mr, np.broadcast_to(rhs, (args.batch, model.nv))[..., None])[..., 0]
+    F = as_fext(model, fext, args.batch)
+    if args.batch is None:
+        out = np.empty(model.nv)
+        st = _geared_aba_kernel(full._mi, full._mf, full._ws, c.gi, c.gf, model._gws, args.q, args.v, args.tau, F, out)
+    else:
+        out = np.empty((args.batch, model.nv))
+        st = np.empty(args.batch, dtype=np.int64)
+        if args.batch < SERIAL_BELOW:
+            for k in range(args.batch):
+                row = [x[k] if x.shape[0] > 1 else x[0] for x in (args.q, args.v, args.tau, F)]
+                st[k] = _geared_aba_kernel(full._mi, full._mf, full._ws, c.gi, c.gf, model._gws, *row, out[k])
+        else:
+            gws = np.empty((numba.get_num_threads(), model._gws.shape[0]))
+            _geared_aba_batch(full._mi, full._mf, batch_workspace(full), c.gi, c.gf, gws, args.q, args.v, args.tau,
+                              F, out, st)
+    raise_for_status(model, st, q=args.q, v=args.v, tau=args.tau, fext=fext)
+    return out

@@ -58,6 +58,7 @@ import numpy as np
 from numba import njit, prange
 
 from .._api import as_states, run, vectors
+from ..model.gears import reduced
 from .._kernels.batch import chunk as _chunk, pick as _pick
 from .._kernels.layout import model_sizes as _model_sizes, unpack_data as _unpack_data, unpack_model as _unpack_model
 from .._kernels.passes import OK, VEL, check_inputs as _check_inputs, kinematics_pass as _kinematics_pass
@@ -67,7 +68,6 @@ from ..model.joints import SPHERICAL_ZYX, UNIVERSAL
 from .crba import crba
 from .rnea import generalized_gravity
 
-from .. import _geared
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -268,6 +268,7 @@ def _coriolis(model, q, v, mode):
     return run(model, (_coriolis_kernel, _coriolis_batch), (model.nv, model.nv), args, ("q", "v"), (mode,))
 
 
+@reduced("matrix")
 def coriolis_matrix(model: Model, q: ArrayLike, v: ArrayLike) -> NDArray[np.float64]:
     """Coriolis and centrifugal matrix C(q, v) (nv, nv) of Spong, Hutchinson and Vidyasagar 2006, ch. 7; (N, nv, nv) for a stack.
 
@@ -279,10 +280,11 @@ def coriolis_matrix(model: Model, q: ArrayLike, v: ArrayLike) -> NDArray[np.floa
     of the module docstring.  q (nq,) or (N, nq); v (nv,) or (N, nv).
     """
     if model._full is not None:          # a geared model (linkdyn.model.gears)
-        return _geared.call(coriolis_matrix, "M", model, q, v)
+        return coriolis_matrix.on_full_tree(model, q, v)
     return _coriolis(model, q, v, CORIOLIS)
 
 
+@reduced("matrix")
 def mass_matrix_derivative(model: Model, q: ArrayLike, v: ArrayLike) -> NDArray[np.float64]:
     """D'(q, v) = d/dt D(q(t)) along q(t) = integrate(model, q, v t) at t = 0 (nv, nv); (N, nv, nv)
     for a stack.
@@ -292,7 +294,7 @@ def mass_matrix_derivative(model: Model, q: ArrayLike, v: ArrayLike) -> NDArray[
     constant and does not appear.
     """
     if model._full is not None:          # a geared model (linkdyn.model.gears)
-        return _geared.call(mass_matrix_derivative, "M", model, q, v)
+        return mass_matrix_derivative.on_full_tree(model, q, v)
     return _coriolis(model, q, v, MASS_MATRIX_DERIVATIVE)
 
 

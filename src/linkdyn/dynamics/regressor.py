@@ -28,26 +28,25 @@ entry is then one dot product with the world-frame motion S_e of an ancestor dof
 from __future__ import annotations
 
 from dataclasses import dataclass
-from .. import _geared
 from typing import TYPE_CHECKING, Literal
 
 import numpy as np
 from numba import njit, prange
 
 from .._api import as_states, run, vectors
+from ..model.gears import reduced
 from .._kernels.batch import chunk as _chunk, pick as _pick
 from .._kernels.layout import (_view, model_sizes as _model_sizes, unpack_data as _unpack_data, unpack_model as _unpack_model)
 from .._kernels.passes import ACC, OK, check_inputs as _check_inputs, kinematics_pass as _kinematics_pass
 from .._kernels.spatial_nb import dot6 as _dot6, force_act_inplace as _force_act_inplace, motion_act as _motion_act
+from ..model.parameters import (BODY_PARAM_NAMES, JOINT_PARAM_NAMES, N_BODY_PARAMS, _flag,  # noqa: F401 (re-exported)
+                                inertial_parameters, parameter_names)
 
 if TYPE_CHECKING:
     from numpy.typing import ArrayLike, NDArray
 
     from ..model.model import Model
 
-N_BODY_PARAMS = 10
-BODY_PARAM_NAMES = ("m", "mcx", "mcy", "mcz", "Ixx", "Ixy", "Iyy", "Ixz", "Iyz", "Izz")
-JOINT_PARAM_NAMES = ("armature", "viscous", "coulomb")
 
 # leading fields of unpack_model / unpack_data by position (new fields are appended after)
 _PARENT, _VADR, _JNV = 0, 3, 5
@@ -153,12 +152,6 @@ def _regressor_batch(mi, mf, WS, Q, V, A, joint_terms, OUT, status):
 
 
 # ------------------------------------------------------------------------------------ public
-def _flag(x, name):
-    if isinstance(x, (bool, np.bool_)):
-        return bool(x)
-    raise TypeError(f"{name}: expected True or False, got {x!r}")
-
-
 def n_parameters(model: Model, with_joint_terms: bool = False) -> int:
     """Number of columns of the regressor: 10 per moving body (+ 3 per dof with joint terms; the
     dofs of ``model.full_model`` for a geared model, whose regressor is G^T Y_full)."""
@@ -166,6 +159,7 @@ def n_parameters(model: Model, with_joint_terms: bool = False) -> int:
     return N_BODY_PARAMS * (model.nbody - 1) + (3 * model.nv if with_joint_terms else 0)
 
 
+@reduced("rows")
 def joint_torque_regressor(model: Model, q: ArrayLike, v: ArrayLike, a: ArrayLike, with_joint_terms: bool = False) -> NDArray[np.float64]:
     """Y(q, v, a) (nv, 10 (nbody - 1)) with ``Y @ inertial_parameters(model) == rnea(model, q, v, a)``
     (Spong, Hutchinson and Vidyasagar 2006, ch. 7, gravity included, the armature and friction not;
@@ -183,55 +177,9 @@ def joint_torque_regressor(model: Model, q: ArrayLike, v: ArrayLike, a: ArrayLik
         if _regressor_kernel(model._mi, model._mf, model._ws, q, v, a, jt, out) == OK:
             return out
     if model._full is not None:          # a geared model (linkdyn.model.gears)
-        return _geared.call(joint_torque_regressor, "R", model, q, v, a, with_joint_terms)
+        return joint_torque_regressor.on_full_tree(model, q, v, a, with_joint_terms)
     args = as_states(model, q=q, v=v, a=a)
     return run(model, (_regressor_kernel, _regressor_batch), shape, args, ("q", "v", "a"), (jt,))
-
-
-def _joint_vector(model, name):
-    x = getattr(model, name, None)
-    if x is None:
-        return np.zeros(model.nv)
-    x = np.asarray(x, dtype=float)
-    if x.shape != (model.nv,):
-        raise ValueError(f"model.{name}: expected shape ({model.nv},), got {x.shape}")
-    return x.copy()
-
-
-def inertial_parameters(model: Model, with_joint_terms: bool = False) -> NDArray[np.float64]:
-    """The parameter vector of :func:`joint_torque_regressor`: 10 per moving body,
-    [m, m c_x, m c_y, m c_z, I_xx, I_xy, I_yy, I_xz, I_yz, I_zz] (body frame, rotational inertia
-    about the body origin; Pinocchio's ``Inertia.toDynamicParameters``), then with
-    ``with_joint_terms`` the armature, viscous (``model.damping``) and Coulomb
-    (``model.friction``) coefficients of every dof (zero where the model has none)."""
-    jt = _flag(with_joint_terms, "with_joint_terms")
-    model = model.full_model
-    I = np.asarray(model.inertia[1:], dtype=float)
-    pi = np.empty((model.nbody - 1, N_BODY_PARAMS))
-    pi[:, 0] = I[:, 0, 0]
-    pi[:, 1], pi[:, 2], pi[:, 3] = I[:, 5, 1], I[:, 3, 2], I[:, 4, 0]      # m c from m [c]x
-    pi[:, 4], pi[:, 5], pi[:, 6] = I[:, 3, 3], I[:, 3, 4], I[:, 4, 4]
-    pi[:, 7], pi[:, 8], pi[:, 9] = I[:, 3, 5], I[:, 4, 5], I[:, 5, 5]
-    out = pi.reshape(-1)
-    if jt:
-        out = np.concatenate([out, _joint_vector(model, "armature"), _joint_vector(model, "damping"),
-                              _joint_vector(model, "friction")])
-    return out
-
-
-def parameter_names(model: Model, with_joint_terms: bool = False) -> tuple[str, ...]:
-    """Names of the parameters, e.g. ``"link2.Izz"``, ``"joint3.viscous"`` (the joint terms name
-    the dof: ``"joint.armature"``, or ``"joint[k].armature"`` for dof k of a multi-dof joint)."""
-    jt = _flag(with_joint_terms, "with_joint_terms")
-    model = model.full_model
-    names = [f"{model.body_names[i]}.{p}" for i in range(1, model.nbody) for p in BODY_PARAM_NAMES]
-    if jt:
-        dofs = []
-        for i in range(1, model.nbody):
-            jn, n = model.joint_names[i - 1], int(model.jnt_nv[i])
-            dofs += [jn] if n == 1 else [f"{jn}[{k}]" for k in range(n)]
-        names += [f"{d}.{p}" for p in JOINT_PARAM_NAMES for d in dofs]
-    return tuple(names)
 
 
 @dataclass(frozen=True)

@@ -18,6 +18,7 @@ import numpy as np
 from numba import njit, prange
 
 from .._api import _F64, _ND, FEXT, MF, MI, OUT1, PACKED, VEC, WS, Entry, as_fext, as_states, run
+from ..model.gears import reduced
 from .._kernels.batch import chunk as _chunk, pick as _pick
 from .._kernels.layout import (model_sizes as _model_sizes, no_forces as _no_forces, unpack_data as _unpack_data,
     unpack_joint_terms as _unpack_joint_terms, unpack_model as _unpack_model, unpack_packed as _unpack_packed)
@@ -25,7 +26,6 @@ from .._kernels.passes import (ACC, BAD_F, OK, OVERFLOW, all_finite as _all_fini
     kinematics_pass as _kinematics_pass)
 from .._kernels.spatial_nb import (dot6 as _dot6, force_act_add as _force_act_add, force_cross_add as _force_cross_add, mat6_vec as _mat6_vec)
 
-from .. import _geared
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -110,6 +110,7 @@ def _run_states(model, args, fext=None):
     return run(model, (_rnea, _rnea_batch), (model.nv,), args, ("q", "v", "a"), (F,), 1, fext=fext)
 
 
+@reduced("force")
 def rnea(model: Model, q: ArrayLike, v: ArrayLike, a: ArrayLike, fext: ArrayLike | None = None) -> NDArray[np.float64]:
     """Joint torques ``tau = M(q) a + b(q, v) - sum_i J_i^T f_i^ext`` by the recursive
     Newton-Euler algorithm (with the model's armature, damping and friction, if any).
@@ -124,10 +125,11 @@ def rnea(model: Model, q: ArrayLike, v: ArrayLike, a: ArrayLike, fext: ArrayLike
         if _rnea_entry.fn(model._packed, q, v, a, tau) == OK:
             return tau
     if model._full is not None:          # a geared model (linkdyn.model.gears)
-        return _geared.call(rnea, "T", model, q, v, a, fext)
+        return rnea.on_full_tree(model, q, v, a, fext)
     return _run(model, q, v, a, fext)
 
 
+@reduced("force")
 def nonlinear_effects(model: Model, q: ArrayLike, v: ArrayLike) -> NDArray[np.float64]:
     """b(q, v) = C(q, v) v + g(q) (+ the joints' damping and friction torques, if the model
     has any): RNEA with zero acceleration, so that ``rnea(q, v, a) = crba(q) a + b(q, v)``."""
@@ -137,12 +139,13 @@ def nonlinear_effects(model: Model, q: ArrayLike, v: ArrayLike) -> NDArray[np.fl
         if _rnea_entry.fn(model._packed, q, v, model._zero_v, tau) == OK:
             return tau
     if model._full is not None:          # a geared model (linkdyn.model.gears)
-        return _geared.call(nonlinear_effects, "T", model, q, v)
+        return nonlinear_effects.on_full_tree(model, q, v)
     args = as_states(model, q=q, v=v)
     args.a = np.zeros_like(args.v)
     return _run_states(model, args)
 
 
+@reduced("force")
 def generalized_gravity(model: Model, q: ArrayLike) -> NDArray[np.float64]:
     """g(q): the joint torques that hold the model still against gravity."""
     if type(q) is _ND and q.dtype is _F64 and q.ndim == 1:
@@ -150,7 +153,7 @@ def generalized_gravity(model: Model, q: ArrayLike) -> NDArray[np.float64]:
         if _rnea_entry.fn(model._packed, q, model._zero_v, model._zero_v, tau) == OK:
             return tau
     if model._full is not None:          # a geared model (linkdyn.model.gears)
-        return _geared.call(generalized_gravity, "T", model, q)
+        return generalized_gravity.on_full_tree(model, q)
     args = as_states(model, q=q)
     args.v = args.a = np.zeros(model.nv if args.batch is None else (1, model.nv))
     return _run_states(model, args)

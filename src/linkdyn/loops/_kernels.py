@@ -155,15 +155,9 @@ FD, VELOCITY, POSITION = 0, 1, 2
 PIVOT_TOL = 1e-10      # a constraint whose pivot in Lambda falls below this (relative) is dependent
 
 
-def loop_ws_size(nv, nl):
-    """Size of the loop workspace: H, J (raw and projected), Y, Lambda, vectors, and each
-    loop's cut projector P and (S^T S)^-1 S^T."""
-    m = 6 * nl
-    return nv * nv + 2 * m * nv + nv * m + m * m + 4 * m + 2 * nv + max(nv, 6) + 6 * nl + 72 * nl
-
-
 @njit(cache=True)
 def _carve(lw, nv, nl):
+    # the layout that linkdyn._kernels.layout.loop_ws_size sizes
     m = 6 * nl
     o = 0
     H = _view(lw, o, (nv, nv)); o += nv * nv

@@ -2,14 +2,14 @@
 :func:`linkdyn.loops.constrained_dynamics`), by the implicit-function theorem on its KKT system
 (Carpentier and Mansard 2018; Sathya and Carpentier 2024): the loops are rows of the
 Lagrange-multiplier form like any other constraint, and share the implementation of
-:mod:`linkdyn.constraint_derivatives` (see its docstring for the derivation)."""
+:mod:`linkdyn.constraints.derivatives` (see its docstring for the derivation)."""
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..constraint_derivatives import (_NO_CW, ConstrainedDynamicsDerivatives, _check_baumgarte, _compiled,
+from ..constraints.derivatives import (_NO_CW, ConstrainedDynamicsDerivatives, _check_baumgarte, _compiled,
                                       _loop_blocks, _one_state)
 from .dynamics import constrained_dynamics
 from ._kernels import ACC
@@ -30,7 +30,7 @@ def constrained_dynamics_derivatives(model: Model, q: ArrayLike, v: ArrayLike, t
     form): of q'' and of the loop forces lambda (6 nloops rows: loop by loop the force [f; n] of
     the real link on the virtual link, in the virtual link's frame, i.e. ``forces.reshape(-1)``)
     with respect to q (tangent space), v and tau, as a
-    :class:`linkdyn.constraint_derivatives.ConstrainedDynamicsDerivatives` (``ddq_dq, ddq_dv,
+    :class:`linkdyn.constraints.derivatives.ConstrainedDynamicsDerivatives` (``ddq_dq, ddq_dv,
     ddq_dtau, dlambda_dq, dlambda_dv, dlambda_dtau``), by the implicit-function theorem on the
     KKT system (Carpentier and Mansard 2018; Sathya and Carpentier 2024).  The Baumgarte terms
     J q'' = -J' v - 2 alpha J v + beta^2 e are differentiated with the rest (the loop error
@@ -56,7 +56,7 @@ def constrained_dynamics_derivatives(model: Model, q: ArrayLike, v: ArrayLike, t
 
 
 def _reference(model, baumgarte):
-    """The NumPy implementation of one state (:func:`linkdyn.constraint_derivatives._one_state`),
+    """The NumPy implementation of one state (:func:`linkdyn.constraints.derivatives._one_state`),
     for the states the kernel declines (dependent loop rows, the massless cut joints' singular M)."""
     alpha, beta = baumgarte
     blocks = []

@@ -29,7 +29,8 @@ from numba import carray as _carray, njit as _njit, types as _nt
 
 from .._api import (_F64, _ND, MF, MI, OUT1, OUT2, PACKED, SERIAL_BELOW, VEC, WS, Entry, as_states, batch_workspace,
                     raise_for_status)
-from .._kernels.layout import _as_readonly, _int_address, _view, unpack_packed as _unpack_packed
+from .._kernels.layout import (LOOP_HEADER, _as_readonly, _int_address, _view, pack_loops,  # noqa: F401 (pack_loops: re-export)
+                               unpack_packed as _unpack_packed)
 from ..dynamics.crba import crba
 from ..dynamics.rnea import rnea
 from ._kernels import (ACC, FD, POSITION, SINGULAR, VEL, VELOCITY, constrained_solve as _constrained_solve,
@@ -239,34 +240,17 @@ _solve = Entry(_constrained_solve, MI, MF, WS, _LI, _LF, _LAM, WS, VEC, VEC, VEC
                _nt.float64, OUT1, OUT2)
 
 
-# The fixed arguments of constrained_solve after the model's (li, lf, lam, lw) in one buffer,
-# as Model._packed holds (mi, mf, ws): the fast path of constrained_dynamics unboxes two
-# arrays for the seven (~0.04 us each).  [header: nl, nv, offsets of lf, lam, lw | li | lf | lam | lw]
-_LOOP_HEADER = 5
-
-
-def pack_loops(li, lf, lam, lw_size):
-    """One float64 buffer holding li and lam (int64 bit patterns), lf and a zeroed loop workspace."""
-    nl, nv = li.shape[0], lam.shape[0]
-    o_lf = _LOOP_HEADER + li.size
-    o_lam = o_lf + lf.size
-    o_lw = o_lam + nv
-    buf = np.zeros(o_lw + lw_size)
-    buf[:_LOOP_HEADER].view(np.int64)[:] = nl, nv, o_lf, o_lam, o_lw
-    buf[_LOOP_HEADER:o_lf].view(np.int64)[:] = li.ravel()
-    buf[o_lf:o_lam] = lf.ravel()
-    buf[o_lam:o_lw].view(np.int64)[:] = lam
-    return buf
-
-
+# The fixed arguments of constrained_solve after the model's (li, lf, lam, lw) in one buffer
+# (linkdyn._kernels.layout.pack_loops), as Model._packed holds (mi, mf, ws): the fast path of
+# constrained_dynamics unboxes two arrays for the seven (~0.04 us each).
 @_njit(cache=True)
 def _solve_packed(buf, lbuf, q, v, tau, mode, alpha, beta, out, force):
     """``constrained_solve`` on a model packed in ``buf`` (Model._packed) and its loops in
     ``lbuf`` (:func:`pack_loops`), typed as the Model's own arrays (the same compiled solver)."""
     mi, mf, ws = _unpack_packed(buf)
-    h = _carray(_int_address(lbuf, 0), (_LOOP_HEADER,))
+    h = _carray(_int_address(lbuf, 0), (LOOP_HEADER,))
     nl, nv, o_lf, o_lam, o_lw = h[0], h[1], h[2], h[3], h[4]
-    li = _as_readonly(_carray(_int_address(lbuf, _LOOP_HEADER), (nl, 4)))
+    li = _as_readonly(_carray(_int_address(lbuf, LOOP_HEADER), (nl, 4)))
     lf = _as_readonly(_view(lbuf, o_lf, (nl, 24)))
     lam = _as_readonly(_carray(_int_address(lbuf, o_lam), (nv,)))
     lw = _view(lbuf, o_lw, (lbuf.shape[0] - o_lw,))

@@ -1,4 +1,10 @@
-"""Models: joint kinds, the builder, the frozen Model, configuration-space operations, import."""
+"""Models: joint kinds, the builder, the frozen Model, configuration-space operations, import.
+
+Layer (docs/architecture.md): above ``_kernels``, ``spatial`` and ``_api`` (the validation at the door),
+below ``kinematics``.  May import: those three.  Imported by: every layer above.  Gear couplings
+(:mod:`linkdyn.model.gears`) are the reduced coordinates *and* the one adapter (``@reduced``) by
+which each public function declares how it answers on a geared model.
+"""
 from . import joints
 from .builder import Inertia, ModelBuilder
 from .configuration import difference, integrate, neutral, normalize, random_configuration

@@ -9,7 +9,7 @@ Pinocchio's ``integrate``; a planar joint on SE(2).  ``difference`` is the inver
 from __future__ import annotations
 
 import math
-from .. import _geared
+from .gears import difference_via, integrate_via, reduced
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -277,6 +277,7 @@ _integrate = Entry(_integrate_kernel, MI, VEC, VEC, numba.types.float64, OUT1)
 _difference = Entry(_difference_kernel, MI, VEC, VEC, OUT1)
 
 
+@reduced(via=integrate_via, pass_fn=True)
 def integrate(model: Model, q: ArrayLike, v: ArrayLike, dt: float = 1.0) -> NDArray[np.float64]:
     """q (+) v dt on the configuration manifold; (N, nq) for a stack."""
     if type(dt) is float and math.isfinite(dt) and vectors(q, v):      # one state: straight to the kernel
@@ -289,7 +290,7 @@ def integrate(model: Model, q: ArrayLike, v: ArrayLike, dt: float = 1.0) -> NDAr
     if not math.isfinite(dt):
         raise ValueError(f"dt: must be finite, got {dt}")
     if model._full is not None:          # a geared model (linkdyn.model.gears)
-        return _geared.integrate(integrate, model, q, v, dt)
+        return integrate.on_full_tree(model, q, v, dt)
     args = as_states(model, q=q, v=v)
     if args.batch is None:
         out = np.empty(model.nq)
@@ -301,6 +302,7 @@ def integrate(model: Model, q: ArrayLike, v: ArrayLike, dt: float = 1.0) -> NDAr
     return out
 
 
+@reduced(via=difference_via, pass_fn=True)
 def difference(model: Model, q0: ArrayLike, q1: ArrayLike) -> NDArray[np.float64]:
     """The velocity v (nv,) with integrate(q0, v, 1) == q1; (N, nv) for a stack."""
     if vectors(q0, q1):
@@ -308,7 +310,7 @@ def difference(model: Model, q0: ArrayLike, q1: ArrayLike) -> NDArray[np.float64
         if _difference.fn(model._mi, q0, q1, out) == OK:
             return out
     if model._full is not None:          # a geared model (linkdyn.model.gears)
-        return _geared.difference(difference, model, q0, q1)
+        return difference.on_full_tree(model, q0, q1)
     args = as_states(model, q0=q0, q1=q1)
     if args.batch is None:
         out = np.empty(model.nv)

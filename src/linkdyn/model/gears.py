@@ -30,11 +30,14 @@ constraint, O(n^3)); the model says so with a :class:`GearWarning` when it is bu
 from __future__ import annotations
 
 import copy
+import functools
+import inspect
 import warnings
 from typing import NamedTuple
 
 import numpy as np
 
+from .._api import as_states
 from .._kernels import layout
 from . import joints as J
 
@@ -241,13 +244,106 @@ def apply(model):
         # (a cut joint is never geared, Model.__init__), and the fast path of
         # loops.constrained_dynamics gets loop buffers of no loops, so that on this model's empty
         # tree it answers "wrong length" and the call is routed (never reading the full tree's loops)
-        from ..loops.dynamics import pack_loops
-        from .model import Loop
-        model.loops = tuple(Loop(lp.index, lp.name, lp.joint_name, lp.kind, lp.a, lp.a_pose, lp.b, lp.b_pose,
+        model.loops = tuple(type(lp)(lp.index, lp.name, lp.joint_name, lp.kind, lp.a, lp.a_pose, lp.b, lp.b_pose,
                                  lp.virtual, lp.real,
                                  slice(int(c.jnt_vadr[lp.virtual]), int(c.jnt_vadr[lp.virtual]) + lp.nv)
                                  if lp.virtual is not None else slice(0, 0))
                             for lp in full.loops)
-        model._loop_packed = pack_loops(np.zeros((0, 4), dtype=np.int64), np.zeros((0, 24)),
+        model._loop_packed = layout.pack_loops(np.zeros((0, 4), dtype=np.int64), np.zeros((0, 24)),
                                         np.zeros(0, dtype=np.int64), 0)
         model.__dict__.pop("_loop_args", None)
+
+
+# --- the adapter: what a public function's answer is on a geared model ----------------------
+# Each public function that takes (model, q, ...) declares, once, with @reduced(kind), how its
+# answer on a geared model follows from its answer on the uncoupled tree (``model.full_model``);
+# its body, after its fast path, routes a geared model with one line,
+# ``if model._full is not None: return fn.on_full_tree(model, ...)``.  (A wrapping decorator
+# would do the routing itself but costs every call ~55 ns, 4 % of a frame Jacobian; a geared
+# model's packed buffers are an empty tree's, so the fast path always fails for it, for free.)
+# The inputs are validated against the *reduced* sizes (an error names the argument as the user
+# passed it), expanded, q_full = expand(q), v_full = G v, a_full = G a, and the answer projected:
+#
+#     "force"     generalized forces:           tau = G^T tau_full      (virtual work)
+#     "matrix"    matrices on both sides:       G^T X G                 (inertia, Coriolis, dtau/dq)
+#     "rows"      regressor rows:               G^T Y
+#     "columns"   Jacobians, d/dv columns:      X G
+#     None        anything else (poses, velocities, energies, the centre of mass)
+#
+# or a tuple of these for a tuple of answers.  ``via=f`` names a function that answers for the
+# geared model itself (the geared ABA, integrate/difference): ``fn.on_full_tree = f`` (given fn
+# as its first argument when ``pass_fn``).
+_Q_ARGS = ("q", "q0", "q1")
+_V_ARGS = ("v", "a")
+_KINDS = ("force", "matrix", "rows", "columns", None)
+
+
+def _project(kind, x, G):
+    if kind is None:
+        return x
+    if isinstance(kind, tuple):
+        return tuple(_project(k, y, G) for k, y in zip(kind, x))
+    if kind == "force":
+        return x @ G
+    if kind == "columns":
+        return x @ G if x.shape[-1] else x      # (3, 0): a Jacobian that was not asked for
+    if kind == "matrix":
+        return G.T @ x @ G
+    return G.T @ x                               # "rows"
+
+
+def _through_full_tree(fn, sig, kind, model, *args, **kwargs):
+    """``fn(model, *args, **kwargs)`` on the geared ``model`` through its full tree."""
+    bound = sig.bind(model, *args, **kwargs)
+    named = {n: x for n, x in bound.arguments.items() if (n in _Q_ARGS or n in _V_ARGS) and x is not None}
+    s = as_states(model, **named)
+    c = model._coupling
+    for n in named:
+        bound.arguments[n] = c.q(getattr(s, n)) if n in _Q_ARGS else c.v(getattr(s, n))
+    bound.arguments["model"] = model._full
+    return _project(kind, fn(*bound.args, **bound.kwargs), c.G)
+
+
+def reduced(kind=None, *, via=None, pass_fn=False):
+    """Declare how the decorated public function answers on a geared model (see above): sets
+    ``fn.on_full_tree(model, *args, **kwargs)`` and ``fn.gear_kind``; returns ``fn`` itself."""
+    kinds = kind if isinstance(kind, tuple) else (kind,)
+    if any(k not in _KINDS for k in kinds):
+        raise ValueError(f"reduced: unknown kind {kind!r}; expected one of {_KINDS} or a tuple of them")
+
+    def declare(fn):
+        if via is not None:
+            fn.on_full_tree = functools.partial(via, fn) if pass_fn else via
+        else:
+            fn.on_full_tree = functools.partial(_through_full_tree, fn, inspect.signature(fn), kind)
+        fn.gear_kind = kind
+        return fn
+    return declare
+
+
+def integrate_via(fn, model, q, v, dt=1.0):
+    """``integrate`` of a geared model: on the full tree, the reduced coordinates kept."""
+    c = model._coupling
+    s = as_states(model, q=q, v=v)
+    return fn(model._full, c.q(s.q), c.v(s.v), dt)[..., c.keep_q]
+
+
+def difference_via(fn, model, q0, q1):
+    """``difference`` of a geared model: on the full tree, the reduced velocities kept."""
+    c = model._coupling
+    s = as_states(model, q0=q0, q1=q1)
+    return fn(model._full, c.q(s.q0), c.q(s.q1))[..., c.keep_v]
+
+
+def tangent_jacobians_via(fn, model, q, x):
+    """integrate/difference Jacobians: the reduced rows and columns of the full ones (the
+    followers' coordinates are affine in the reduced ones, so P J_full G with P the selection of
+    the reduced coordinates)."""
+    c = model._coupling
+    name = "v" if fn.__name__ == "integrate_jacobians" else "q1"
+    s = as_states(model, **{("q" if name == "v" else "q0"): q, name: x})
+    a = c.q(s.q if name == "v" else s.q0)
+    b = c.v(s.v) if name == "v" else c.q(s.q1)
+    J1, J2 = fn(model._full, a, b)
+    keep = c.keep_v
+    return tuple(J[..., keep, :] @ c.G for J in (J1, J2))

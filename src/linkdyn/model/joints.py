@@ -33,8 +33,9 @@ import numpy as np
 if TYPE_CHECKING:
     from numpy.typing import ArrayLike, NDArray
 
-# Kind codes used by the compiled kernels (stored in ``model.jnt_type``).
-FIXED, REVOLUTE, PRISMATIC, CYLINDRICAL, UNIVERSAL, SPHERICAL, SPHERICAL_ZYX, PLANAR, FREE = range(9)
+# Kind codes used by the compiled kernels (stored in ``model.jnt_type``), defined with them.
+from .._kernels.kinds import (CYLINDRICAL, FIXED, FREE, PLANAR, PRISMATIC, REVOLUTE, SPHERICAL,  # noqa: E402
+                              SPHERICAL_ZYX, UNIVERSAL)
 
 KIND_NAMES = {
     FIXED: "fixed", REVOLUTE: "revolute", PRISMATIC: "prismatic", CYLINDRICAL: "cylindrical",

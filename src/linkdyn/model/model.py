@@ -242,13 +242,12 @@ class Model:
             lf[k, 12:21], lf[k, 21:24] = lp.b_pose[0].ravel(), lp.b_pose[1]
         self._loop_i, self._loop_f = _readonly(li), _readonly(lf)
         if self.loops:      # the workspace of the closed-chain solver (linkdyn.loops)
-            from ..loops._kernels import loop_ws_size
-            self._loop_lw = np.zeros(loop_ws_size(nv, len(self.loops)))
+            self._loop_lw = np.zeros(layout.loop_ws_size(nv, len(self.loops)))
             self._loop_force = np.zeros((len(self.loops), 6))        # scratch when forces are not asked for
             self._loop_args = (self._mi, self._mf, self._ws, self._loop_i, self._loop_f, self.dof_parent,
                                self._loop_lw)
-            from ..loops.dynamics import pack_loops     # the same in one buffer (the fast path's)
-            self._loop_packed = pack_loops(self._loop_i, self._loop_f, self.dof_parent, self._loop_lw.size)
+            # the same in one buffer (the fast path's)
+            self._loop_packed = layout.pack_loops(self._loop_i, self._loop_f, self.dof_parent, self._loop_lw.size)
         gears = tuple(gears)
         if gears:
             # loops and gears together: the loops are closed on the full tree (its own loop buffers,
@@ -269,7 +268,7 @@ class Model:
         with a fresh workspace: an unpickled model shares no scratch memory with the original),
         the joints as (class, slot values) (their ``__setattr__`` refuses the default), and the
         names of the read-only arrays (pickle drops the flag; Numba types read-only apart)."""
-        views = {"_packed", "_ws", "_loop_args", "_loop_packed", "_frame_ref_args", *layout.INT_FIELDS, *(f[0] for f in layout.FLOAT_FIELDS)}
+        views = {"_packed", "_ws", "_loop_args", "_loop_packed", "_frame_ref_args", "_prepared", *layout.INT_FIELDS, *(f[0] for f in layout.FLOAT_FIELDS)}
         state = {k: x for k, x in self.__dict__.items() if k not in views}
         state["joints"] = tuple((type(j), {s: getattr(j, s) for c in type(j).__mro__
                                            for s in getattr(c, "__slots__", ())}) for j in self.joints)
@@ -302,8 +301,8 @@ class Model:
         if self.loops:
             self._loop_args = (self._mi, self._mf, self._ws, self._loop_i, self._loop_f, self.dof_parent,
                                self._loop_lw)
-            from ..loops.dynamics import pack_loops     # the same in one buffer (the fast path's)
-            self._loop_packed = pack_loops(self._loop_i, self._loop_f, self.dof_parent, self._loop_lw.size)
+            # the same in one buffer (the fast path's)
+            self._loop_packed = layout.pack_loops(self._loop_i, self._loop_f, self.dof_parent, self._loop_lw.size)
 
     # --- gear couplings (linkdyn.model.gears) ---------------------------------------------
     @property
@@ -419,7 +418,7 @@ class Model:
         m, m c, then the rotational inertia about the body origin xx, xy, yy, xz, yz, zz), and
         with ``with_joint_terms`` the armature, damping and friction of every dof: the vector
         ``p`` with ``rnea(q, v, a) = joint_torque_regressor(q, v, a) @ p`` (Spong, Hutchinson and Vidyasagar 2006 property 7)."""
-        from ..dynamics.regressor import inertial_parameters
+        from .parameters import inertial_parameters
         return inertial_parameters(self, with_joint_terms)
 
     @property
@@ -439,7 +438,7 @@ class Model:
         if self.dh_links is None:
             raise ValueError(f"model {self.name!r} was not built from a Denavit-Hartenberg table "
                              "(linkdyn.models.from_dh): it has none to print")
-        from ..models.dh import dh_table
+        from .dh import dh_table
         return dh_table(self.dh_links, self.dh_convention, degrees)
 
     def __repr__(self):

@@ -20,7 +20,7 @@ the SE(3) formulas (both are subgroups, closed under the bracket).
 """
 from __future__ import annotations
 
-from .. import _geared
+from .gears import reduced, tangent_jacobians_via
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -118,11 +118,12 @@ def _vector(model, x, name):
     return x
 
 
+@reduced(via=tangent_jacobians_via, pass_fn=True)
 def integrate_jacobians(model: Model, q: ArrayLike, v: ArrayLike) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
     """``(J_q, J_v)``: the derivatives of ``integrate(model, q, v)`` with respect to q and v,
     (nv, nv) each, in the tangent spaces (the module docstring).  ``integrate`` validates q."""
     if model._full is not None:          # a geared model (linkdyn.model.gears)
-        return _geared.tangent_jacobians(integrate_jacobians, model, q, v)
+        return integrate_jacobians.on_full_tree(model, q, v)
     v = _vector(model, v, "v")
     integrate(model, q, v)                        # validates q (shape, unit quaternions) with clear errors
 
@@ -131,12 +132,13 @@ def integrate_jacobians(model: Model, q: ArrayLike, v: ArrayLike) -> tuple[NDArr
     return _blocks(model, v, ad_inv), _blocks(model, v, _se3_right_jacobian)
 
 
+@reduced(via=tangent_jacobians_via, pass_fn=True)
 def difference_jacobians(model: Model, q0: ArrayLike, q1: ArrayLike) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
     """``(J_q0, J_q1)``: the derivatives of ``difference(model, q0, q1)`` with respect to q0 and
     q1, (nv, nv) each, in the tangent spaces (the module docstring).  Singular where a rotation
     of the difference reaches 2 pi (the logarithm's cut)."""
     if model._full is not None:          # a geared model (linkdyn.model.gears)
-        return _geared.tangent_jacobians(difference_jacobians, model, q0, q1)
+        return difference_jacobians.on_full_tree(model, q0, q1)
     d = difference(model, q0, q1)                 # validates q0 and q1
 
     def jr_inv(x):

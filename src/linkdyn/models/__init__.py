@@ -1,6 +1,10 @@
 """Built-in models: random trees (for tests and experiments), DH arms (PUMA 560, Stanford,
 SCARA, ...; :mod:`linkdyn.models.dh`) and the real robots of the ``example-robot-data``
-package (``pip install linkdyn[robots]``)."""
+package (``pip install linkdyn[robots]``).
+
+Layer (docs/architecture.md): above ``sim`` (the scenes are simulations), below ``distributed`` and
+``cli``.  May import: every layer below.  Imported by: distributed, cli, the top-level ``linkdyn``.
+"""
 from __future__ import annotations
 
 import importlib.metadata

@@ -1,8 +1,15 @@
 """Time integration of the equations of motion on the configuration manifold, and simulation
-of structure-varying chains with events (connections, cuts) and recording."""
+of structure-varying chains with events (connections, cuts) and recording.
+
+Layer (docs/architecture.md): above the constraint layer, ``structure`` and ``viz`` (a simulation
+shows its run with the viewer), below ``models``, ``distributed`` and ``cli``.  Reads and writes
+runs as :mod:`linkdyn.recording` defines them.  Calls the prepared layer (:mod:`linkdyn.loops.data`)
+in its steps, never the validating public functions.
+"""
 from .checks import Check, Checks, check
-from .integrators import Trajectory, rk4_step, semi_implicit_euler_step, simulate
-from .recording import Event, Recording, Segment
+from ..recording import Event, Recording, Segment, Trajectory
+from .integrators import simulate
+from .steps import rk4_step, semi_implicit_euler_step
 from .simulation import Simulation
 
 __all__ = ["Check", "Checks", "Event", "Recording", "Segment", "Simulation", "Trajectory", "rk4_step", "semi_implicit_euler_step",

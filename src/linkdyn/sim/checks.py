@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 if TYPE_CHECKING:
-    from .recording import Recording
+    from ..recording import Recording
 
 #: tolerances (the issue's "done when": limits 1e-4 rad, no pull below -1e-9 N, 1 mm, 1e-6)
 LIMIT_TOL = 1e-4

@@ -31,8 +31,8 @@ from .. import structure
 from ..dynamics.energy import kinetic_energy, potential_energy
 from ..kinematics import frame_pose
 from ..model.configuration import difference, neutral
-from .integrators import rk4_step, semi_implicit_euler_step
-from .recording import Event, Recording
+from .steps import STEPS
+from ..recording import Event, Recording
 
 if TYPE_CHECKING:
     import os
@@ -72,7 +72,7 @@ def _deferred_interrupt():
             else:
                 raise KeyboardInterrupt
 
-_STEPS = {"rk4": rk4_step, "euler": semi_implicit_euler_step}
+_STEPS = STEPS
 
 
 def _events():
@@ -172,7 +172,7 @@ class Simulation:
         self.tau = np.zeros(model.nv)
         self._work = np.zeros(3)            # joints (actuators less friction), limits and contacts, structure changes (J)
         if model.nloops:
-            from .integrators import project
+            from .steps import project
             self.q, self.v = project(model, self.q, self.v)
         self.limits, self.contacts = bool(limits), bool(contacts)
         self._integrator = integrator

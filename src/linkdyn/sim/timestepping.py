@@ -44,10 +44,9 @@ import numpy as np
 from ..contact import dynamics as cd
 from ..contact import lcp
 from ..contact.rows import CONTACT, UnitCatalog
-from ..dynamics.aba import aba
-from ..model.configuration import integrate
-from .integrators import project
-from .recording import Event
+from ..loops.data import prepare
+from .steps import project
+from ..recording import Event
 from .unilateral import V_BOUNCE, V_REPORT
 
 #: units whose gap is below this (m or rad) at the start or at the free motion's end of a step
@@ -69,7 +68,8 @@ class TimeStepping:
 
     def __init__(self, model, limits=True, contacts=True, integrator="euler"):
         self.model = model
-        self.catalog = UnitCatalog(model, limits=limits, contacts=contacts)
+        self.data = prepare(model)                      # the prepared layer: no validation per call
+        self.catalog = UnitCatalog(model, limits=limits, contacts=contacts, data=self.data)
         self.warm = np.zeros((self.catalog.size, 3))    # (P_n, P_t1, P_t2) of the last step, catalog order
         self.force = np.zeros((self.catalog.size, 3))   # forces of the last step, catalog order
         self._gaps = None                               # (q, gaps at q) of the last step's end
@@ -94,10 +94,7 @@ class TimeStepping:
         return self.catalog.empty
 
     def _a_free(self, q, v, tau):
-        if self.model.nloops:
-            from ..loops.dynamics import constrained_dynamics
-            return constrained_dynamics(self.model, q, v, tau)
-        return aba(self.model, q, v, tau)
+        return self.data.accel(q, v, tau)
 
     # ------------------------------------------------------------------------------------
     def _problem(self, units, v_free, v, h):
@@ -133,7 +130,7 @@ class TimeStepping:
         """One step of dt from time t; returns (q, v, events).  A tree is stepped by one
         compiled call (``linkdyn.sim._timestep_kernel``), a closed chain in Python (its loops
         go through the KKT system of ``linkdyn.contact.dynamics.Response``)."""
-        from .integrators import joint_friction_power
+        from .steps import joint_friction_power
         out = self._step_compiled(q, v, tau, dt, t) if self._compiled else None
         if out is None:
             out = self._step_python(q, v, tau, dt, t)
@@ -177,33 +174,31 @@ class TimeStepping:
         motion gave it in the step, (g h)^2 / 2 per unit mass, which the free motion had put in.
         So the jump's energy is counted only beyond the free motion's own, |v_free - v|^2_M / 2:
         an impact's loss (to within that, O(h^2) per step)."""
-        from ..dynamics.energy import kinetic_energy
-        m = self.model
+        T = self.data.kinetic_energy
         if v_free is None:
             v_free = v + h * self._a_free(q, v, tau)
-        w = float(kinetic_energy(m, q, v1)) - float(kinetic_energy(m, q, v_free))
-        return w + min(float(kinetic_energy(m, q, v1 - v_free)), float(kinetic_energy(m, q, v_free - v)))
+        return T(q, v1) - T(q, v_free) + min(T(q, v1 - v_free), T(q, v_free - v))
 
     def _event(self, q, v, v1, hit, touching, P, t, tau, h, loop_impulse=None):
         """An impact event: the impulses of the step, and the kinetic energy before and after
         them (from the free motion's velocity v + h a_free to v1: what the impulses took,
         without the work of gravity and the torques in the step)."""
-        from ..dynamics.energy import kinetic_energy
         names = self.catalog.names
         v_free = v + h * self._a_free(q, v, tau)
+        T = self.data.kinetic_energy
         return Event(t, "impact", ", ".join(names[u] for u in hit), P[touching].copy(), v1 - v_free,
-                     float(kinetic_energy(self.model, q, v_free)), float(kinetic_energy(self.model, q, v1)),
+                     T(q, v_free), T(q, v1),
                      note=f"{len(touching)} units push in this step (time stepping: the impact is at the step; "
                           "its impulses include what holds the units against gravity and the torques for the step)",
                      units=[names[u] for u in touching],
                      loop_impulse=np.zeros((self.model.nloops, 6)) if loop_impulse is None else loop_impulse)
 
     def _step_python(self, q, v, tau, dt, t):
-        model, cat, h = self.model, self.catalog, dt
+        model, cat, h, data = self.model, self.catalog, dt, self.data
         a_free = self._a_free(q, v, tau)
         v_free = v + h * a_free
         gaps = self._gaps[1] if self._gaps is not None and self._gaps[0] is q else cat.gaps(q)
-        gaps_end = cat.gaps(integrate(model, q, h * v_free))
+        gaps_end = cat.gaps(data.integrate(q, h * v_free))
         cand = np.flatnonzero((gaps <= CANDIDATE) | (gaps_end <= CANDIDATE))
         self.force[:] = 0.0
         events = []
@@ -237,9 +232,9 @@ class TimeStepping:
         else:
             self.warm[:] = 0.0
             v1 = v_free
-        q1 = integrate(model, q, h * v1)
+        q1 = data.integrate(q, h * v1)
         if model.nloops:
-            q1, v1 = project(model, q1, v1)
+            q1, v1 = project(model, q1, v1, data=data)
         gaps1 = cat.gaps(q1)
         if gaps1.min(initial=np.inf) < -PEN_PROJECT:
             q1 = self._project(q1, gaps1)
@@ -249,10 +244,9 @@ class TimeStepping:
 
     def _project(self, q, gaps):
         """Project the penetrations out; the potential energy this changes goes to ``work``."""
-        from ..dynamics.energy import potential_energy
-        pe0 = float(potential_energy(self.model, q))
+        pe0 = self.data.potential_energy(q)
         q = self._project_out(q, gaps)
-        self.work += float(potential_energy(self.model, q)) - pe0
+        self.work += self.data.potential_energy(q) - pe0
         return q
 
     def _project_out(self, q, gaps):
@@ -260,9 +254,9 @@ class TimeStepping:
         for _ in range(5):
             self.stats["projections"] += 1
             units = cat.units(q, None, np.flatnonzero(gaps <= 0.0))
-            q = integrate(model, q, cd.position_correction(model, q, units))
+            q = self.data.integrate(q, cd.position_correction(model, q, units))
             if model.nloops:
-                q, _ = project(model, q, np.zeros(model.nv))
+                q, _ = project(model, q, np.zeros(model.nv), data=self.data)
             gaps = cat.gaps(q)
             if gaps.min(initial=np.inf) >= -1e-12:
                 break

@@ -35,8 +35,8 @@ import numpy as np
 from ..contact import dynamics as cd
 from ..contact.rows import CONTACT, UnitCatalog
 from ..model.configuration import integrate
-from .integrators import project, rk4_step, semi_implicit_euler_step
-from .recording import Event
+from .steps import project, rk4_step, semi_implicit_euler_step
+from ..recording import Event
 
 #: a unit is at its boundary (in contact, at its limit) when its gap is below this (m or rad)
 GAP_TOL = 1e-6

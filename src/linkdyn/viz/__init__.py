@@ -10,6 +10,11 @@ and matplotlib plots and animations (an optional dependency: ``pip install 'link
   (matplotlib frames);
 * :func:`plot_run`: joint angles, energies, loop errors, loop forces and event impulses in one PNG;
 * :func:`as_recording`: a Trajectory from :func:`linkdyn.sim.simulate` as a one-segment Recording.
+
+Layer (docs/architecture.md): beside ``structure``, ``control`` and ``analysis``, above the constraint
+layer and below ``sim`` (whose ``Simulation.view`` / ``animate`` / ``plot`` call it).  It draws
+models and the runs of :mod:`linkdyn.recording`, so it needs nothing of ``sim``.  May import: the
+layers below.  Imported by: sim, cli.
 """
 from .animate import VIEWS, AnimationInfo, animate, frame_times, pick_samples
 from .plots import plot_run

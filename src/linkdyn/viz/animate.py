@@ -38,8 +38,8 @@ if TYPE_CHECKING:
     from numpy.typing import ArrayLike
 
     from ..model.model import Model
-    from ..sim.integrators import Trajectory
-    from ..sim.recording import Recording
+    from ..recording import Trajectory
+    from ..recording import Recording
 
 #: named views: (elevation, azimuth) in degrees, matplotlib's view_init
 VIEWS = {"iso": (20.0, -60.0), "side": (0.0, -90.0), "front": (0.0, 0.0), "top": (90.0, -90.0),
@@ -257,7 +257,7 @@ def animate(run: Recording | Trajectory, path: str | os.PathLike[str], fps: floa
     * ``.gif``: written with Pillow (which comes with matplotlib);
     * ``.mp4``: written with ffmpeg, only if ``ffmpeg`` is on the PATH (a clear error if not).
 
-    ``run``: a :class:`~linkdyn.sim.recording.Recording`, or a :class:`~linkdyn.sim.Trajectory`
+    ``run``: a :class:`~linkdyn.recording.Recording`, or a :class:`~linkdyn.sim.Trajectory`
     from :func:`linkdyn.sim.simulate` with ``model=`` the model it ran.  ``fps``: frames per
     second of playback; ``every``: simulated seconds between frames (default ``1 / fps``, real
     time; smaller is slow motion).  ``props``: scene props, anything :func:`static_geometry`

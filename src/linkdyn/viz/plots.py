@@ -20,8 +20,8 @@ if TYPE_CHECKING:
 
 
     from ..model.model import Model
-    from ..sim.integrators import Trajectory
-    from ..sim.recording import Recording
+    from ..recording import Trajectory
+    from ..recording import Recording
 
 #: how many joints plot_run shows when none are named
 MAX_DEFAULT_JOINTS = 10
@@ -226,7 +226,7 @@ def plot_run(run: Recording | Trajectory, path: str | os.PathLike[str], joints: 
     7. the force or torque of each limit that was reached;
     8. the centre of pressure of each group of two or more contact points (world x and y).
 
-    ``run``: a :class:`~linkdyn.sim.recording.Recording`, or a :class:`~linkdyn.sim.Trajectory`
+    ``run``: a :class:`~linkdyn.recording.Recording`, or a :class:`~linkdyn.sim.Trajectory`
     with ``model=`` (its loop forces are then computed from the recorded states).
     """
     path = Path(path)

@@ -1,4 +1,4 @@
-"""Recorded runs as the drawing functions read them: a :class:`~linkdyn.sim.recording.Recording`
+"""Recorded runs as the drawing functions read them: a :class:`~linkdyn.recording.Recording`
 (segments, one per model, and events) or a :class:`~linkdyn.sim.Trajectory` with its model."""
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..sim.integrators import Trajectory
-from ..sim.recording import Recording
+from ..recording import Trajectory
+from ..recording import Recording
 
 from typing import TYPE_CHECKING
 
@@ -15,8 +15,8 @@ if TYPE_CHECKING:
 
 
     from ..model.model import Model
-    from ..sim.integrators import Trajectory
-    from ..sim.recording import Recording
+    from ..recording import Trajectory
+    from ..recording import Recording
 
 
 @dataclass
@@ -62,7 +62,7 @@ def segment_data(seg) -> SegmentData:
 
 
 def as_recording(run: Recording | Trajectory, model: Model | None = None, loop_forces: bool = True) -> Recording:
-    """``run`` as a :class:`~linkdyn.sim.recording.Recording`: a Recording is returned as it is;
+    """``run`` as a :class:`~linkdyn.recording.Recording`: a Recording is returned as it is;
     a :class:`~linkdyn.sim.Trajectory` (from :func:`linkdyn.sim.simulate`) with its ``model``
     becomes a one-segment recording.  A Trajectory holds no loop forces: with ``loop_forces``
     they are computed for a closed chain from the recorded (q, v, tau) by

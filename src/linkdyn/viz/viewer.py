@@ -51,8 +51,8 @@ if TYPE_CHECKING:
 
 
     from ..model.model import Model
-    from ..sim.integrators import Trajectory
-    from ..sim.recording import Recording
+    from ..recording import Trajectory
+    from ..recording import Recording
 
 _STATIC = Path(__file__).with_name("_static")
 _SIDE_COLORS = {"l": "#2f6fdb", "r": "#d9412b", "": "#c9b8a6"}
@@ -539,7 +539,7 @@ def view(run: Recording | Trajectory, model: Model | None = None, props: Sequenc
     """An interactive 3D view of a recorded run (see the module docstring): returns a
     :class:`Viewer`; ``.save("run.html")`` writes the page, in Jupyter it shows inline.
 
-    ``run``: a :class:`~linkdyn.sim.recording.Recording`, or a Trajectory from
+    ``run``: a :class:`~linkdyn.recording.Recording`, or a Trajectory from
     :func:`linkdyn.sim.simulate` with ``model=`` the model it ran; a Recording's segments bring
     their own models, and ``model`` (if given) then only supplies the visual geometry
     (``model.visuals``, from :func:`linkdyn.load_urdf`).  ``props``: scene props, anything

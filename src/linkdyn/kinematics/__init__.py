@@ -7,29 +7,32 @@ manipulator Jacobian, x'' = J q'' + J' q').  References, as in Pinocchio:
 * ``"local"``: spatial velocity in the frame's own coordinates, at its origin;
 * ``"local_world_aligned"``: the frame origin's linear velocity and the angular velocity,
   both in world coordinates (what a "classical" Jacobian of a point gives).
+
+Layer (docs/architecture.md): above ``model``, below ``dynamics``.  May import: ``_kernels``, ``_api``,
+``spatial``, ``model``.  Imported by: dynamics, the constraint layer, sim, control, analysis, viz, models.
 """
 from __future__ import annotations
 
-from . import _geared
 from typing import TYPE_CHECKING
 
 import numpy as np
 from numba import njit, prange
 from numba import types as nt
 
-from ._api import _F64, _ND, MF, OUT1, OUT2, PACKED, VEC, Entry, as_states, batch_workspace, raise_for_status, run, vectors
-from ._kernels.batch import chunk as _chunk, pick as _pick
-from ._kernels.layout import (_as_readonly, _view, model_sizes as _model_sizes, unpack_data as _unpack_data,
+from .._api import _F64, _ND, MF, OUT1, OUT2, PACKED, VEC, Entry, as_states, batch_workspace, raise_for_status, run, vectors
+from ..model.gears import reduced
+from .._kernels.batch import chunk as _chunk, pick as _pick
+from .._kernels.layout import (_as_readonly, _view, model_sizes as _model_sizes, unpack_data as _unpack_data,
     unpack_model as _unpack_model, unpack_packed as _unpack_packed)
-from ._kernels.passes import (ACC, NO_MASS, OK, OVERFLOW, POS, VEL, all_finite as _all_finite, check_inputs as _check_inputs,
+from .._kernels.passes import (ACC, NO_MASS, OK, OVERFLOW, POS, VEL, all_finite as _all_finite, check_inputs as _check_inputs,
     check_q as _check_q,
     kinematics_pass as _kinematics_pass, support_pass as _support_pass)
-from ._kernels.spatial_nb import motion_act as _motion_act, motion_inv_act as _motion_inv_act
+from .._kernels.spatial_nb import motion_act as _motion_act, motion_inv_act as _motion_inv_act
 
 if TYPE_CHECKING:
     from numpy.typing import ArrayLike, NDArray
 
-    from .model.model import Model
+    from ..model.model import Model
 
 WORLD, LOCAL, LOCAL_WORLD_ALIGNED = 0, 1, 2
 _REFS = {"world": WORLD, "local": LOCAL, "local_world_aligned": LOCAL_WORLD_ALIGNED}
@@ -389,10 +392,11 @@ class Kinematics:
         return T
 
 
+@reduced(None)
 def forward_kinematics(model: Model, q: ArrayLike, v: ArrayLike | None = None, a: ArrayLike | None = None) -> Kinematics:
     """Poses of every body in the world (and velocities, accelerations if v, a are given)."""
     if model._full is not None:          # a geared model (linkdyn.model.gears)
-        return _geared.call(forward_kinematics, None, model, q, v, a)
+        return forward_kinematics.on_full_tree(model, q, v, a)
     level = POS if v is None else (VEL if a is None else ACC)
     kw = {"q": q}
     if v is not None:
@@ -419,6 +423,7 @@ def forward_kinematics(model: Model, q: ArrayLike, v: ArrayLike | None = None, a
     return Kinematics(model, R, P, VV if level >= VEL else None, AA if level >= ACC else None)
 
 
+@reduced(None)
 def frame_pose(model: Model, q: ArrayLike, frame: str | int) -> NDArray[np.float64]:
     """4x4 homogeneous world pose of ``frame`` (a link, user frame or joint name); (N, 4, 4) for a stack."""
     b, fR, fp = _frame(model, frame)
@@ -427,10 +432,11 @@ def frame_pose(model: Model, q: ArrayLike, frame: str | int) -> NDArray[np.float
         if _frame_pose.fn(model._packed, q, b, fR, fp, T) == OK:
             return T
     if model._full is not None:          # a geared model (linkdyn.model.gears)
-        return _geared.call(frame_pose, None, model, q, frame)
+        return frame_pose.on_full_tree(model, q, frame)
     return run(model, (_frame_pose_kernel, _frame_pose_batch), (4, 4), as_states(model, q=q), ("q",), (b, fR, fp))
 
 
+@reduced("columns")
 def jacobian(model: Model, q: ArrayLike, frame: str | int, reference: str = "world") -> NDArray[np.float64]:
     """Frame Jacobian (6, nv), rows [linear; angular], in ``reference`` ("world", "local",
     "local_world_aligned"); (N, 6, nv) for a stack of configurations."""
@@ -445,7 +451,7 @@ def jacobian(model: Model, q: ArrayLike, frame: str | int, reference: str = "wor
     ref = _ref(reference)
     b, fR, fp = _frame(model, frame)
     if model._full is not None:          # a geared model (linkdyn.model.gears)
-        return _geared.call(jacobian, "J", model, q, frame, reference)
+        return jacobian.on_full_tree(model, q, frame, reference)
     return run(model, (_frame_jacobian_kernel, _frame_jacobian_batch), (6, model.nv), as_states(model, q=q),
                ("q",), (b, fR, fp, ref))
 
@@ -462,6 +468,7 @@ def point_jacobian(model: Model, q: ArrayLike, frame: str | int, point: ArrayLik
     return J[..., :3, :] + np.cross(J[..., 3:, :], xw[..., :, None], axisa=-2, axisb=-2, axisc=-2)
 
 
+@reduced("columns")
 def joint_jacobians(model: Model, q: ArrayLike) -> NDArray[np.float64]:
     """(6, nv) motion of every dof in world coordinates at the world origin (Pinocchio's
     ``computeJointJacobians``); (N, 6, nv) for a stack."""
@@ -470,10 +477,11 @@ def joint_jacobians(model: Model, q: ArrayLike) -> NDArray[np.float64]:
         if _joint_jacobians.fn(model._packed, q, J) == OK:
             return J
     if model._full is not None:          # a geared model (linkdyn.model.gears)
-        return _geared.call(joint_jacobians, "J", model, q)
+        return joint_jacobians.on_full_tree(model, q)
     return run(model, (_joint_jacobians_kernel, _joint_jacobians_batch), (6, model.nv), as_states(model, q=q), ("q",))
 
 
+@reduced(None)
 def _frame_motion(model, q, v, a, frame, reference, classical):
     """Velocity and acceleration of a frame; a = None means zero acceleration."""
     ref = _ref(reference)
@@ -484,7 +492,7 @@ def _frame_motion(model, q, v, a, frame, reference, classical):
                                   classical, out) == OK:
             return out
     if model._full is not None:          # a geared model (linkdyn.model.gears)
-        return _geared.call(_frame_motion, None, model, q, v, a, frame, reference, classical)
+        return _frame_motion.on_full_tree(model, q, v, a, frame, reference, classical)
     if a is None:
         args = as_states(model, q=q, v=v)
         args.a = np.zeros_like(args.v)
@@ -534,13 +542,14 @@ _com_entry = Entry(_com_packed, PACKED, VEC, OUT1, OUT2)
 _NO_JC = np.empty((3, 0))
 
 
+@reduced((None, "columns"))
 def _com(model, q, with_jacobian):
     if vectors(q):
         c, Jc = np.empty(3), (np.empty((3, model.nv)) if with_jacobian else _NO_JC)
         if _com_entry.fn(model._packed, q, c, Jc) == OK:
             return c, Jc
     if model._full is not None:          # a geared model (linkdyn.model.gears)
-        return _geared.call(_com, (None, "J"), model, q, with_jacobian)
+        return _com.on_full_tree(model, q, with_jacobian)
     args = as_states(model, q=q)
     nv = model.nv if with_jacobian else 0
     c, Jc = _out((3,), args.batch), _out((3, nv), args.batch)

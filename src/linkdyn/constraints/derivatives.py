@@ -26,7 +26,7 @@ where every partial derivative on the right is taken at fixed q'' and lambda:
   of body i);
 * the rows' accelerations J q'' + J' v and velocities J v are differentiated through the world
   velocity and spatial acceleration of the bodies and their q-, v-derivatives (the forward pass
-  of Carpentier and Mansard 2018, Algorithm 1; :mod:`linkdyn.kinematics_derivatives`): a point
+  of Carpentier and Mansard 2018, Algorithm 1; :mod:`linkdyn.kinematics.derivatives`): a point
   r of body i at x moves with x' = v_o + w x x and x'' = a_o + w' x x + w x x'; a loop's
   relative velocity in its virtual link's frame A is AX_o (v_a - v_b), its acceleration
   AX_o (a_a - a_b - v_a x (v_a - v_b));
@@ -53,7 +53,7 @@ lambda is the one every forward dynamics returns; with them, ``ld.loops.constrai
 forces=True)`` returns another split (its pivoted Cholesky's), whose derivative is not this one.
 
 **Compiled path.**  Geometric constraints on a model without loops, and the loops alone, run in
-one compiled kernel per state (:mod:`linkdyn._kernels.constraint_derivatives`): the forward
+one compiled kernel per state (:mod:`linkdyn.constraints._derivative_kernels`): the forward
 solve of ``constrained_dynamics`` itself, RNEA's derivatives at a = q'' with the constraint
 forces as external forces, the rows' derivatives from that same pass's world velocities,
 accelerations and dof columns, and the KKT above through the tree-sparse factor of M and the
@@ -71,16 +71,16 @@ from typing import TYPE_CHECKING, NamedTuple, Sequence
 import numba
 import numpy as np
 
-from ._api import SERIAL_BELOW, as_states, raise_for_status
-from .dynamics.derivatives import rnea_derivatives
-from .dynamics.rnea import rnea
-from .kinematics_derivatives import _fk_derivatives_kernel
+from .._api import SERIAL_BELOW, as_states, raise_for_status
+from ..dynamics.derivatives import rnea_derivatives
+from ..dynamics.rnea import rnea
+from ..kinematics.derivatives import _fk_derivatives_kernel
 
 if TYPE_CHECKING:
     from numpy.typing import ArrayLike
 
-    from .constraints import Constraint
-    from .model.model import Model
+    from .dynamics import Constraint
+    from ..model.model import Model
 
 __all__ = ["ConstrainedDynamicsDerivatives", "constrained_dynamics_derivatives"]
 
@@ -307,7 +307,7 @@ def _rows_frame(kin, body, R_f, p_f, target):
     V_q = np.concatenate([P.xd_q, B.v_q[3:]])
     E_q = None
     if target is not None:
-        from .spatial import log3
+        from ..spatial import log3
         e = log3(B.R @ R_f @ target[:3, :3].T)
         E_q = np.concatenate([P.Jp, _jlog3_left(e) @ B.J[3:]])
     return _Rows(J, G_q, G_v, V_q, E_q)
@@ -378,7 +378,7 @@ def _rows_loop(kin, k, sign):
     G_v = _inv_act(RA, pA, Ba.a_v - Bb.a_v - _mc(Ba.J, nu) - _mc(Ba.v, Ba.J - Bb.J))
     E_q = None
     if sign != 0.0:
-        from .spatial import log6
+        from ..spatial import log6
         Rab, pab = RA.T @ RB, RA.T @ (pB - pA)
         e = log6(Rab, pab)
         E_q = sign * (_jlog6_right(e) @ _inv_act(RB, pB, Bb.J - Ba.J))
@@ -402,8 +402,8 @@ class _Block(NamedTuple):
 
 
 def _geometric_blocks(model, constraints, loop_sign):
-    from . import constraints as C
-    from .constraints import _frame_point
+    from . import dynamics as C
+    from .dynamics import _frame_point
     blocks = []
     for k, c in enumerate(constraints):
         t = type(c)
@@ -522,7 +522,7 @@ def _one_state(model, blocks, q, v, tau, solved, baumgarte):
 
 
 def _rank_tol():
-    from .loops.kinematics import RANK_TOL
+    from ..loops.kinematics import RANK_TOL
     return RANK_TOL
 
 
@@ -567,9 +567,9 @@ def _entries():
     if not _ENTRIES:
         from numba import types as nt
 
-        from ._api import OUT2, PACKED, VEC, WS, Entry
-        from ._kernels import constraint_derivatives as K
-        from .dynamics.cholesky import LAM
+        from .._api import OUT2, PACKED, VEC, WS, Entry
+        from . import _derivative_kernels as K
+        from ..dynamics.cholesky import LAM
         LI = nt.Array(nt.int64, 2, "C", readonly=True)
         LF = nt.Array(nt.float64, 2, "C", readonly=True)
         _ENTRIES.append(Entry(K.derivatives_kernel, nt.int64, PACKED, LAM, WS, LI, LF, WS, WS, WS, VEC, VEC, VEC,
@@ -585,8 +585,8 @@ def _scratch(model, m):
         cache = model._cdd_scratch = {}
     hit = cache.get(m)
     if hit is None:
-        from ._kernels.constraint_derivatives import sw_size
-        from .dynamics.derivatives import _own_workspace
+        from ._derivative_kernels import sw_size
+        from ..dynamics.derivatives import _own_workspace
         hit = cache[m] = (_own_workspace(model), np.zeros(sw_size(model.nbody, model.nq, model.nv, m)))
     return hit
 
@@ -637,8 +637,8 @@ def _compiled(model, form, m, cw, lw, q, v, tau, baumgarte, reference):
             qk, vk, tk = (x[k] if x.shape[0] > 1 else x[0] for x in (args.q, args.v, args.tau))
             status[k] = entry(*before, dws, sw, qk, vk, tk, alpha, beta, out[k])
     else:
-        from ._kernels import constraint_derivatives as K
-        from .dynamics.derivatives import _dws_size
+        from . import _derivative_kernels as K
+        from ..dynamics.derivatives import _dws_size
         T = numba.get_num_threads()
         DW = np.empty((T, _dws_size(model.nbody, nv)))
         SW = np.zeros((T, K.sw_size(model.nbody, model.nq, nv, m)))
@@ -658,7 +658,7 @@ def _compiled(model, form, m, cw, lw, q, v, tau, baumgarte, reference):
 
 def _geometric_reference(model, constraints, baumgarte):
     """The NumPy implementation of one state, for :func:`_compiled`."""
-    from .constraints import constrained_dynamics
+    from .dynamics import constrained_dynamics
     blocks = []
 
     def one(q, v, tau):
@@ -687,7 +687,7 @@ def constrained_dynamics_derivatives(model: Model, q: ArrayLike, v: ArrayLike, t
     tau (nv,) or (N, nv) (a single state next to a stack is shared); a stack gives (N, nv, nv) and
     (N, m, nv).
     """
-    from . import constraints as C
+    from . import dynamics as C
     if model._full is not None:
         raise NotImplementedError(f"model {model.name!r} has gear couplings: the derivatives of its constrained "
                                   "dynamics are not implemented yet (linkdyn.constrained_dynamics itself works; "
@@ -710,7 +710,7 @@ def constrained_dynamics_derivatives(model: Model, q: ArrayLike, v: ArrayLike, t
 
 def _reference(model, q, v, tau, constraints, baumgarte):
     """The NumPy implementation (every case: loops with constraints, dependent rows, M singular)."""
-    from .constraints import constrained_dynamics
+    from .dynamics import constrained_dynamics
     blocks = _geometric_blocks(model, constraints, -1.0)
     if not blocks:
         raise ValueError(f"constrained_dynamics_derivatives: no constraints, and model {model.name!r} has no loops "

@@ -1,7 +1,7 @@
-"""Compiled derivatives of constrained forward dynamics (:mod:`linkdyn.constraint_derivatives`).
+"""Compiled derivatives of constrained forward dynamics (:mod:`linkdyn.constraints.derivatives`).
 
 One state runs in one kernel, with the steps of the NumPy implementation kept as its reference
-(:func:`linkdyn.constraint_derivatives._one_state`, whose docstring has the derivation):
+(:func:`linkdyn.constraints.derivatives._one_state`, whose docstring has the derivation):
 
 1. the forward dynamics by the compiled solvers themselves (:func:`_constraint_solve` for the
    geometric constraints, :func:`linkdyn.loops._kernels.constrained_solve` for the loops): q''
@@ -42,10 +42,10 @@ from numba.extending import intrinsic
 from ..dynamics.cholesky import _dinv_li_rows, _lit_rows, _ltdl_factor, _ltdl_inverse_congruence
 from ..dynamics.derivatives import _derivatives_from_kinematics, _unpack_dws
 from ..loops._kernels import FD, PIVOT_TOL, constrained_solve, frame_in_world, log6
-from .batch import chunk, pick
-from .constraints import DEGENERATE, FRAME, NF, PLANE, POINT, _constraint_solve
-from .layout import _view, model_sizes, unpack_data, unpack_model, unpack_packed
-from .passes import ACC, BAD_SHAPE, OK, OVERFLOW, SINGULAR, all_finite, kinematics_pass
+from .._kernels.batch import chunk, pick
+from ._kernels import DEGENERATE, FRAME, NF, PLANE, POINT, _constraint_solve
+from .._kernels.layout import _view, model_sizes, unpack_data, unpack_model, unpack_packed
+from .._kernels.passes import ACC, BAD_SHAPE, OK, OVERFLOW, SINGULAR, all_finite, kinematics_pass
 
 #: status codes beyond passes' and constraints' (the public layer then runs the NumPy path)
 DEPENDENT = 102          # dependent constraint rows: lambda is the least-norm split
@@ -106,7 +106,7 @@ def _coeff_k(th):
 def _body_cols(i, parent, vadr, jnv, ov, oa, J, dV, dA, dAv, out):
     """out (4, 6, nv) = J_i, d ov_i/dq, d oa_i/dq, d oa_i/dv of body i in world coordinates
     (zero off its support): J_k, dV_k + J_k x ov_i, dA_k + J_k x oa_i + dV_k x ov_i,
-    dAv_k + J_k x ov_i (kinematics_derivatives' module docstring)."""
+    dAv_k + J_k x ov_i (the module docstring of linkdyn.kinematics.derivatives)."""
     nv = out.shape[2]
     for a in range(4):
         for r in range(6):
@@ -408,7 +408,7 @@ def _loop_wrench(RA, pA, lm, f6):
 # the rows of each kind with Baumgarte's terms, and the correction of their forces
 @njit(cache=True)
 def _geometric_rows(mi, mf, ws, dws, ci, cf, lm, alpha, beta, JJ, GQ, GV, BC, PC, DF, DU, sc, dtq):
-    """Rows J of the constraints packed in (ci, cf) (:mod:`linkdyn._kernels.constraints`),
+    """Rows J of the constraints packed in (ci, cf) (:mod:`linkdyn.constraints._kernels`),
     GQ = d(J q'' + J' v)/dq + 2 alpha d(J v)/dq + beta^2 dc/dq and GV = d(J q'' + J' v)/dv +
     2 alpha J (the reference: ``_rows_point``, ``_rows_plane``, ``_rows_frame``,
     ``_rows_distance``), and dtq -= the correction of their forces lm (``_forces_*``)."""

@@ -30,6 +30,9 @@ round-off).  With it x_p'' = u_1 and lambda = u_2 exactly when the model is exac
 track the position along the wall and the force into it; the integral of the measured force
 error absorbs model errors.  For a task of fewer coordinates than joints, J^-1 becomes the
 dynamically consistent inverse D^-1 J^T (J D^-1 J^T)^-1 and the remaining motion is damped.
+
+Layer (docs/architecture.md): beside ``structure``, ``analysis`` and ``viz``, above the constraint layer.
+May import: the layers below.  Imported by: the top-level ``linkdyn``.
 """
 from __future__ import annotations
 
@@ -37,14 +40,14 @@ from typing import TYPE_CHECKING, Callable, Sequence
 
 import numpy as np
 
-from .dynamics.crba import crba
-from .dynamics.rnea import nonlinear_effects
-from .kinematics import frame_pose, frame_velocity, jacobian, jacobian_dot_times_v
+from ..dynamics.crba import crba
+from ..dynamics.rnea import nonlinear_effects
+from ..kinematics import frame_pose, frame_velocity, jacobian, jacobian_dot_times_v
 
 if TYPE_CHECKING:
     from numpy.typing import ArrayLike, NDArray
 
-    from .model.model import Model
+    from ..model.model import Model
 
     #: ``target(t) -> (x_d, x_d', x_d'')``; x_d is (p_d, R_d) for a frame task
     Target = Callable[[float], tuple[ArrayLike | tuple[ArrayLike, ArrayLike], ArrayLike, ArrayLike]]
@@ -54,7 +57,7 @@ def computed_torque(model: Model, trajectory: Callable[[float], tuple[ArrayLike,
                     kd: float) -> Callable[[float, ArrayLike, ArrayLike], NDArray[np.float64]]:
     """tau = M (q_d'' - kp e - kd e') + b (``trajectory(t) -> (q_d, v_d, a_d)``; e on the
     configuration manifold)."""
-    from .model.configuration import difference
+    from ..model.configuration import difference
 
     def control(t: float, q: ArrayLike, v: ArrayLike) -> NDArray[np.float64]:
         qd, vd, ad = trajectory(t)
@@ -93,7 +96,7 @@ class _Task:
     def error(self, x, target):
         """x - x_d (n,): for a frame, [p - p_d; log(R R_d^T)]."""
         if self.kind == "frame":
-            from .spatial import log3
+            from ..spatial import log3
             (p, R), (pd, Rd) = x, target
             return np.concatenate([p - np.asarray(pd, dtype=float), log3(R @ np.asarray(Rd, dtype=float).T)])
         return x[0] - np.asarray(target, dtype=float)

@@ -26,7 +26,7 @@ The model's own loop closures (``model.loops``) are added as rows as well.
 
 **Compiled path.**  When every constraint is one of the four geometric kinds (points and frames
 fixed on bodies) and the model has no loops, one compiled kernel does the whole step
-(:mod:`linkdyn._kernels.constraints`: the kinematics pass, RNEA, CRBA, the rows, the
+(:mod:`linkdyn.constraints._kernels`: the kinematics pass, RNEA, CRBA, the rows, the
 tree-sparse factorization of M and the solve of Lambda = J M^-1 J^T); the constraints are
 packed (frames resolved to bodies and placements) once and the packing is kept for the next
 call with the same constraint objects (a constraint's fields are values: assigning one makes
@@ -43,14 +43,14 @@ from typing import TYPE_CHECKING, Iterable, Sequence
 import numpy as np
 import scipy.linalg
 
-from .dynamics.crba import crba
-from .dynamics.rnea import nonlinear_effects
-from .kinematics import frame_pose, frame_velocity, jacobian, jacobian_dot_times_v
+from ..dynamics.crba import crba
+from ..dynamics.rnea import nonlinear_effects
+from ..kinematics import frame_pose, frame_velocity, jacobian, jacobian_dot_times_v
 
 if TYPE_CHECKING:
     from numpy.typing import ArrayLike, NDArray
 
-    from .model.model import Model
+    from ..model.model import Model
 
 
 def _point_terms(model, q, v, frame, point):
@@ -156,7 +156,7 @@ class FrameFixed(Constraint):
         jdv = jacobian_dot_times_v(model, q, v, self.frame, "local_world_aligned")
         if self.target is None:
             return J, jdv, None
-        from .spatial import log3
+        from ..spatial import log3
         T, Tt = frame_pose(model, q, self.frame), np.asarray(self.target, dtype=float)
         return J, jdv, np.concatenate([T[:3, 3] - Tt[:3, 3], log3(T[:3, :3] @ Tt[:3, :3].T)])
 
@@ -243,7 +243,7 @@ def constrained_dynamics(model: Model, q: ArrayLike, v: ArrayLike, tau: ArrayLik
 
 def _constrained_dynamics_numpy(model, q, v, tau, constraints=(), baumgarte=(0.0, 0.0)) -> Result:
     """The NumPy path of :func:`constrained_dynamics` (every kind, loops; it also names bad input)."""
-    from .loops.kinematics import loop_bias, loop_error, loop_jacobian
+    from ..loops.kinematics import loop_bias, loop_error, loop_jacobian
     q = np.asarray(q, dtype=float)
     v = np.asarray(v, dtype=float)
     tau = np.asarray(tau, dtype=float)
@@ -307,9 +307,9 @@ def _entry():
     if _solve is None:
         from numba import types as nt
 
-        from ._api import PACKED, VEC, WS, OUT1, Entry
-        from ._kernels.constraints import _constraint_solve
-        from .dynamics.cholesky import LAM
+        from .._api import PACKED, VEC, WS, OUT1, Entry
+        from ._kernels import _constraint_solve
+        from ..dynamics.cholesky import LAM
         _solve = Entry(_constraint_solve, PACKED, LAM, WS, VEC, VEC, VEC, nt.float64, nt.float64, OUT1)
     return _solve
 
@@ -327,7 +327,7 @@ def _frame_point(model, frame, point):
 
 
 def _pack(model, constraints) -> _Packing:
-    from ._kernels import constraints as K
+    from . import _kernels as K
     nc = len(constraints)
     ci = np.zeros((nc, 4))
     cf = np.zeros((nc, K.NF))
@@ -461,7 +461,3 @@ def prepare(model: Model, constraints: Iterable[Constraint]) -> Prepared:
     ``prepared = prepare(model, constraints); res = prepared(q, v, tau, baumgarte=(a, b))``.
     The frames are resolved and the constraints packed here, once."""
     return Prepared(model, constraints)
-
-
-
-from .constraint_derivatives import ConstrainedDynamicsDerivatives, constrained_dynamics_derivatives  # noqa: E402,F401

@@ -41,8 +41,8 @@ from ..dynamics.cholesky import _ltdl_factor, _ltdl_inverse_congruence, _ltdl_so
 from ..dynamics.crba import _crba_from_kinematics
 from ..dynamics.rnea import _rnea_from_kinematics
 from ..loops._kernels import PIVOT_TOL, log6, pivoted_solve
-from .layout import _view, model_sizes, no_forces, unpack_data, unpack_model, unpack_packed
-from .passes import ACC, OK, SINGULAR, check_inputs, kinematics_pass
+from .._kernels.layout import _view, model_sizes, no_forces, unpack_data, unpack_model, unpack_packed
+from .._kernels.passes import ACC, OK, SINGULAR, check_inputs, kinematics_pass
 
 POINT, PLANE, FRAME, DIST = 0, 1, 2, 3
 NF = 25                  # floats per constraint in cf

@@ -1,0 +1,73 @@
+"""The time-stepping scheme's Python step (closed chains go through it: ``TimeStepping._step_python``)
+on the four-bar with a crank stop and on the high-bar figure, per step, median of blocks.
+
+    python benchmarks/bench_timestep.py
+
+Measures what one step costs in linkdyn's own layers (dynamics, loops, contact rows, the
+complementarity solve), the number the architecture work of the prepared (unvalidated) layer is
+judged by: the public functions validate their input, the simulation's inner calls should not.
+No reference library: MuJoCo and Pinocchio have no closed-chain time stepping of this form.
+"""
+from __future__ import annotations
+
+import os
+
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+# small dense solves (the step's KKT system): a BLAS thread pool costs more than it gives, and on a
+# busy machine its spinning threads make the step's time noise
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
+import argparse  # noqa: E402
+import statistics  # noqa: E402
+import time  # noqa: E402
+
+import numpy as np  # noqa: E402
+
+import linkdyn as ld  # noqa: E402
+from linkdyn.models import scenarios  # noqa: E402
+
+
+def four_bar():
+    fb = ld.models.four_bar()
+    q0 = ld.loops.close_loops(fb, ld.neutral(fb) + 0.3, hold=["crank"])
+    hi = float(q0[fb.q_index("crank")]) + 0.3
+    b = ld.ModelBuilder.from_model(fb)
+    b.set_limits("crank", upper=hi)
+    m = b.build()
+    return ld.Simulation(m, q0, dt=1e-3, contact_method="timestep")
+
+
+def high_bar():
+    return scenarios.high_bar_simulation(dt=1e-3, contact_method="timestep", posture=None)
+
+
+def time_steps(sim, steps, blocks):
+    sim.run(until=0.05, progress=False)          # compile, warm start
+    uni = sim._uni
+    assert not uni._compiled, "expected the Python step (a closed chain)"
+    q, v, tau, dt = sim.q.copy(), sim.v.copy(), np.zeros(sim.model.nv), sim.dt
+    per = []
+    for _ in range(blocks):
+        t0 = time.perf_counter()
+        for _ in range(steps):
+            uni._gaps = None
+            uni._step_python(q, v, tau, dt, 0.0)
+        per.append((time.perf_counter() - t0) / steps)
+    return statistics.median(per)
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--steps", type=int, default=200)
+    p.add_argument("--blocks", type=int, default=9)
+    args = p.parse_args(argv)
+    print(f"linkdyn {ld.__version__}; median of {args.blocks} blocks of {args.steps} steps")
+    print(f"{'case':<12}{'nv':>4}{'loops':>6}{'per step':>12}")
+    for name, make in (("four-bar", four_bar), ("high bar", high_bar)):
+        sim = make()
+        t = time_steps(sim, args.steps, args.blocks)
+        print(f"{name:<12}{sim.model.nv:>4}{sim.model.nloops:>6}{t * 1e6:>10.1f} us")
+
+
+if __name__ == "__main__":
+    main()

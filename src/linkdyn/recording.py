@@ -1,0 +1,278 @@
+"""What a simulation records, across structure changes (and the plain :class:`Trajectory` of
+:func:`linkdyn.sim.simulate`).
+
+Run data only: it imports nothing else of linkdyn, so that the simulation (which writes runs) and
+the pictures (which draw them) both read it without depending on each other.
+
+A run is a sequence of *segments*, one per model: a structure change (a connection, a cut)
+ends one segment and starts the next with the new model, whose q and v may be of other sizes.
+Per sample: time, q, v, the kinetic and potential energy, the largest loop error and each
+loop's constraint force.  Per event: what changed, when, the impulse and the energy it took.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+if TYPE_CHECKING:
+    import os
+    from pathlib import Path
+
+    from numpy.typing import NDArray
+
+    from ..model.model import Model
+
+
+@dataclass
+class Event:
+    """A structure change or an impact at time ``t``: ``kind`` is "connect", "cut" or "impact",
+    ``name`` the loop (or joint, or for an impact the units that struck) it concerns,
+    ``impulse`` (6,) the spatial impulse [linear; angular] the new joint took (real link on
+    virtual link, virtual link's frame; zeros for a cut), or for an impact (k, 3): every
+    impulse it applied, [normal, tangent 1, tangent 2] per unit of ``units`` (every contact
+    and limit at its boundary, not only the ones that struck), ``dv`` the jump
+    of the generalized velocity (new model's), ``kinetic_before`` / ``kinetic_after`` the
+    kinetic energy around it (their difference is the impulse's work, never positive).  For an
+    impact on a closed chain, ``loop_impulse`` (nloops, 6): the impulse each loop took to stay
+    closed, [linear; angular] in the loop's rows (``linkdyn.loops.loop_jacobian``: the virtual
+    link's frame); for a redundant loop one valid split."""
+    t: float
+    kind: str
+    name: str
+    impulse: np.ndarray
+    dv: np.ndarray
+    kinetic_before: float
+    kinetic_after: float
+    note: str = ""
+    units: list = field(default_factory=list)
+    loop_impulse: np.ndarray = field(default_factory=lambda: np.zeros((0, 6)))
+
+    @property
+    def energy_loss(self) -> float:
+        return self.kinetic_before - self.kinetic_after
+
+
+@dataclass
+class Segment:
+    """Samples under one model: ``t`` (K,), ``q`` (K, nq), ``v`` (K, nv), ``kinetic``,
+    ``potential``, ``work`` (K, 3) the run's energy ledger so far (``Simulation.work``: the joints (actuators less friction),
+    limits and contacts, structure changes), ``loop_error`` (K,), ``loop_forces`` (K, nloops, 6) in ``model.loops`` order;
+    for the unilateral units ``unit_names`` (contacts "point/plane", limits "joint.lower", ...),
+    ``unit_force`` (K, nunits, 3): [normal, tangent 1, tangent 2] per unit (zero when not in
+    contact; the tangents are the plane's x and y), ``unit_gap`` (K, nunits) and
+    ``unit_point`` (K, nunits, 3) the world contact points (zero for limits)."""
+    model: object
+    t: list = field(default_factory=list)
+    q: list = field(default_factory=list)
+    v: list = field(default_factory=list)
+    tau: list = field(default_factory=list)
+    kinetic: list = field(default_factory=list)
+    potential: list = field(default_factory=list)
+    work: list = field(default_factory=list)
+    loop_error: list = field(default_factory=list)
+    loop_forces: list = field(default_factory=list)
+    unit_names: list = field(default_factory=list)
+    unit_force: list = field(default_factory=list)
+    unit_gap: list = field(default_factory=list)
+    unit_point: list = field(default_factory=list)
+
+    def arrays(self) -> dict:
+        """The samples as arrays; a field that was not recorded comes back as NaN."""
+        m = self.model
+        n = len(self.t)
+
+        def field(values, shape):
+            if len(values) != n:
+                return np.full((n,) + shape, np.nan)
+            return np.asarray(values, dtype=float).reshape((n,) + shape)
+        return {"t": np.asarray(self.t, dtype=float), "q": field(self.q, (m.nq,)), "v": field(self.v, (m.nv,)),
+                "tau": field(self.tau, (m.nv,)), "kinetic": field(self.kinetic, ()),
+                "potential": field(self.potential, ()), "work": field(self.work, (3,)), "loop_error": field(self.loop_error, ()),
+                "loop_forces": field(self.loop_forces, (m.nloops, 6)),
+                "unit_force": field(self.unit_force, (len(self.unit_names), 3)),
+                "unit_gap": field(self.unit_gap, (len(self.unit_names),)),
+                "unit_point": field(self.unit_point, (len(self.unit_names), 3))}
+
+
+def atomic_savez(path, **arrays):
+    """``np.savez_compressed`` to exactly ``path`` (``.npz`` added, with a warning, when it has
+    no suffix), whole or not at all: a temporary file in the same folder, flushed to disk, then
+    renamed over ``path``; an interrupt or a crash leaves the previous file as it was.  Returns
+    the path written."""
+    import os
+    import tempfile
+    import warnings
+    from pathlib import Path
+    path = Path(path)
+    if not path.suffix:
+        path = path.with_suffix(".npz")
+        warnings.warn(f"no file suffix given: writing {path}", stacklevel=3)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=str(path.parent))
+    try:
+        with os.fdopen(fd, "wb") as f:
+            np.savez_compressed(f, **arrays)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+    return path
+
+
+@dataclass(frozen=True)
+class SavedModel:
+    """What a saved recording keeps of a segment's model: its name, joint names, sizes and
+    loop names (``Recording.load``)."""
+    name: str
+    joint_names: tuple
+    nq: int
+    nv: int
+    loop_names: tuple
+
+    @property
+    def nloops(self) -> int:
+        return len(self.loop_names)
+
+
+class Recording:
+    """Everything a :class:`~linkdyn.sim.Simulation` recorded: ``segments`` (list of
+    :class:`Segment`), ``events`` (list of :class:`Event`), and the whole run's time series
+    ``t``, ``kinetic``, ``potential``, ``energy``, ``loop_error`` (one entry per sample)."""
+
+    def __init__(self) -> None:
+        self.segments: list[Segment] = []
+        self.events: list[Event] = []
+
+    def start_segment(self, model: Model) -> Segment:
+        seg = Segment(model)
+        self.segments.append(seg)
+        return seg
+
+    def _cat(self, name):
+        parts = [np.asarray(getattr(s, name), dtype=float) for s in self.segments if len(s.t)]
+        return np.concatenate(parts) if parts else np.zeros(0)
+
+    @property
+    def t(self) -> np.ndarray:
+        return self._cat("t")
+
+    @property
+    def kinetic(self) -> np.ndarray:
+        return self._cat("kinetic")
+
+    @property
+    def potential(self) -> np.ndarray:
+        return self._cat("potential")
+
+    @property
+    def energy(self) -> np.ndarray:
+        return self.kinetic + self.potential
+
+    @property
+    def loop_error(self) -> np.ndarray:
+        return self._cat("loop_error")
+
+    def joint_series(self, joint: str) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+        """(t, q) of one joint over the whole run (NaN where the joint does not exist)."""
+        ts, qs = [], []
+        width = None
+        for s in self.segments:
+            a = s.arrays()
+            full = getattr(s.model, "_full", None)
+            if full is not None:                  # a geared model: the joint's own coordinate, a follower's too
+                x = s.model.expand(a["q"])[:, full.q_slice(joint)] if joint in full._joint_index else None
+                width = x.shape[1] if x is not None else width
+            elif joint in s.model._joint_index:
+                x = a["q"][:, s.model.q_slice(joint)]
+                width = x.shape[1]
+            else:
+                x = None
+            ts.append(a["t"])
+            qs.append(x)
+        if width is None:
+            raise KeyError(f"no segment of this run has a joint {joint!r}")
+        qs = [np.full((len(t), width), np.nan) if x is None else x for t, x in zip(ts, qs)]
+        return np.concatenate(ts), np.concatenate(qs)
+
+    def save(self, path: str | os.PathLike[str]) -> Path:
+        """An ``.npz`` with each segment's arrays (``seg{k}_t``, ``seg{k}_q``, ...), the joint
+        and loop names of each segment's model, and the events (JSON, with their impulses and
+        velocity jumps); :meth:`load` reads it back.  The file is written whole or not at all
+        (a temporary file in the same folder, flushed to disk, then renamed over ``path``), so
+        an interrupted save leaves the previous file as it was.  ``path`` is used as given; a
+        path without a suffix gets ``.npz`` (with a warning).  Returns the path written."""
+        data = {}
+        meta = {"format": "linkdyn-recording-1", "segments": [], "events": []}
+        for k, s in enumerate(self.segments):
+            for name, arr in s.arrays().items():
+                data[f"seg{k}_{name}"] = arr
+            m = s.model
+            meta["segments"].append({"model": m.name, "joint_names": list(m.joint_names), "nq": m.nq, "nv": m.nv,
+                                     "loops": [lp.name for lp in m.loops], "units": list(s.unit_names)})
+        for e in self.events:
+            meta["events"].append({"t": e.t, "kind": e.kind, "name": e.name, "impulse": np.asarray(e.impulse).tolist(),
+                                   "dv": np.asarray(e.dv).tolist(), "loop_impulse": np.asarray(e.loop_impulse).tolist(),
+                                   "kinetic_before": e.kinetic_before, "kinetic_after": e.kinetic_after,
+                                   "note": e.note, "units": list(e.units)})
+        data["meta"] = np.array(json.dumps(meta))
+        return atomic_savez(path, **data)
+
+    @classmethod
+    def load(cls, path: str | os.PathLike[str]) -> Recording:
+        """A recording saved by :meth:`save`: its segments (with the saved arrays and a
+        :class:`SavedModel` naming each segment's joints, loops and sizes in place of the
+        model) and its events."""
+        with np.load(path, allow_pickle=False) as z:
+            meta = json.loads(str(z["meta"]))
+            rec = cls()
+            for k, sm in enumerate(meta["segments"]):
+                arrays = {name[len(f"seg{k}_"):]: z[name] for name in z.files if name.startswith(f"seg{k}_")}
+                model = SavedModel(sm["model"], tuple(sm["joint_names"]), sm["nq"], sm["nv"], tuple(sm["loops"]))
+                seg = Segment(model, unit_names=list(sm["units"]))
+                for name, arr in arrays.items():
+                    setattr(seg, name, list(arr))
+                rec.segments.append(seg)
+        for e in meta["events"]:
+            rec.events.append(Event(e["t"], e["kind"], e["name"], np.asarray(e["impulse"], dtype=float),
+                                    np.asarray(e.get("dv", []), dtype=float), e["kinetic_before"], e["kinetic_after"],
+                                    e.get("note", ""), list(e.get("units", [])),
+                                    np.asarray(e.get("loop_impulse", []), dtype=float).reshape(-1, 6)))
+        return rec
+
+    def __repr__(self):
+        t = self.t
+        span = f"{t[0]:.3f}..{t[-1]:.3f} s" if len(t) else "empty"
+        return f"<Recording {span}: {len(t)} samples, {len(self.segments)} segments, {len(self.events)} events>"
+
+
+@dataclass
+class Trajectory:
+    """Recorded states: ``t`` (K,), ``q`` (K, nq), ``v`` (K, nv), ``tau`` (K, nv), the
+    kinetic / potential energy at each sample, and for a closed chain ``loop_error`` (K,),
+    the largest loop-closure error (zeros for a tree)."""
+    t: np.ndarray
+    q: np.ndarray
+    v: np.ndarray
+    tau: np.ndarray
+    kinetic: np.ndarray
+    potential: np.ndarray
+    loop_error: np.ndarray = None
+    events: list = None
+
+    @property
+    def energy(self) -> np.ndarray:
+        return self.kinetic + self.potential
+
+    def save(self, path: str | os.PathLike[str]) -> Path:
+        """An ``.npz`` of the arrays, written whole or not at all (temporary file, fsync,
+        rename); ``path`` as given (``.npz`` added, with a warning, when it has no suffix).
+        Returns the path written."""
+        return atomic_savez(path, t=self.t, q=self.q, v=self.v, tau=self.tau, kinetic=self.kinetic,
+                            potential=self.potential, loop_error=self.loop_error)
