@@ -28,12 +28,7 @@ from linkdyn.models import scenarios  # noqa: E402
 
 
 def four_bar():
-    fb = ld.models.four_bar()
-    q0 = ld.loops.close_loops(fb, ld.neutral(fb) + 0.3, hold=["crank"])
-    hi = float(q0[fb.q_index("crank")]) + 0.3
-    b = ld.ModelBuilder.from_model(fb)
-    b.set_limits("crank", upper=hi)
-    m = b.build()
+    m, q0 = ld.models.four_bar_with_stop(0.3)
     return ld.Simulation(m, q0, dt=1e-3, contact_method="timestep")
 
 

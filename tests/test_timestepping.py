@@ -122,12 +122,8 @@ def test_bad_torques_raise_a_clear_error_from_the_compiled_step():
 def test_a_limit_inside_a_closed_chain():
     """A four-bar with a crank stop goes through the Python step (its loops in the KKT
     system): the loop stays closed and the stop holds."""
-    fb = ld.models.four_bar()
-    q0 = ld.loops.close_loops(fb, ld.neutral(fb) + 0.3, hold=["crank"])
-    hi = float(q0[fb.q_index("crank")]) + 0.3
-    b = ld.ModelBuilder.from_model(fb)
-    b.set_limits("crank", upper=hi)
-    m = b.build()
+    m, q0 = ld.models.four_bar_with_stop(0.3)
+    hi = float(q0[m.q_index("crank")]) + 0.3
     sim, rec = run(m, q0, until=1.5)
     assert not sim._uni._compiled
     assert_physical(rec, PEN)

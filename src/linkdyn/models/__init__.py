@@ -20,7 +20,7 @@ from .dh import (DHLink, cartesian_arm, cylindrical_arm, dh_table, dh_transform,
                  scara, stanford_arm)
 from .human import human_figure, human_figure_16, standing_configuration
 from .gripper import geared_gripper
-from .mechanisms import five_bar, four_bar, slider_crank, spatial_loop
+from .mechanisms import five_bar, four_bar, four_bar_with_stop, slider_crank, spatial_loop
 
 if TYPE_CHECKING:
     from numpy.typing import ArrayLike

@@ -12,11 +12,13 @@ from typing import TYPE_CHECKING, Sequence
 
 import numpy as np
 
+from ..loops.kinematics import close_loops
 from ..model import builder as _b
+from ..model.configuration import neutral
 from ..model import joints as J
 
 if TYPE_CHECKING:
-    from numpy.typing import ArrayLike
+    from numpy.typing import ArrayLike, NDArray
 
     from ..model.model import Model
 
@@ -63,6 +65,17 @@ def four_bar(lengths: Sequence[float] = (0.3, 1.0, 0.8, 1.0), density: float = 2
     else:
         raise ValueError(f"cut: expected 'coupler-rocker' or 'crank-coupler', got {cut!r}")
     return b.build()
+
+
+def four_bar_with_stop(margin: float = 0.3) -> tuple[Model, NDArray[np.float64]]:
+    """(model, q0): the :func:`four_bar` closed at its neutral pose + 0.3 rad with the crank held, and
+    an upper stop on the crank ``margin`` rad ahead of it: the smallest closed chain with a joint
+    limit (a unilateral row together with a loop), which falls onto its stop under gravity."""
+    fb = four_bar()
+    q0 = close_loops(fb, neutral(fb) + 0.3, hold=["crank"])
+    b = _b.ModelBuilder.from_model(fb)
+    b.set_limits("crank", upper=float(q0[fb.q_index("crank")]) + margin)
+    return b.build(), q0
 
 
 def slider_crank(crank: float = 0.2, rod_length: float = 0.6, density: float = 2.0, slider_mass: float = 1.0,
