@@ -16,7 +16,7 @@ from scipy.spatial.transform import Rotation
 import linkdyn as ld
 from linkdyn.contact import swing_twist as st
 from linkdyn.model import joints as J
-from linkdyn.model.mjcf import MJCFWarning, parse_mjcf
+from linkdyn.model.io.mjcf import MJCFWarning, parse_mjcf
 from linkdyn.models import human as H
 
 RNG = np.random.default_rng(20240611)

@@ -19,7 +19,7 @@ import pytest
 import linkdyn as ld
 from linkdyn.model import joints as J
 from conftest import TREES, build_tree, fd, random_state
-from linkdyn.model.urdf import URDFWarning
+from linkdyn.model.io.urdf import URDFWarning
 
 RTOL_FD = 1e-6          # central differences, h = 1e-6 (relative to the largest entry, at least 1)
 RTOL = 1e-9             # analytical against analytical

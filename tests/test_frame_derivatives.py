@@ -18,7 +18,7 @@ import pytest
 
 import linkdyn as ld
 from conftest import TREES, assert_close, build_tree, random_state
-from linkdyn.model.urdf import URDFWarning
+from linkdyn.model.io.urdf import URDFWarning
 
 REFS = ("local", "world", "local_world_aligned")
 H = 1e-6

@@ -1,4 +1,4 @@
-"""Tests of the MJCF import (linkdyn.model.mjcf).
+"""Tests of the MJCF import (linkdyn.model.io.mjcf).
 
 Two independent oracles read the same text: MuJoCo itself (body and site poses, the joint-space
 inertia mj_fullM, inverse dynamics mj_inverse, geom-derived mass properties, the residual of
@@ -18,8 +18,8 @@ from scipy.spatial.transform import Rotation
 
 import linkdyn as ld
 from linkdyn.model import joints as J
-from linkdyn.model.mjcf import (MAX_INCLUDE_DEPTH, MJCFError, MJCFWarning, load_mjcf, parse_mjcf, q_to_qpos,
-                                qpos_to_q, qvel_to_v, v_to_qvel)
+from linkdyn.model.io.mjcf import (MAX_INCLUDE_DEPTH, MJCFError, MJCFWarning, load_mjcf, parse_mjcf, q_to_qpos,
+                                   qpos_to_q, qvel_to_v, v_to_qvel)
 
 TOL = 1e-10
 

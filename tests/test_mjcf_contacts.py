@@ -10,7 +10,7 @@ import pytest
 import linkdyn as ld
 from linkdyn import spatial as sp
 from linkdyn.contact.rows import UnitCatalog
-from linkdyn.model.mjcf import MJCFError, MJCFWarning, parse_mjcf, q_to_qpos
+from linkdyn.model.io.mjcf import MJCFError, MJCFWarning, parse_mjcf, q_to_qpos
 
 SCENE = """
 <mujoco model="scene">

@@ -21,7 +21,7 @@ HERE = Path(__file__).resolve().parent
 MODULES = ["linkdyn", "linkdyn.kinematics", "linkdyn.dynamics", "linkdyn.analysis", "linkdyn.loops",
            "linkdyn.structure", "linkdyn.contact", "linkdyn.constraints", "linkdyn.control", "linkdyn.models",
            "linkdyn.model", "linkdyn.model.builder", "linkdyn.model.configuration", "linkdyn.model.joints",
-           "linkdyn.model.model", "linkdyn.model.urdf", "linkdyn.model.mjcf", "linkdyn.spatial", "linkdyn.interop",
+           "linkdyn.model.model", "linkdyn.model.io.urdf", "linkdyn.model.io.mjcf", "linkdyn.spatial", "linkdyn.interop",
            "linkdyn.sim", "linkdyn.viz"]
 
 #: files whose public names are not walked (none: the whole public API is annotated)

@@ -1,4 +1,4 @@
-"""Tests of the URDF import (linkdyn.model.urdf): the mapping of every element onto the
+"""Tests of the URDF import (linkdyn.model.io.urdf): the mapping of every element onto the
 builder, checked against models built by hand, and the refusal of malformed or hostile files."""
 import time
 
@@ -8,7 +8,7 @@ from scipy.spatial.transform import Rotation
 
 import linkdyn as ld
 from linkdyn.model import joints as J
-from linkdyn.model.urdf import URDFError, URDFWarning, load_urdf, parse_urdf
+from linkdyn.model.io.urdf import URDFError, URDFWarning, load_urdf, parse_urdf
 
 INERTIA = '<inertia ixx="{:g}" ixy="{:g}" ixz="{:g}" iyy="{:g}" iyz="{:g}" izz="{:g}"/>'
 

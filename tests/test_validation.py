@@ -450,9 +450,9 @@ def test_builder_errors_leave_no_partial_body():
 def test_loaders_refuse_devices_fifos_directories_and_huge_files(tmp_path, loader):
     import os
     import time
-    from linkdyn.model import _files
+    from linkdyn.model.io import _files
     load = getattr(ld, loader)
-    err = ld.model.urdf.URDFError if loader == "load_urdf" else ld.model.mjcf.MJCFError
+    err = ld.model.io.urdf.URDFError if loader == "load_urdf" else ld.model.io.mjcf.MJCFError
     link = tmp_path / "zero.xml"
     os.symlink("/dev/zero", link)
     fifo = tmp_path / "pipe.xml"

@@ -14,7 +14,7 @@ import pytest
 
 import linkdyn as ld
 from linkdyn.model import joints as J
-from linkdyn.model.urdf import URDFError, URDFWarning
+from linkdyn.model.io.urdf import URDFError, URDFWarning
 
 pin = pytest.importorskip("pinocchio")
 numba_errors = pytest.importorskip("numba.core.errors")

@@ -32,8 +32,8 @@ from .model import (Cylindrical, Fixed, FreeFlyer, Inertia, Model, ModelBuilder,
                     random_configuration)
 
 from .model.tangent import difference_jacobians, integrate_jacobians
-from .model.mjcf import load_mjcf, parse_mjcf
-from .model.urdf import load_urdf, parse_urdf
+from .model.io.mjcf import load_mjcf, parse_mjcf
+from .model.io.urdf import load_urdf, parse_urdf
 from .models.dh import DHLink, from_dh
 from . import control
 from .constraints import ConstrainedDynamicsDerivatives, constrained_dynamics, constrained_dynamics_derivatives

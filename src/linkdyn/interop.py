@@ -120,7 +120,7 @@ def from_mujoco(model: Model, qpos: ArrayLike, qvel: ArrayLike | None = None) ->
     [w, x, y, z] to [x, y, z, w], a free joint's linear velocity from the world frame to the body
     frame; the cut joints of loop closures (MuJoCo's equality constraints) at zero.  ``v`` is
     None when ``qvel`` is."""
-    from .model.mjcf import qpos_to_q, qvel_to_v
+    from .model.io.mjcf import qpos_to_q, qvel_to_v
     q = qpos_to_q(model, qpos)
     return q, (None if qvel is None else qvel_to_v(model, q, qvel))
 
@@ -135,5 +135,5 @@ def to_mujoco(model: Model, q: ArrayLike, v: ArrayLike) -> tuple[NDArray[np.floa
 
 def to_mujoco(model: Model, q: ArrayLike, v: ArrayLike | None = None) -> tuple[NDArray[np.float64], NDArray[np.float64] | None]:
     """MuJoCo's ``(qpos, qvel)`` of linkdyn's state (the inverse of :func:`from_mujoco`)."""
-    from .model.mjcf import q_to_qpos, v_to_qvel
+    from .model.io.mjcf import q_to_qpos, v_to_qvel
     return q_to_qpos(model, q), (None if v is None else v_to_qvel(model, q, v))

@@ -135,7 +135,7 @@ def example_robot(name: str, mimic: bool = False, **kwargs: Any) -> Model:
     reduced model fixes) are silenced here; ``load_urdf`` on the same path shows them."""
     import warnings
 
-    from ..model.urdf import URDFWarning, load_urdf
+    from ..model.io.urdf import URDFWarning, load_urdf
     if name not in ROBOTS:
         raise KeyError(f"unknown robot {name!r}; known: {sorted(ROBOTS)} (or load any URDF with linkdyn.load_urdf)")
     rel, floating = ROBOTS[name]

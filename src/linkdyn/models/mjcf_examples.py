@@ -2,7 +2,7 @@
 
 ``humanoid_xml``: a passive 16-body humanoid dropped on a floor; ``incline_xml``: a box on four
 corner spheres resting on an inclined plane.  Both use only contact geometry that the two
-simulators treat alike (spheres against planes, ``linkdyn.model.mjcf``), so their outcomes can
+simulators treat alike (spheres against planes, ``linkdyn.model.io.mjcf``), so their outcomes can
 be compared: MuJoCo's contacts are soft (a constraint with a time constant, Todorov 2014),
 linkdyn's are hard (complementarity), so the trajectories differ in detail but not in what
 happens.  ``benchmarks/bench_mujoco.py`` runs both and prints the wall time ratios.

@@ -37,7 +37,7 @@ from pathlib import Path
 import numpy as np
 
 from ..model import joints as J
-from ..model.urdf import _z_to
+from ..model.io.urdf import _z_to
 from .animate import _frames, _nice, frame_times
 from .props import Tether, static_geometry
 from .runs import event_label, impulse_size, run_data
