@@ -120,3 +120,23 @@ assert np.allclose(Lam_inv, J @ np.linalg.solve(ld.crba(fig, q), J.T))
 # --8<-- [end:delassus]
 
 print("tutorial_contacts: all checks passed")
+
+# --8<-- [start:geoms]
+# collision geometry: shapes on bodies, and the contacts between them (not used by Simulation yet)
+b = ld.ModelBuilder("geoms")
+b.add_geom("world", "plane", (), name="floor")
+b.add_body("crate", "world", ld.FreeFlyer(), inertia=ld.Inertia(2.0, [0, 0, 0], np.diag([0.02, 0.02, 0.02])))
+b.add_geom("crate", "box", (0.2, 0.2, 0.1), name="crate", friction=0.6)
+b.add_body("rod", "world", ld.FreeFlyer(), inertia=ld.Inertia(0.5, [0, 0, 0], np.diag([0.01, 0.01, 0.001])))
+b.add_geom("rod", "capsule", (0.03, 0.25), placement=(ld.spatial.roty(np.pi / 2), [0, 0, 0]), name="rod")
+geoms = b.build()
+q = ld.neutral(geoms)
+q[:3] = [0.0, 0.0, 0.099]                       # the crate sinks 1 mm into the floor
+q[7:10] = [0.1, 0.0, 0.227]                     # the rod lies on it, 2 mm deep, over its edge
+c = ld.contact.collide(geoms, q)
+assert c.names().count(("floor", "crate")) == 4 and c.names().count(("rod", "crate")) == 2
+assert np.allclose(c.dist, [-0.001] * 4 + [-0.002] * 2)
+assert np.allclose(c.normal[4:], [0, 0, -1])    # from the rod (geom 1) to the crate (geom 2)
+lifted = q + np.r_[0, 0, 0.01, 0, 0, 0, 0, 0, 0, 0.02, 0, 0, 0, 0]   # 9 mm over the floor, 8 mm over the crate
+assert len(ld.contact.collide(geoms, lifted)) == 0 and len(ld.contact.collide(geoms, lifted, margin=0.01)) == 6
+# --8<-- [end:geoms]

@@ -5,6 +5,8 @@
 * ``lcp``: the mixed complementarity problem with an exact Coulomb cone;
 * ``dynamics``: accelerations with contact and limit forces, impacts, position correction,
   all with the model's loop closures held;
+* ``collision``: collision detection between the model's geoms (``collide``: broad phase,
+  compiled primitive pairs; not yet used by the simulation);
 * ``inertia``: the inverse inertia between bodies of a tree (the Delassus matrix J M^-1 J^T of
   a set of frames) by the articulated-body recursion.
 
@@ -18,3 +20,4 @@ from . import dynamics, lcp, rows
 from .inertia import inverse_inertia, inverse_inertia_block
 from .dynamics import Solution, acceleration, impulse, position_correction
 from .rows import UnitCatalog, Units
+from .collision import Collider, CollisionWarning, Contacts, collide

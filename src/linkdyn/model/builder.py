@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Iterable
 import numpy as np
 
 from .. import spatial
+from . import geometry as G
 from . import joints as J
 
 if TYPE_CHECKING:
@@ -149,6 +150,8 @@ class ModelBuilder:
         self._gears = []           # linkdyn.model.gears.Gear: see add_gear
         self._contacts = []        # dicts: see add_contact
         self._planes = []          # dicts: see add_plane
+        self._geoms = []           # dicts: see add_geom
+        self._exclude = []         # (builder body index, builder body index): see exclude
 
     @classmethod
     def from_model(cls, model: Model, name: str | None = None, without_loops: Iterable[str] = ()) -> ModelBuilder:
@@ -203,6 +206,17 @@ class ModelBuilder:
         for pl in model.planes:
             b.add_plane(pl.name, model.body_names[pl.body], placement=(pl.R, pl.p), extent=pl.extent,
                         friction=pl.friction, restitution=pl.restitution, depth=pl.depth)
+        for g in range(model.ngeom):
+            code = int(model.geom_type[g])
+            n = G.SIZE_ARITY[code][0]
+            b.add_geom(model.body_names[model.geom_body[g]], G.SHAPE_NAMES[code],
+                       tuple(float(x) for x in model.geom_size[g, :n]), placement=(model.geom_R[g], model.geom_pos[g]),
+                       name=model.geom_names[g], friction=float(model.geom_friction[g]),
+                       restitution=float(model.geom_restitution[g]), contype=int(model.geom_contype[g]),
+                       conaffinity=int(model.geom_conaffinity[g]), condim=int(model.geom_condim[g]),
+                       group=int(model.geom_group[g]))
+        for a, c in model.geom_exclude:
+            b.exclude(model.body_names[a], model.body_names[c])
         return b
 
     def _body_index(self, ref, what):
@@ -496,6 +510,55 @@ class ModelBuilder:
         """The horizontal plane z = ``height`` of the world (normal +z), for contacts to stand on."""
         self.add_plane(name, "world", point=(0.0, 0.0, float(height)), normal=(0.0, 0.0, 1.0), friction=friction)
 
+    def add_geom(self, body: str | int, shape: str, size: ArrayLike | float | None,
+                 placement: ArrayLike | tuple[ArrayLike, ArrayLike] | None = None, *, name: str | None = None,
+                 friction: float = 1.0, restitution: float = 0.0, contype: int = 1, conaffinity: int = 1,
+                 condim: int = 3, group: int = 0) -> str:
+        """Collision geometry: a ``shape`` of ``size`` fixed to ``body`` (the world too) at
+        ``placement`` in the body frame (a position 3-vector, a 4x4 matrix or an (R, p) pair, as
+        :meth:`add_frame`).  Shapes and sizes (:mod:`linkdyn.model.geometry`): ``"sphere"``
+        (radius,), ``"capsule"`` (radius, half-length along local z), ``"cylinder"`` (radius,
+        half-length along z), ``"box"`` (half-extents x, y, z), ``"ellipsoid"`` (semi-axes), and
+        ``"plane"`` (size ``()``): the half-space below the local xy-plane, normal +z.
+
+        ``friction`` (Coulomb) and ``restitution`` (Newton, in [0, 1]) are the geom's; a pair of
+        geoms takes the larger of each (MuJoCo's rule).  ``contype``/``conaffinity`` are MuJoCo's
+        filter bits (two geoms may touch when ``contype_a & conaffinity_b`` or
+        ``contype_b & conaffinity_a`` is non-zero), ``condim`` the contact's dimension (1, 3, 4
+        or 6), ``group`` a free label.  Geoms on bodies merged over Fixed joints move to the
+        merged body with the composed placement.  Returns the geom's name.
+
+        The detection (:func:`linkdyn.contact.collide`) is there; the simulation does not use
+        these geoms yet (it uses :meth:`add_contact` and :meth:`add_plane`)."""
+        bidx = self._body_index(body, "add_geom.body")
+        what = f"add_geom({name!r})" if name is not None else f"add_geom(body {self._bodies[bidx].name!r})"
+        code, sz, mu, e, ct, ca, cd, gr = G.check_geom(shape, size, friction, restitution, contype, conaffinity,
+                                                       condim, group, what)
+        if name is None:
+            k = sum(g["body"] == bidx for g in self._geoms)
+            name = f"{self._bodies[bidx].name}_geom{k}"
+            while any(g["name"] == name for g in self._geoms):
+                k += 1
+                name = f"{self._bodies[bidx].name}_geom{k}"
+        elif not isinstance(name, str) or not name:
+            raise ValueError(f"add_geom: name must be a non-empty string, got {name!r}")
+        if any(g["name"] == name for g in self._geoms):
+            raise ValueError(f"add_geom: a geom named {name!r} already exists")
+        R, p = as_pose(placement, f"add_geom({name!r}).placement")
+        self._geoms.append(dict(name=name, body=bidx, type=code, size=sz, R=R, p=p, friction=mu, restitution=e,
+                                contype=ct, conaffinity=ca, condim=cd, group=gr))
+        return name
+
+    def exclude(self, body_a: str | int, body_b: str | int) -> None:
+        """No contact between the geoms of ``body_a`` and those of ``body_b`` (MuJoCo's
+        ``<exclude>``).  After Fixed joints are merged it applies to the merged bodies."""
+        a = self._body_index(body_a, "exclude.body_a")
+        b = self._body_index(body_b, "exclude.body_b")
+        if a == b:
+            raise ValueError(f"exclude: body_a and body_b are the same body {self._bodies[a].name!r} "
+                             "(geoms of one body never touch each other)")
+        self._exclude.append((a, b))
+
     # ----------------------------------------------------------------------------------
     def _dfs_order(self):
         children = [[] for _ in self._bodies]
@@ -558,5 +621,12 @@ class ModelBuilder:
             R, p = _compose(hR, hp, pl["R"], pl["p"])
             planes.append(dict(name=pl["name"], body=hb, R=R, p=p, extent=pl["extent"], friction=pl["friction"],
                                restitution=pl["restitution"], depth=pl["depth"]))
+        geoms = []
+        for g in self._geoms:
+            hb, hR, hp = host[g["body"]]
+            R, p = _compose(hR, hp, g["R"], g["p"])
+            geoms.append(dict(g, body=hb, R=R, p=p))
+        exclude = [(host[a][0], host[b][0]) for a, b in self._exclude]
         return Model(self.name, kept, parent_model, tree, inertia, frames, joint_frames,
-                     self.gravity.copy(), list(self.mimic), loops, contacts, planes, gears=self._gears)
+                     self.gravity.copy(), list(self.mimic), loops, contacts, planes, gears=self._gears,
+                     geoms=geoms, exclude=exclude)

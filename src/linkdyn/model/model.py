@@ -30,6 +30,11 @@ Loop closures (Nakamura and Yamane 2000 sec. 3.2): ``loops`` (tuple of :class:`L
 marks virtual links (zero-inertia end links carrying a cut joint) and ``real`` (nb,) points
 from a virtual link to its real link (-1 elsewhere).
 
+Collision geometry (:mod:`linkdyn.model.geometry`): ``ngeom`` geoms, ``geom_type`` (ngeom,),
+``geom_body``, ``geom_size`` (ngeom, 3), ``geom_pos``, ``geom_R`` (ngeom, 3, 3), ``geom_friction``,
+``geom_restitution``, ``geom_contype``, ``geom_conaffinity``, ``geom_condim``, ``geom_names`` and
+the candidate pairs ``geom_pairs`` (npair, 2) that pass the contact filter.
+
 Derived topology: ``children`` (list of arrays), ``subtree_end`` (above), and the pointer
 description of Nakamura and Yamane 2000 sec. 3.1:
 ``first_child`` and ``brother`` (-1 where there is none).
@@ -41,6 +46,7 @@ from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence
 import numpy as np
 
 from .._kernels import layout
+from . import geometry as _geometry
 from . import joints as J
 
 if TYPE_CHECKING:
@@ -126,12 +132,14 @@ class Model:
     #: gear couplings (:class:`linkdyn.model.gears.Gear`) that put the model in reduced coordinates
     gears: tuple = ()
     _full = None        # the uncoupled tree of a geared model (see full_model)
+    _collider = None    # linkdyn.contact.collision's workspaces, made on first use (not pickled)
 
     def __init__(self, name: str, bodies: Sequence[Any], parent: ArrayLike, tree: Sequence[tuple[ArrayLike, ArrayLike]], inertia: ArrayLike,
                  frames: Sequence[tuple[str, int, ArrayLike, ArrayLike]], joint_frames: Mapping[str, int], gravity: ArrayLike,
                  mimic: Iterable[dict[str, Any]], loops: Iterable[dict[str, Any]] = (),
                  contacts: Iterable[dict[str, Any]] = (), planes: Iterable[dict[str, Any]] = (),
-                 gears: Iterable[Any] = ()) -> None:
+                 gears: Iterable[Any] = (), geoms: Iterable[dict[str, Any]] = (),
+                 exclude: Iterable[tuple[int, int]] = ()) -> None:
         nb = len(bodies)
         nqs = [b.joint.nq for b in bodies]
         nvs = [b.joint.nv for b in bodies]
@@ -234,6 +242,9 @@ class Model:
         # unilateral contact geometry (linkdyn.contact): points/spheres on bodies, planes
         self.contacts = tuple(ContactPoint(**c) for c in contacts)
         self.planes = tuple(ContactPlane(**p) for p in planes)
+        # collision geometry (linkdyn.model.geometry): geom_* arrays and the candidate pairs
+        for k, x in _geometry.freeze(list(geoms), list(exclude), self.parent).items():
+            setattr(self, k, x)
         li = np.zeros((len(self.loops), 4), dtype=np.int64)
         lf = np.zeros((len(self.loops), 24))
         for k, lp in enumerate(self.loops):
@@ -268,7 +279,8 @@ class Model:
         with a fresh workspace: an unpickled model shares no scratch memory with the original),
         the joints as (class, slot values) (their ``__setattr__`` refuses the default), and the
         names of the read-only arrays (pickle drops the flag; Numba types read-only apart)."""
-        views = {"_packed", "_ws", "_loop_args", "_loop_packed", "_frame_ref_args", "_prepared", *layout.INT_FIELDS, *(f[0] for f in layout.FLOAT_FIELDS)}
+        views = {"_packed", "_ws", "_loop_args", "_loop_packed", "_frame_ref_args", "_prepared", "_collider",
+                 *layout.INT_FIELDS, *(f[0] for f in layout.FLOAT_FIELDS)}
         state = {k: x for k, x in self.__dict__.items() if k not in views}
         state["joints"] = tuple((type(j), {s: getattr(j, s) for c in type(j).__mro__
                                            for s in getattr(c, "__slots__", ())}) for j in self.joints)

@@ -1,0 +1,146 @@
+"""Collision detection between the model's geoms (:meth:`ModelBuilder.add_geom`).
+
+MuJoCo's staged pipeline, compiled: the geoms' world poses from the forward kinematics pass,
+a broad phase (axis-aligned bounding boxes, sweep and prune over the candidate pairs the model
+computed at build time), and a narrow phase of primitive pairs.  Each contact has ``geom1``,
+``geom2`` (geom 1 of the lower type in MuJoCo's order plane < sphere < capsule < ellipsoid <
+cylinder < box, the lower index between equal types), the signed distance ``dist`` (negative:
+penetration), the world point ``pos`` midway between the two surfaces, the unit ``normal``
+from geom 1 to geom 2, and the pair's ``friction`` and ``restitution`` (the larger of the two
+geoms', as MuJoCo).  Contacts with ``dist <= margin`` are reported (as MuJoCo: ``<=``).
+
+Pairs with a collision function (at most this many contacts each):
+
+    plane:    sphere 1, capsule 2, ellipsoid 1, cylinder 4 (3 or 4 on the rim), box 4
+    sphere:   sphere 1, capsule 1, cylinder 1, box 1
+    capsule:  capsule 2 (2 when parallel), box 2
+    box:      box 8 (a contact manifold)
+
+Not implemented yet (MuJoCo's convex GJK/MPR pairs): ellipsoid against anything but a plane,
+cylinder against capsules, cylinders and boxes.  Such a pair among the candidates is not
+dropped silently: :class:`CollisionWarning` names each one, once per model, and it makes no
+contacts.  The simulation does not use these contacts yet (the solver integration is next).
+"""
+from __future__ import annotations
+
+import warnings
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from ... import _api
+from ...model.geometry import SHAPE_NAMES
+from . import box, pipeline, primitives
+from .pipeline import MAX_CONTACTS, collide_kernel
+
+if TYPE_CHECKING:
+    from numpy.typing import ArrayLike, NDArray
+
+    from ...model.model import Model
+
+__all__ = ["collide", "Contacts", "Collider", "CollisionWarning", "collide_kernel"]
+
+
+class CollisionWarning(UserWarning):
+    """A candidate pair of geoms whose shapes have no collision function yet: it makes no contacts."""
+
+
+class Contacts:
+    """The contacts of :func:`collide` (n of them): ``geom1``, ``geom2`` (n,) geom indices,
+    ``dist`` (n,) signed distances (negative: penetration), ``pos`` (n, 3) world points midway
+    between the surfaces, ``normal`` (n, 3) unit normals from geom 1 to geom 2, ``friction``
+    and ``restitution`` (n,) of each pair.  ``len(contacts)`` is n; ``names()`` the geom names."""
+    __slots__ = ("model", "geom1", "geom2", "dist", "pos", "normal", "friction", "restitution")
+
+    def __init__(self, model: Model, con_i: NDArray[np.int64], con_f: NDArray[np.float64]) -> None:
+        self.model = model
+        self.geom1, self.geom2 = con_i[:, 0].copy(), con_i[:, 1].copy()
+        self.dist = con_f[:, 0].copy()
+        self.pos, self.normal = con_f[:, 1:4].copy(), con_f[:, 4:7].copy()
+        self.friction, self.restitution = con_f[:, 7].copy(), con_f[:, 8].copy()
+
+    def __len__(self) -> int:
+        return len(self.dist)
+
+    def names(self) -> list[tuple[str, str]]:
+        """(geom1 name, geom2 name) of each contact."""
+        n = self.model.geom_names
+        return [(n[a], n[b]) for a, b in zip(self.geom1, self.geom2)]
+
+    def __repr__(self):
+        d = f", deepest {self.dist.min():.4g}" if len(self) else ""
+        return f"<Contacts: {len(self)}{d}>"
+
+
+class Collider:
+    """The buffers of a model's collision detection, made once (the model keeps one: see
+    :func:`collider`).  ``run(q, margin)`` calls the compiled pipeline without validating its
+    input and returns the number of contacts, which are the first rows of ``con_i`` (geom1,
+    geom2) and ``con_f`` (dist, pos, normal, friction, restitution); a negative number is a bad
+    q's status code.  ``args`` are the kernel's buffers, for callers that are compiled too:
+    ``collide_kernel(mi, mf, ws, q, *args[:4], margin, *args[4:])``."""
+
+    def __init__(self, model: Model) -> None:
+        n, pairs = model.ngeom, np.ascontiguousarray(model.geom_pairs)
+        self.model = model
+        self.gi = np.ascontiguousarray(np.column_stack([model.geom_type, model.geom_body]).reshape(n, 2),
+                                       dtype=np.int64)
+        self.gf = np.concatenate([model.geom_size.ravel(), model.geom_pos.ravel(), model.geom_R.ravel(),
+                                  model.geom_friction, model.geom_restitution]).astype(float)
+        self.pairs = pairs
+        adr = np.zeros(n + 1, dtype=np.int64)
+        np.add.at(adr, pairs[:, 0] + 1, 1)
+        adr = np.cumsum(adr)
+        key = np.lexsort((pairs[:, 1], pairs[:, 0]))          # by g1, then g2 (already so)
+        self.adj = np.concatenate([adr, pairs[key, 1], key]).astype(np.int64)
+        types = model.geom_type
+        lo, hi = np.minimum(types[pairs[:, 0]], types[pairs[:, 1]]), np.maximum(types[pairs[:, 0]], types[pairs[:, 1]])
+        self.maxcon = int(sum(MAX_CONTACTS.get((int(a), int(b)), 0) for a, b in zip(lo, hi)))
+        self.missing = [(int(g1), int(g2)) for (g1, g2), a, b in zip(pairs, lo, hi)
+                        if (int(a), int(b)) not in MAX_CONTACTS]
+        self.cw = np.zeros(pipeline.cw_size(n))
+        self.ci = np.concatenate([np.arange(n), np.zeros(len(pairs))]).astype(np.int64)
+        self.con_i = np.zeros((self.maxcon, 2), dtype=np.int64)
+        self.con_f = np.zeros((self.maxcon, 9))
+        self.args = (self.gi, self.gf, self.pairs, self.adj, self.cw, self.ci, self.con_i, self.con_f)
+        if self.missing:
+            g = model.geom_names
+            text = "; ".join(f"{g[a]!r} ({SHAPE_NAMES[int(types[a])]}) - {g[b]!r} ({SHAPE_NAMES[int(types[b])]})"
+                             for a, b in self.missing)
+            warnings.warn(f"model {model.name!r}: {len(self.missing)} candidate geom pair(s) have no collision "
+                          f"function yet and make no contacts: {text}", CollisionWarning, stacklevel=4)
+
+    def run(self, q: NDArray[np.float64], margin: float = 0.0) -> int:
+        m = self.model
+        return collide_kernel(m._mi, m._mf, m._ws, q, self.gi, self.gf, self.pairs, self.adj, float(margin),
+                              self.cw, self.ci, self.con_i, self.con_f)
+
+
+def collider(model: Model) -> Collider:
+    """The model's :class:`Collider` (made on first use, with the warning about missing pairs;
+    a geared model's is its full tree's)."""
+    model = model.full_model
+    if model._collider is None:
+        model._collider = Collider(model)
+    return model._collider
+
+
+def collide(model: Model, q: ArrayLike, margin: float = 0.0) -> Contacts:
+    """The contacts between the model's geoms at configuration ``q`` (one state, (nq,)) with a
+    signed distance ``dist <= margin`` (``margin`` >= 0, in metres): a :class:`Contacts`.
+
+    See :mod:`linkdyn.contact.collision` for the pairs, the conventions and the pairs not
+    implemented yet (which warn once per model).  The simulation does not use them yet."""
+    if isinstance(margin, (bool, np.bool_)) or not isinstance(margin, (int, float, np.integer, np.floating)) \
+            or not np.isfinite(margin) or margin < 0:
+        raise ValueError(f"margin: expected a finite number >= 0, got {margin!r}")
+    s = _api.as_states(model, q=q)
+    if s.batch is not None:
+        raise ValueError(f"q: collide takes one configuration of shape ({model.nq},), got a stack {np.shape(q)}; "
+                         "call it once per state")
+    qf = model.expand(s.q) if model._full is not None else s.q
+    c = collider(model)
+    n = c.run(qf, margin)
+    if n < 0:
+        _api.raise_for_status(model, -n, q=s.q)
+    return Contacts(model.full_model, c.con_i[:n], c.con_f[:n])

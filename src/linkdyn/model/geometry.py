@@ -1,0 +1,183 @@
+"""Collision geometry of a model: primitive shapes fixed to bodies, frozen into flat arrays.
+
+A geom is a shape with a size, a placement in its body's frame and the coefficients of the
+contacts it makes (:meth:`ModelBuilder.add_geom`).  The shapes and their ``size`` (three
+slots, unused ones zero), with the type codes of MuJoCo's ``mjtGeom``:
+
+    PLANE     0   ()              the half-space z <= 0 of its frame (boundary: the xy-plane, normal +z)
+    SPHERE    2   (r,)            radius
+    CAPSULE   3   (r, h)          radius, half-length of the segment along local z
+    ELLIPSOID 4   (a, b, c)       semi-axes along local x, y, z
+    CYLINDER  5   (r, h)          radius, half-length along local z
+    BOX       6   (x, y, z)       half-extents
+
+The frozen arrays (``ngeom`` geoms, ``npair`` candidate pairs), named as MuJoCo's:
+
+    geom_type        (ngeom,)       shape code (above)
+    geom_body        (ngeom,)       model body carrying the geom (after Fixed joints are merged)
+    geom_size        (ngeom, 3)     size (above)
+    geom_pos         (ngeom, 3)     geom frame in the body frame: position
+    geom_R           (ngeom, 3, 3)  ... and rotation (columns: the geom's axes)
+    geom_friction    (ngeom,)       Coulomb coefficient; a pair uses the larger (MuJoCo)
+    geom_restitution (ngeom,)       Newton's coefficient; a pair uses the larger
+    geom_contype     (ngeom,)       filter bits (MuJoCo's contype / conaffinity)
+    geom_conaffinity (ngeom,)
+    geom_condim      (ngeom,)       1 (frictionless), 3 (sliding friction), 4, 6 (torsional, rolling)
+    geom_group       (ngeom,)       a free label (visibility groups, as MuJoCo's)
+    geom_names       (ngeom,)       names, unique
+    geom_pairs       (npair, 2)     candidate pairs (g1 < g2) that pass the contact filter
+    geom_exclude     (nexclude, 2)  body pairs excluded by ModelBuilder.exclude (model bodies)
+
+The candidate pairs are computed once, at build time, by MuJoCo's rules ("Contact filtering",
+mujoco.readthedocs.io, Computation chapter): no pair within one body (bodies merged over Fixed
+joints are one body, as MuJoCo's weld bodies); no pair between a parent and its child unless
+the parent is the world; ``contype[a] & conaffinity[b]`` or ``contype[b] & conaffinity[a]``
+non-zero; no pair between excluded bodies; no pair of two planes (there is no collision
+function for it, as in MuJoCo).  One difference: MuJoCo's ``<exclude>`` names bodies before
+welding, here an exclude applies to the merged body.
+"""
+from __future__ import annotations
+
+import numbers
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+if TYPE_CHECKING:
+    pass
+
+PLANE, SPHERE, CAPSULE, ELLIPSOID, CYLINDER, BOX = 0, 2, 3, 4, 5, 6
+SHAPES = {"plane": PLANE, "sphere": SPHERE, "capsule": CAPSULE, "ellipsoid": ELLIPSOID,
+          "cylinder": CYLINDER, "box": BOX}
+SHAPE_NAMES = {v: k for k, v in SHAPES.items()}
+#: number of size values of each shape, and what they are (for error messages)
+SIZE_ARITY = {PLANE: (0, "none: a plane is unbounded"), SPHERE: (1, "(radius,)"),
+              CAPSULE: (2, "(radius, half-length)"), ELLIPSOID: (3, "(a, b, c) semi-axes"),
+              CYLINDER: (2, "(radius, half-length)"), BOX: (3, "(x, y, z) half-extents")}
+CONDIMS = (1, 3, 4, 6)
+
+
+def _number(x, what, lo=None, hi=None, lo_open=False):
+    """float(x) for a real number x (not a bool, a string or an array), within [lo, hi]."""
+    if isinstance(x, (bool, np.bool_)) or not isinstance(x, numbers.Real):
+        raise TypeError(f"{what}: expected a real number, got {x!r}")
+    v = float(x)
+    if not np.isfinite(v):
+        raise ValueError(f"{what}: expected a finite number, got {x!r}")
+    if lo is not None and (v <= lo if lo_open else v < lo):
+        raise ValueError(f"{what}: expected a number {'>' if lo_open else '>='} {lo}"
+                         + (f" and <= {hi}" if hi is not None else "") + f", got {x!r}")
+    if hi is not None and v > hi:
+        raise ValueError(f"{what}: expected a number in [{lo}, {hi}], got {x!r}")
+    return v
+
+
+def _integer(x, what, lo=0):
+    if isinstance(x, (bool, np.bool_)) or not isinstance(x, numbers.Integral):
+        raise TypeError(f"{what}: expected an integer, got {x!r}")
+    if int(x) < lo:
+        raise ValueError(f"{what}: expected an integer >= {lo}, got {x!r}")
+    return int(x)
+
+
+def shape_code(shape, what="shape") -> int:
+    """The type code of a shape name ("sphere", "capsule", "box", "cylinder", "ellipsoid", "plane")."""
+    if not isinstance(shape, str):
+        raise TypeError(f"{what}: expected a shape name, one of {sorted(SHAPES)}, got {shape!r}")
+    try:
+        return SHAPES[shape.lower()]
+    except KeyError:
+        raise ValueError(f"{what}: unknown shape {shape!r}; shapes: {sorted(SHAPES)}") from None
+
+
+def check_size(code: int, size, what="size") -> np.ndarray:
+    """The (3,) size array of a shape from the values given (each finite and > 0)."""
+    n, meaning = SIZE_ARITY[code]
+    out = np.zeros(3)
+    if code == PLANE:
+        if size is None or (np.ndim(size) == 1 and len(size) == 0):
+            return out
+        raise ValueError(f"{what}: a plane takes no size (it is unbounded); pass () or None, got {size!r}")
+    if isinstance(size, (str, bytes)) or size is None:
+        raise TypeError(f"{what}: expected {n} number(s) {meaning} for a {SHAPE_NAMES[code]}, got {size!r}")
+    vals = [size] if np.ndim(size) == 0 else list(np.asarray(size, dtype=object).reshape(-1))
+    if len(vals) != n:
+        raise ValueError(f"{what}: a {SHAPE_NAMES[code]} takes {n} value(s) {meaning}, got {len(vals)}: {size!r}")
+    for k, x in enumerate(vals):
+        out[k] = _number(x, f"{what}[{k}] of a {SHAPE_NAMES[code]} {meaning}", lo=0.0, lo_open=True)
+    return out
+
+
+def check_geom(shape, size, friction, restitution, contype, conaffinity, condim, group, what):
+    """Validated (code, size (3,), friction, restitution, contype, conaffinity, condim, group)."""
+    code = shape_code(shape, f"{what}.shape")
+    return (code, check_size(code, size, f"{what}.size"),
+            _number(friction, f"{what}.friction", lo=0.0),
+            _number(restitution, f"{what}.restitution", lo=0.0, hi=1.0),
+            _integer(contype, f"{what}.contype"), _integer(conaffinity, f"{what}.conaffinity"),
+            _condim(condim, f"{what}.condim"), _integer(group, f"{what}.group"))
+
+
+def _condim(x, what):
+    v = _integer(x, what, lo=1)
+    if v not in CONDIMS:
+        raise ValueError(f"{what}: expected one of {CONDIMS} (MuJoCo's contact dimensions), got {x!r}")
+    return v
+
+
+def candidate_pairs(geom_type, geom_body, contype, conaffinity, parent, exclude) -> np.ndarray:
+    """(npair, 2) geom pairs g1 < g2 that pass MuJoCo's contact filter (module docstring)."""
+    ex = {(min(a, b), max(a, b)) for a, b in exclude}
+    pairs = []
+    n = len(geom_type)
+    for g1 in range(n):
+        b1 = int(geom_body[g1])
+        for g2 in range(g1 + 1, n):
+            b2 = int(geom_body[g2])
+            if b1 == b2:
+                continue                                   # one body (or bodies welded together)
+            if (b1 != 0 and b2 != 0) and (parent[b2] == b1 or parent[b1] == b2):
+                continue                                   # parent and child, neither the world
+            if not (contype[g1] & conaffinity[g2] or contype[g2] & conaffinity[g1]):
+                continue                                   # the filter bits
+            if (min(b1, b2), max(b1, b2)) in ex:
+                continue                                   # excluded body pair
+            if geom_type[g1] == PLANE and geom_type[g2] == PLANE:
+                continue                                   # no plane-plane collision function
+            pairs.append((g1, g2))
+    return np.array(pairs, dtype=np.int64).reshape(-1, 2)
+
+
+def _ro(a):
+    a.flags.writeable = False
+    return a
+
+
+def freeze(geoms, exclude, parent) -> dict:
+    """The model's geometry attributes (module docstring) from the builder's resolved geoms:
+    dicts with name, body (model index), type, size, R, p, friction, restitution, contype,
+    conaffinity, condim, group; ``exclude``: pairs of model body indices."""
+    n = len(geoms)
+    out = {
+        "ngeom": n,
+        "geom_names": tuple(g["name"] for g in geoms),
+        "geom_type": np.array([g["type"] for g in geoms], dtype=np.int64),
+        "geom_body": np.array([g["body"] for g in geoms], dtype=np.int64),
+        "geom_size": np.array([g["size"] for g in geoms], dtype=float).reshape(n, 3),
+        "geom_pos": np.array([g["p"] for g in geoms], dtype=float).reshape(n, 3),
+        "geom_R": np.array([g["R"] for g in geoms], dtype=float).reshape(n, 3, 3),
+        "geom_friction": np.array([g["friction"] for g in geoms], dtype=float),
+        "geom_restitution": np.array([g["restitution"] for g in geoms], dtype=float),
+        "geom_contype": np.array([g["contype"] for g in geoms], dtype=np.int64),
+        "geom_conaffinity": np.array([g["conaffinity"] for g in geoms], dtype=np.int64),
+        "geom_condim": np.array([g["condim"] for g in geoms], dtype=np.int64),
+        "geom_group": np.array([g["group"] for g in geoms], dtype=np.int64),
+        "geom_exclude": np.array(sorted({(min(a, b), max(a, b)) for a, b in exclude}),
+                                 dtype=np.int64).reshape(-1, 2),
+    }
+    out["geom_pairs"] = candidate_pairs(out["geom_type"], out["geom_body"], out["geom_contype"],
+                                        out["geom_conaffinity"], parent, out["geom_exclude"].tolist())
+    for k, v in out.items():
+        if isinstance(v, np.ndarray):
+            _ro(v)
+    return out
