@@ -141,6 +141,16 @@ class SavedModel:
         return len(self.loop_names)
 
 
+#: the running extremes a simulation keeps at every step, and their values before the first step:
+#: the largest limit violation (rad or m) and penetration (m), the smallest normal force (N), the
+#: largest friction force over its cone's radius (|f_t| / (mu f_n); 1 on the rim), the most energy
+#: the contacts and limits put in within one step (J; negative: they only took), the steps seen, and
+#: those whose forces the scheme kept (time stepping: every one; the event scheme: none, its forces
+#: are solved inside its pieces and recorded at the samples)
+STEP_EXTREMES = {"limit_violation": 0.0, "penetration": 0.0, "min_normal_force": float("inf"),
+                 "max_cone_ratio": 0.0, "max_step_contact_work": float("-inf"), "steps": 0, "force_steps": 0}
+
+
 class Recording:
     """Everything a :class:`~linkdyn.sim.Simulation` recorded: ``segments`` (list of
     :class:`Segment`), ``events`` (list of :class:`Event`), and the whole run's time series
@@ -149,6 +159,9 @@ class Recording:
     def __init__(self) -> None:
         self.segments: list[Segment] = []
         self.events: list[Event] = []
+        #: running extremes over *every step* (not only the recorded samples), kept by the
+        #: simulation as it steps (:data:`STEP_EXTREMES`): the checks read them
+        self.extremes: dict[str, float] = dict(STEP_EXTREMES)
 
     def start_segment(self, model: Model) -> Segment:
         seg = Segment(model)
@@ -221,6 +234,7 @@ class Recording:
                                    "dv": np.asarray(e.dv).tolist(), "loop_impulse": np.asarray(e.loop_impulse).tolist(),
                                    "kinetic_before": e.kinetic_before, "kinetic_after": e.kinetic_after,
                                    "note": e.note, "units": list(e.units)})
+        meta["extremes"] = {k: (x if np.isfinite(x) else None) for k, x in self.extremes.items()}
         data["meta"] = np.array(json.dumps(meta))
         return atomic_savez(path, **data)
 
@@ -239,6 +253,9 @@ class Recording:
                 for name, arr in arrays.items():
                     setattr(seg, name, list(arr))
                 rec.segments.append(seg)
+        for k, x in meta.get("extremes", {}).items():
+            if k in rec.extremes:
+                rec.extremes[k] = STEP_EXTREMES[k] if x is None else x
         for e in meta["events"]:
             rec.events.append(Event(e["t"], e["kind"], e["name"], np.asarray(e["impulse"], dtype=float),
                                     np.asarray(e.get("dv", []), dtype=float), e["kinetic_before"], e["kinetic_after"],

@@ -19,5 +19,6 @@ Imported by: sim, viz, models.
 from . import dynamics, lcp, rows
 from .inertia import inverse_inertia, inverse_inertia_block
 from .dynamics import Solution, acceleration, impulse, position_correction
+from .lcp import ContactSolverError
 from .rows import UnitCatalog, Units
 from .collision import Collider, CollisionWarning, Contacts, collide

@@ -37,6 +37,18 @@ from numba import njit
 FREE, NORMAL, FRICTION, FRICTION2 = 0, 1, 2, 3
 
 
+class ContactSolverError(FloatingPointError):
+    """The contact and limit problem of a step was not solved (its residual after the fallback is
+    above the caller's tolerance, ``linkdyn.sim.timestepping.FAIL_TOL``): the step is not taken.  ``t``, ``rows`` (the units in the problem, by name)
+    and ``residual`` say which."""
+
+    def __init__(self, t, rows, residual, tol, sweeps):
+        self.t, self.rows, self.residual = t, list(rows), float(residual)
+        shown = ", ".join(self.rows[:8]) + (f", ... ({len(self.rows)} in all)" if len(self.rows) > 8 else "")
+        super().__init__(f"the contact problem of the step from t = {t:.6g} s was not solved: residual "
+                         f"{residual:.3g} > {tol:g} after {sweeps} Gauss-Seidel sweeps and the polish; rows: {shown}")
+
+
 @njit(cache=True, inline="always")
 def _disk_step(a11, a12, a21, a22, w1, w2, x1, x2, cap):
     """The friction pair's own problem with the others fixed: min 1/2 y^T A y + b^T y over
@@ -48,15 +60,33 @@ def _disk_step(a11, a12, a21, a22, w1, w2, x1, x2, cap):
     b2 = w2 - (a12 * x1 + a22 * x2)
     if cap <= 0.0:
         return 0.0, 0.0
-    det = a11 * a22 - a12 * a12
-    if det > 1e-14 * max(a11 * a22, 1e-300):
+    tr = a11 + a22
+    disc = np.sqrt(max((a11 - a22) ** 2 + 4.0 * a12 * a12, 0.0))
+    lam_max, lam_min = 0.5 * (tr + disc), 0.5 * (tr - disc)
+    if lam_max <= 0.0:
+        return 0.0, 0.0                     # no mobility in either direction: the least force
+    if lam_min <= 1e-12 * lam_max:
+        # a semidefinite block: one tangent direction the model cannot move in (across a planar
+        # model, A's row is zero).  Along the mobile direction e the problem is 1-D; across it
+        # the force does nothing, and the least one (zero) is taken.  (A trust-region step would
+        # push the force onto the rim when the 1-D minimum lies inside the disk: a wrong answer.)
+        if a11 >= a22:
+            e1, e2 = lam_max - a22, a12
+        else:
+            e1, e2 = a12, lam_max - a11
+        ne = np.sqrt(e1 * e1 + e2 * e2)
+        e1, e2 = e1 / ne, e2 / ne
+        bp = -e2 * b1 + e1 * b2             # b across e: with no curvature there, it must vanish
+        if abs(bp) <= 1e-9 * max(np.sqrt(b1 * b1 + b2 * b2), 1e-300) or abs(bp) <= 1e-14 * lam_max * cap:
+            t = min(max(-(e1 * b1 + e2 * b2) / lam_max, -cap), cap)
+            return t * e1, t * e2
+    else:
+        det = a11 * a22 - a12 * a12
         y1 = -(a22 * b1 - a12 * b2) / det
         y2 = -(a11 * b2 - a12 * b1) / det
         if y1 * y1 + y2 * y2 <= cap * cap:
             return y1, y2
     # Newton on 1/|y(g)| - 1/cap = 0, y(g) = -(A + g I)^-1 b, from g >= 0 where A + g I > 0
-    tr = a11 + a22
-    lam_min = 0.5 * (tr - np.sqrt(max((a11 - a22) ** 2 + 4.0 * a12 * a12, 0.0)))
     g = max(0.0, -lam_min) + 1e-12 * max(abs(tr), 1e-300)
     bn = np.sqrt(b1 * b1 + b2 * b2)
     if bn == 0.0:
@@ -106,6 +136,8 @@ def _pgs(A, r, kind, mu, normal, lam, max_iter, tol):
                     w += A[i, j] * lam[j]
                 d = A[i, i]
                 if d <= 0.0:
+                    if k == NORMAL:
+                        lam[i] = 0.0        # a row the model cannot move along: its least force
                     continue
                 new = lam[i] - w / d
                 if k == NORMAL and new < 0.0:

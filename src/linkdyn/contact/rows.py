@@ -329,6 +329,10 @@ class UnitCatalog:
             for j, key in enumerate(self._ball_keys(joint)):
                 self.names.append(f"{model._joint_names[i]}.{key}")
                 self.keys.append(("b", i, j))
+        ncp = len(self.pairs)
+        #: per unit, catalog order: a limit (True) or a contact; the friction coefficient (0 for limits)
+        self.is_limit = np.arange(self.size) >= ncp
+        self.unit_mu = np.concatenate([self._pair_mu, np.zeros(self.size - ncp)])
 
     @property
     def empty(self) -> bool:

@@ -47,20 +47,23 @@ def _gaps(mi, mf, ws, q, geo, lim_q, lim_s, lim_b, bC, bI, v0, ncp, out):
 @njit(cache=True)
 def timestep_kernel(buf, q, v, tau, h, geo, mask, pair_mu, pair_e, lim_q, lim_v, lim_s, lim_b, bC, bI, ball_va,
                     prm, warm, q_out, v_out, force, vn_out, gaps_out, info):
-    """One step of h; ``prm`` = (CANDIDATE, BETA, V_BOUNCE, sweeps, tol).  Outputs: q_out,
-    v_out, force (size, 3) = impulses / h, vn_out (size,) the normal velocity at the start of
+    """One step of h; ``prm`` = (CANDIDATE, BETA, V_BOUNCE, sweeps, tol, fallback sweeps).  Outputs:
+    q_out, v_out, force (size, 3) = impulses / h, vn_out (size,) the normal velocity at the start of
     the candidates (NaN elsewhere), gaps_out (size,) the gaps at q_out, warm (size, 3) the
-    impulses (for the next step), info = (status, number of candidates, residual)."""
+    impulses (for the next step), info = (status, number of candidates, residual, 1 if the
+    fallback ran).  The caller refuses a residual above its tolerance (ContactSolverError)."""
     mi, mf, ws = unpack_packed(buf)
     nb, nq, nv = model_sizes(mi)
     ncp = geo[7].shape[0]
     ncl = lim_q.shape[0]
     size = force.shape[0]
     cand_gap, beta, v_bounce, sweeps, tol = prm[0], prm[1], prm[2], int(prm[3]), prm[4]
+    fallback_sweeps = int(prm[5])
     v0 = np.zeros(max(nv, 3))
     info[0] = OK
     info[1] = 0.0
     info[2] = 0.0
+    info[3] = 0.0
     # free motion
     a = np.empty(nv)
     st = _aba_kernel(mi, mf, ws, q[::1], v[::1], tau[::1], no_forces(buf), a)
@@ -221,6 +224,18 @@ def timestep_kernel(buf, q, v, tau, h, geo, mask, pair_mu, pair_e, lim_q, lim_v,
             if pres < res:
                 lam[:] = pol
                 res = pres
+        if res > tol:
+            # the fallback: Gauss-Seidel carried on (redundant friction rows, e.g. two feet of one
+            # rigid body, converge slowly along their null direction), then the polish again
+            lcp._pgs(A, rr, kinds, mus, normals, lam, fallback_sweeps, 1e-14)
+            res = lcp._residual(A, rr, kinds, mus, normals, lam)
+            pol = np.empty(m)
+            lcp._polish_kernel(A, rr, kinds, mus, normals, lam, pol)
+            pres = lcp._residual(A, rr, kinds, mus, normals, pol)
+            if pres < res:
+                lam[:] = pol
+                res = pres
+            info[3] = 1.0
         info[2] = res
         for d in range(nv):
             s = 0.0

@@ -1,11 +1,16 @@
 """The checks a reviewer asks of a simulation, from its recording, each against a tolerance.
 
-``check(recording)`` measures, over every recorded sample of every segment:
+``check(recording)`` measures, over every recorded sample of every segment and over every step
+(the running extremes the simulation keeps as it steps, ``Recording.extremes``: a violation
+between two samples is not missed):
 
 * the largest limit violation (rad or m): how far any joint went past a limit
   (coordinate limits and ball-joint swing/twist cones, the recording's limit units);
 * the smallest normal force (N) of any contact or limit: negative would be a pull;
 * the deepest penetration (m) of a contact point into a plane (within the plane's extent);
+* the largest friction force over its cone (|f_t| / (mu f_n); above 1 is outside Coulomb's cone);
+* the most energy an impact added (an impact or a connection that raises the kinetic energy is a
+  failure, whatever the ledger says) and the most the contacts and limits put in within one step;
 * the largest loop error (the closures of the closed chains);
 * the energy ledger: E(t) - E(0) against the work recorded by ``Simulation.work``
   (the joints: actuators less joint damping and friction; limits and contacts including impacts
@@ -34,6 +39,10 @@ LIMIT_TOL = 1e-4
 FORCE_TOL = -1e-9
 PENETRATION_TOL = 1e-3
 LOOP_TOL = 1e-6
+#: friction inside its cone, to round-off
+CONE_TOL = 1.0 + 1e-6
+#: an impact adds no energy: at most this fraction of the energy moved in the run (round-off)
+IMPACT_TOL = 1e-9
 ENERGY_TOL = {"events": 1e-6, "timestep": 2e-2}
 
 
@@ -92,7 +101,7 @@ def energy_residual(recording):
 def check(recording: Recording, contact_method: str = "events", energy_tol: float | None = None) -> Checks:
     """The checks of a run (module docstring); ``contact_method`` the scheme that made it (sets
     the energy tolerance unless ``energy_tol`` is given)."""
-    limit, force, pen, loop = 0.0, np.inf, 0.0, 0.0
+    limit, force, pen, loop, cone = 0.0, np.inf, 0.0, 0.0, 0.0
     for seg in recording.segments:
         if not len(seg.t):
             continue
@@ -109,13 +118,33 @@ def check(recording: Recording, contact_method: str = "events", energy_tol: floa
         if g_c.size:
             pen = max(pen, float(np.max(-g_c[np.isfinite(g_c)], initial=0.0)))
         force = min(force, float(np.nanmin(f[:, :, 0])))
+    ex = getattr(recording, "extremes", None) or {}
+    steps = int(ex.get("steps", 0))
+    fsteps = int(ex.get("force_steps", 0))
+    if steps:                                  # every step, not only the samples
+        limit = max(limit, ex["limit_violation"])
+        pen = max(pen, ex["penetration"])
+    if fsteps:
+        force = min(force, ex["min_normal_force"])
+        cone = max(cone, ex["max_cone_ratio"])
     force = 0.0 if not np.isfinite(force) else force
+    seen = f"at every step ({steps})" if steps else "at the recorded samples"
+    fseen = f"at every step ({fsteps})" if fsteps else "at the recorded samples"
     out = Checks()
-    out.append(Check("largest limit violation", limit, LIMIT_TOL, "rad", limit <= LIMIT_TOL))
-    out.append(Check("smallest normal force", force, FORCE_TOL, "N", force >= FORCE_TOL))
-    out.append(Check("deepest penetration", pen, PENETRATION_TOL, "m", pen <= PENETRATION_TOL))
+    out.append(Check("largest limit violation", limit, LIMIT_TOL, "rad", limit <= LIMIT_TOL, seen))
+    out.append(Check("smallest normal force", force, FORCE_TOL, "N", force >= FORCE_TOL, fseen))
+    out.append(Check("deepest penetration", pen, PENETRATION_TOL, "m", pen <= PENETRATION_TOL, seen))
+    if fsteps:
+        out.append(Check("largest friction / its cone", cone, CONE_TOL, "", cone <= CONE_TOL, fseen))
     out.append(Check("largest loop error", loop, LOOP_TOL, "", loop <= LOOP_TOL))
     _, res, scale = energy_residual(recording)
+    gained = [(-e.energy_loss, e) for e in recording.events
+              if e.kind in ("impact", "connect") and np.isfinite(e.energy_loss)]
+    worst, ev = max(gained, key=lambda x: x[0]) if gained else (0.0, None)
+    worst = max(worst, 0.0)
+    note = f"({ev.kind} at t = {ev.t:.4g} s, {ev.name})" if ev is not None and worst > 0.0 else ""
+    tol = IMPACT_TOL * (scale if np.isfinite(scale) else 1.0)
+    out.append(Check("most energy an impact added", worst, tol, "J", worst <= tol, note))
     if np.isnan(res).all():
         out.append(Check("energy ledger residual", np.nan, np.nan, "", True, "not recorded"))
         return out

@@ -32,6 +32,7 @@ from ..dynamics.energy import kinetic_energy, potential_energy
 from ..kinematics import frame_pose
 from ..model.configuration import difference, neutral
 from .steps import STEPS
+from ..contact.lcp import ContactSolverError
 from ..recording import Event, Recording
 
 if TYPE_CHECKING:
@@ -460,6 +461,8 @@ class Simulation:
             else:
                 q, v = self._step(self.model, self.q, self.v, self.tau, h, dissipation=lost)
                 events = []
+        except ContactSolverError:
+            raise                   # says itself where and why; the step is not taken
         except (ValueError, FloatingPointError, np.linalg.LinAlgError) as exc:
             # a finite state whose step fails inside (an RK4 stage went non-finite, a matrix lost
             # its rank, the loops flew apart) is a blow-up: say so, where, and keep the recording
@@ -475,6 +478,7 @@ class Simulation:
             self._work[0] += dw
             if self._uni is not None:
                 self._work[1] += self._uni.work - w0
+                self._watch(q, self._uni.work - w0)
             self.q, self.v = q, v
             if dt is None:
                 self._steps += 1
@@ -485,6 +489,29 @@ class Simulation:
         if self._steps % self.record_every == 0:
             self._record()
         self._fire_due()
+
+    def _watch(self, q, contact_work):
+        """Update the recording's running extremes (``Recording.extremes``) with the step just
+        taken: the gaps at its end, the forces of its contacts and limits, the energy they put in."""
+        x, uni = self.recording.extremes, self._uni
+        gaps = uni.gaps_after(q)
+        lim = uni.catalog.is_limit
+        if lim.any():
+            x["limit_violation"] = max(x["limit_violation"], float(np.max(-gaps[lim], initial=0.0)))
+        if (~lim).any():
+            g = gaps[~lim]
+            x["penetration"] = max(x["penetration"], float(np.max(-g[np.isfinite(g)], initial=0.0)))
+        f = uni.step_forces()
+        if f is not None and len(f):
+            x["force_steps"] += 1
+            x["min_normal_force"] = min(x["min_normal_force"], float(f[:, 0].min()))
+            mu = uni.catalog.unit_mu
+            on = (f[:, 0] > 0.0) & (mu > 0.0)
+            if on.any():
+                ratio = np.hypot(f[on, 1], f[on, 2]) / (mu[on] * f[on, 0])
+                x["max_cone_ratio"] = max(x["max_cone_ratio"], float(ratio.max()))
+        x["max_step_contact_work"] = max(x["max_step_contact_work"], float(contact_work))
+        x["steps"] += 1
 
     def _blow_up_message(self, h, what):
         return (f"the simulation blew up in the step from t = {self.t:.6g} s (step {self._steps + 1} of "

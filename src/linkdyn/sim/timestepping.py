@@ -60,6 +60,13 @@ PEN_PROJECT = 1e-5
 #: exact=False): the forces are always feasible (pushing, inside their cones), complementarity
 #: is met to about 1e-6 of the problem's scale (benchmarks/README), far below the scheme's O(h)
 LCP_SWEEPS, LCP_TOL = 100, 1e-5
+#: where that has not converged (redundant friction rows, e.g. two feet of one rigid body, converge
+#: slowly along their null direction): Gauss-Seidel carried on this far, then the polish again
+FALLBACK_SWEEPS = 20000
+#: an answer whose residual is above this after the fallback is never applied: the step raises
+#: ContactSolverError (the recording so far is kept)
+FAIL_TOL = 1e-3
+
 
 
 class TimeStepping:
@@ -80,9 +87,11 @@ class TimeStepping:
             self._geo = (cat._cbody, cat._cpos, cat._crad, cat._pbody, cat._pR, cat._pp, cat._pext, cat._pair_c,
                          cat._pair_p)
             self._balls = _model_balls(model)
-            self._prm = np.array([CANDIDATE, BETA, V_BOUNCE, LCP_SWEEPS, LCP_TOL])
+            self._prm = np.array([CANDIDATE, BETA, V_BOUNCE, LCP_SWEEPS, LCP_TOL, FALLBACK_SWEEPS])
+        #: lcp_residual: the largest residual of an applied answer; lcp_fallbacks: steps whose first
+        #: solve missed LCP_TOL; last_residual: the last step's (0 without contact)
         self.stats = {"impacts": 0, "small_impacts": 0, "small_impact_energy": 0.0, "steps_in_contact": 0,
-                      "projections": 0, "lcp_residual": 0.0}
+                      "projections": 0, "lcp_residual": 0.0, "lcp_fallbacks": 0, "last_residual": 0.0}
         #: the energy (J) the impulses have put in so far (negative: taken): per step the kinetic
         #: energy from the free motion's velocity to the step's (at the step's start), plus the
         #: potential energy the projections out of penetrations change
@@ -142,14 +151,19 @@ class TimeStepping:
         model, cat = self.model, self.catalog
         prev = self.warm[:, 0].copy()
         q1, v1 = np.empty(model.nq), np.empty(model.nv)
-        vn, gaps1, info = np.empty(cat.size), np.empty(cat.size), np.empty(3)
+        vn, gaps1, info = np.empty(cat.size), np.empty(cat.size), np.empty(4)
         timestep_kernel(model._packed, q, v, tau, float(h), self._geo, cat._mask, cat._pair_mu, cat._pair_e,
                         cat._lim_q, cat._lim_v, cat._lim_s, cat._lim_b, self._balls.C, self._balls.I,
                         cat._ball_va, self._prm, self.warm, q1, v1, self.force, vn, gaps1, info)
         if info[0] != 0:                 # bad input or a blow-up: the Python step says what
             self.warm[:, 0] = prev
             return None
+        self.stats["lcp_fallbacks"] += int(info[3])
+        if info[2] > FAIL_TOL:           # never applied: the Python step tries once more, then raises
+            self.warm[:, 0] = prev
+            return None
         self.stats["lcp_residual"] = max(self.stats["lcp_residual"], info[2])
+        self.stats["last_residual"] = info[2]
         events = []
         pushing = self.force[:, 0] > 0.0
         hit = np.flatnonzero(pushing & (vn < -V_REPORT) & (prev <= 0.0))
@@ -162,7 +176,17 @@ class TimeStepping:
                 events.append(self._event(q, v, v1, hit, np.flatnonzero(pushing), self.force * h, t, tau, h))
         if gaps1.min(initial=np.inf) < -PEN_PROJECT:
             q1 = self._project(q1, gaps1)
+            gaps1 = cat.gaps(q1)
+        self._gaps = (q1, gaps1)
         return q1, v1, events
+
+    def gaps_after(self, q):
+        """The gaps at q, the end of the last step (kept by the step: no second kinematics pass)."""
+        return self._gaps[1] if self._gaps is not None and self._gaps[0] is q else self.catalog.gaps(q)
+
+    def step_forces(self):
+        """(size, 3) contact and limit forces of the last step (impulses / h), catalog order."""
+        return self.force
 
     def _impulse_work(self, q, v, v1, tau, h, v_free=None):
         """The energy the step's impulses took or gave, for the ledger (``Simulation.work``).
@@ -211,7 +235,14 @@ class TimeStepping:
             A = G @ ZF
             lam, res = lcp.solve(A, r, kinds, mus, normals, self.warm[cand[unit], slot], max_iter=LCP_SWEEPS,
                                  tol=LCP_TOL, exact=False)
+            if res > LCP_TOL:
+                self.stats["lcp_fallbacks"] += 1
+                lam, res = lcp.solve(A, r, kinds, mus, normals, lam, max_iter=FALLBACK_SWEEPS, tol=1e-9, exact=True)
+            if not res <= FAIL_TOL:
+                raise lcp.ContactSolverError(t, [cat.names[cand[u]] for u in np.unique(unit)], res, FAIL_TOL,
+                                             FALLBACK_SWEEPS)
             self.stats["lcp_residual"] = max(self.stats["lcp_residual"], res)
+            self.stats["last_residual"] = res
             v1 = v_free + ZF @ lam
             P = np.zeros((len(units), 3))
             P[unit, slot] = lam
@@ -231,6 +262,7 @@ class TimeStepping:
                                           (MU @ lam).reshape(-1, 6)))
         else:
             self.warm[:] = 0.0
+            self.stats["last_residual"] = 0.0
             v1 = v_free
         q1 = data.integrate(q, h * v1)
         if model.nloops:

@@ -107,6 +107,15 @@ class Unilateral:
             force[active] = cd.acceleration(self.model, q, v, tau, units, warm=self.warm).force
         return force
 
+    def gaps_after(self, q):
+        """The gaps at q (the end of the last step)."""
+        return self.catalog.gaps(q)
+
+    def step_forces(self):
+        """None: the event scheme solves its forces at the acceleration level inside its pieces
+        and keeps none per step; the recorded samples carry them (``unit_forces``)."""
+        return None
+
     def _near(self, q):
         gaps = self.catalog.gaps(q)
         return np.flatnonzero(gaps <= GAP_TOL), gaps
