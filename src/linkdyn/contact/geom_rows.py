@@ -46,7 +46,6 @@ slides along the clipped edge.
 """
 from __future__ import annotations
 
-import math
 from typing import TYPE_CHECKING
 
 import numpy as np
