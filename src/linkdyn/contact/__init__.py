@@ -7,6 +7,8 @@
   all with the model's loop closures held;
 * ``collision``: collision detection between the model's geoms (``collide``: broad phase,
   compiled primitive pairs; not yet used by the simulation);
+* ``geom_rows``: the units (gap, normal and tangent rows, drifts) of the collider's contacts
+  between geoms (``geom_units``; not yet used by the simulation);
 * ``inertia``: the inverse inertia between bodies of a tree (the Delassus matrix J M^-1 J^T of
   a set of frames) by the articulated-body recursion.
 
@@ -22,3 +24,4 @@ from .dynamics import Solution, acceleration, impulse, position_correction
 from .lcp import ContactSolverError
 from .rows import UnitCatalog, Units
 from .collision import Collider, CollisionWarning, Contacts, collide
+from .geom_rows import GeomRows, geom_units

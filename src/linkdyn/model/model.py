@@ -133,6 +133,7 @@ class Model:
     gears: tuple = ()
     _full = None        # the uncoupled tree of a geared model (see full_model)
     _collider = None    # linkdyn.contact.collision's workspaces, made on first use (not pickled)
+    _geom_rows = None   # linkdyn.contact.geom_rows' workspaces, made on first use (not pickled)
 
     def __init__(self, name: str, bodies: Sequence[Any], parent: ArrayLike, tree: Sequence[tuple[ArrayLike, ArrayLike]], inertia: ArrayLike,
                  frames: Sequence[tuple[str, int, ArrayLike, ArrayLike]], joint_frames: Mapping[str, int], gravity: ArrayLike,
@@ -279,7 +280,7 @@ class Model:
         with a fresh workspace: an unpickled model shares no scratch memory with the original),
         the joints as (class, slot values) (their ``__setattr__`` refuses the default), and the
         names of the read-only arrays (pickle drops the flag; Numba types read-only apart)."""
-        views = {"_packed", "_ws", "_loop_args", "_loop_packed", "_frame_ref_args", "_prepared", "_collider",
+        views = {"_packed", "_ws", "_loop_args", "_loop_packed", "_frame_ref_args", "_prepared", "_collider", "_geom_rows",
                  *layout.INT_FIELDS, *(f[0] for f in layout.FLOAT_FIELDS)}
         state = {k: x for k, x in self.__dict__.items() if k not in views}
         state["joints"] = tuple((type(j), {s: getattr(j, s) for c in type(j).__mro__
