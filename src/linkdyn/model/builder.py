@@ -215,7 +215,7 @@ class ModelBuilder:
                        name=model.geom_names[g], friction=float(model.geom_friction[g]),
                        restitution=float(model.geom_restitution[g]), contype=int(model.geom_contype[g]),
                        conaffinity=int(model.geom_conaffinity[g]), condim=int(model.geom_condim[g]),
-                       group=int(model.geom_group[g]))
+                       group=int(model.geom_group[g]), priority=int(model.geom_priority[g]))
         for a, c in model.geom_exclude:
             b.exclude(model.body_names[a], model.body_names[c])
         for (g1, g2), mu in zip(model.geom_explicit, model.geom_explicit_friction):
@@ -516,7 +516,7 @@ class ModelBuilder:
     def add_geom(self, body: str | int, shape: str, size: ArrayLike | float | None,
                  placement: ArrayLike | tuple[ArrayLike, ArrayLike] | None = None, *, name: str | None = None,
                  friction: float = 1.0, restitution: float = 0.0, contype: int = 1, conaffinity: int = 1,
-                 condim: int = 3, group: int = 0) -> str:
+                 condim: int = 3, group: int = 0, priority: int = 0) -> str:
         """Collision geometry: a ``shape`` of ``size`` fixed to ``body`` (the world too) at
         ``placement`` in the body frame (a position 3-vector, a 4x4 matrix or an (R, p) pair, as
         :meth:`add_frame`).  Shapes and sizes (:mod:`linkdyn.model.geometry`): ``"sphere"``
@@ -528,7 +528,8 @@ class ModelBuilder:
         geoms takes the larger of each (MuJoCo's rule).  ``contype``/``conaffinity`` are MuJoCo's
         filter bits (two geoms may touch when ``contype_a & conaffinity_b`` or
         ``contype_b & conaffinity_a`` is non-zero), ``condim`` the contact's dimension (1, 3, 4
-        or 6), ``group`` a free label.  Geoms on bodies merged over Fixed joints move to the
+        or 6), ``group`` a free label, ``priority`` MuJoCo's: a pair of geoms of different
+        priorities takes the higher one's friction instead of the larger.  Geoms on bodies merged over Fixed joints move to the
         merged body with the composed placement.  Returns the geom's name.
 
         The detection (:func:`linkdyn.contact.collide`) is there; the simulation does not use
@@ -549,7 +550,8 @@ class ModelBuilder:
             raise ValueError(f"add_geom: a geom named {name!r} already exists")
         R, p = as_pose(placement, f"add_geom({name!r}).placement")
         self._geoms.append(dict(name=name, body=bidx, type=code, size=sz, R=R, p=p, friction=mu, restitution=e,
-                                contype=ct, conaffinity=ca, condim=cd, group=gr))
+                                contype=ct, conaffinity=ca, condim=cd, group=gr,
+                                priority=G._integer(priority, f"{what}.priority", lo=-2 ** 31)))
         return name
 
     def exclude(self, body_a: str | int, body_b: str | int) -> None:

@@ -24,11 +24,13 @@ The frozen arrays (``ngeom`` geoms, ``npair`` candidate pairs), named as MuJoCo'
     geom_conaffinity (ngeom,)
     geom_condim      (ngeom,)       1 (frictionless), 3 (sliding friction), 4, 6 (torsional, rolling)
     geom_group       (ngeom,)       a free label (visibility groups, as MuJoCo's)
+    geom_priority    (ngeom,)       MuJoCo's priority: a pair of different priorities takes the
+                                    higher one's friction (equal: the larger friction)
     geom_names       (ngeom,)       names, unique
     geom_pairs       (npair, 2)     candidate pairs (g1 < g2): those that pass the contact filter and
                                     the explicit pairs, ascending
-    geom_pair_friction (npair,)     an explicit pair's own Coulomb coefficient, or -1: the larger
-                                    of the two geoms' (the filter's pairs, explicit pairs without one)
+    geom_pair_friction (npair,)     the pair's Coulomb coefficient where it is not the larger of the
+                                    two geoms' (an explicit pair's own, the higher priority's), else -1
     geom_exclude     (nexclude, 2)  body pairs excluded by ModelBuilder.exclude (model bodies)
     geom_explicit    (nexplicit, 2) the explicit pairs of ModelBuilder.add_pair (g1 < g2) ...
     geom_explicit_friction (nexplicit,)  ... and their friction (-1: none given)
@@ -178,6 +180,23 @@ def explicit_pairs(pairs, ngeom, what="add_pair"):
     return (np.array(keys, dtype=np.int64).reshape(-1, 2), np.array([last[k] for k in keys], dtype=float))
 
 
+def pair_friction(pairs, friction, priority, explicit, explicit_friction) -> np.ndarray:
+    """(npair,) each candidate pair's Coulomb coefficient where it is not the larger of the two
+    geoms' (-1 there): an explicit pair's own; for two geoms of different ``priority``, the
+    higher one's (MuJoCo's mixing rule)."""
+    own = {(int(a), int(b)): float(f) for (a, b), f in zip(explicit, explicit_friction) if f >= 0}
+    out = np.full(len(pairs), -1.0)
+    for k, (a, b) in enumerate(pairs):
+        a, b = int(a), int(b)
+        if (a, b) in own:
+            out[k] = own[(a, b)]
+        elif priority[a] != priority[b]:
+            mu = friction[a] if priority[a] > priority[b] else friction[b]
+            if mu != max(friction[a], friction[b]):
+                out[k] = mu
+    return out
+
+
 def freeze(geoms, exclude, parent, pairs=()) -> dict:
     """The model's geometry attributes (module docstring) from the builder's resolved geoms:
     dicts with name, body (model index), type, size, R, p, friction, restitution, contype,
@@ -199,6 +218,7 @@ def freeze(geoms, exclude, parent, pairs=()) -> dict:
         "geom_conaffinity": np.array([g["conaffinity"] for g in geoms], dtype=np.int64),
         "geom_condim": np.array([g["condim"] for g in geoms], dtype=np.int64),
         "geom_group": np.array([g["group"] for g in geoms], dtype=np.int64),
+        "geom_priority": np.array([g.get("priority", 0) for g in geoms], dtype=np.int64),
         "geom_exclude": np.array(sorted({(min(a, b), max(a, b)) for a, b in exclude}),
                                  dtype=np.int64).reshape(-1, 2),
     }
@@ -206,9 +226,8 @@ def freeze(geoms, exclude, parent, pairs=()) -> dict:
     out["geom_pairs"] = candidate_pairs(out["geom_type"], out["geom_body"], out["geom_contype"],
                                         out["geom_conaffinity"], parent, out["geom_exclude"].tolist(),
                                         expl.tolist())
-    mu = {(int(a), int(b)): float(f) for (a, b), f in zip(expl, expl_mu)}
-    out["geom_pair_friction"] = np.array([mu.get((int(a), int(b)), -1.0) for a, b in out["geom_pairs"]],
-                                         dtype=float)
+    out["geom_pair_friction"] = pair_friction(out["geom_pairs"], out["geom_friction"], out["geom_priority"],
+                                              expl, expl_mu)
     for k, v in out.items():
         if isinstance(v, np.ndarray):
             _ro(v)

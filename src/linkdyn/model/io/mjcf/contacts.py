@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .common import _GEOM_TYPES, _WORLD, _pose, _unique, _warn
+from .common import _GEOM_TYPES, _WORLD, MJCFError, _pose, _unique, _warn
 from .defaults import _Attr
 
 
@@ -51,24 +51,34 @@ def _welds(P):
     return parent, weld, static, weld_parent
 
 
-def _read_geoms(P):
-    """Every geom of the file (P.geoms' order, MuJoCo's) as a _CGeom, attributes checked."""
+def _read_geoms(P, problems=None):
+    """Every geom of the file (P.geoms' order, MuJoCo's) as a _CGeom, attributes checked: a bad
+    one raises, or, given a list ``problems``, is noted there as (index, message) and read as a
+    geom that collides with nothing (contype and conaffinity 0)."""
     ctx = P.ctx
     geoms = []
     for el, body, R, p, cc, where in P.geoms:
         gname = el.get("name")
         gwhere = f"<geom{' name=' + repr(gname) if gname else ''}> in {where}"
         a = _Attr(ctx, el, gwhere, P.defaults.of(el, "geom", cc, gwhere))
-        gtype = a.choice("type", _GEOM_TYPES, "sphere")
-        condim = int(a.number("condim", 3))
-        if condim not in (1, 3, 4, 6):
-            raise a.err(f"{a.desc('condim', a.raw('condim'))}: expected 1, 3, 4 or 6")
-        fr = a.floats("friction", 3, [1.0, 0.005, 0.0001], min_n=1)
-        if np.any(fr < 0):
-            raise a.err(f"{a.desc('friction', a.raw('friction'))}: friction must not be negative")
-        label = repr(gname) if gname else f"a {gtype} in {where}"
-        geoms.append(_CGeom(gname, label, gtype, body, int(a.number("contype", 1)), int(a.number("conaffinity", 1)),
-                            condim, int(a.number("priority", 0)), float(fr[0]), a, R, p))
+        try:
+            gtype = a.choice("type", _GEOM_TYPES, "sphere")
+            label = repr(gname) if gname else f"a {gtype} in {where}"
+            condim = int(a.number("condim", 3))
+            if condim not in (1, 3, 4, 6):
+                raise a.err(f"{a.desc('condim', a.raw('condim'))}: expected 1, 3, 4 or 6")
+            fr = a.floats("friction", 3, [1.0, 0.005, 0.0001], min_n=1)
+            if np.any(fr < 0):
+                raise a.err(f"{a.desc('friction', a.raw('friction'))}: friction must not be negative")
+            geoms.append(_CGeom(gname, label, gtype, body, int(a.number("contype", 1)),
+                                int(a.number("conaffinity", 1)), condim, int(a.number("priority", 0)),
+                                float(fr[0]), a, R, p))
+        except MJCFError as exc:
+            if problems is None:
+                raise
+            problems.append((len(geoms), str(exc)))
+            geoms.append(_CGeom(gname, repr(gname) if gname else f"a geom in {where}", "invalid", body, 0, 0, 3, 0,
+                                1.0, a, R, p))
     return geoms
 
 
