@@ -580,12 +580,14 @@ def test_model_round_trips():
     m, mjm, mjd = pair_scene("capsule", "box", np.random.default_rng(1))
     b = ld.ModelBuilder.from_model(m)
     b.add_body("x", "world", ld.FreeFlyer(), inertia=ld.Inertia(1.0, [0, 0, 0], np.eye(3) * 0.01))
-    b.add_geom("x", "sphere", 0.1, friction=0.3, restitution=0.5, contype=3, conaffinity=2, condim=4, group=2)
+    b.add_geom("x", "sphere", 0.1, friction=0.3, restitution=0.5, contype=3, conaffinity=2, condim=4, group=2,
+               priority=1)
     b.exclude("b0", "x")
     m2 = b.build()
     for mm in (pickle.loads(pickle.dumps(m2)), ld.ModelBuilder.from_model(m2).build()):
         for k in ("geom_type", "geom_body", "geom_size", "geom_pos", "geom_R", "geom_friction", "geom_restitution",
-                  "geom_contype", "geom_conaffinity", "geom_condim", "geom_group", "geom_pairs", "geom_exclude"):
+                  "geom_contype", "geom_conaffinity", "geom_condim", "geom_group", "geom_priority", "geom_pairs",
+                  "geom_pair_friction", "geom_exclude", "geom_explicit", "geom_explicit_friction"):
             np.testing.assert_array_equal(getattr(mm, k), getattr(m2, k))
         assert mm.geom_names == m2.geom_names
     assert m2.geom_pairs.tolist() == [[0, 1], [1, 2]]      # b0-x excluded

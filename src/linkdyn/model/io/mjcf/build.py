@@ -41,7 +41,9 @@ def load_mjcf(path: str | os.PathLike[str], gravity: ArrayLike | None = None, jo
     ``model.damping`` / ``model.friction`` (applied by RNEA and ABA as viscous and Coulomb
     friction); on by default since MuJoCo always applies them.  ``return_info``: return
     ``(model, MJCFInfo)``.  ``contacts``: turn sphere and plane geoms into linkdyn contacts and
-    planes (module docstring); ``False`` leaves the model without contact geometry.
+    planes (module docstring), which the simulation uses; ``False`` leaves those out.  The
+    collision geometry (``model.geom_*``: every geom MuJoCo would collide, meshes aside) is
+    loaded either way.
     ``<include>`` files are looked up in the folder of ``path``.
     Raises ``FileNotFoundError`` for a missing file, :class:`MJCFError` for a malformed one and
     ``NotImplementedError`` for an unsupported feature.
