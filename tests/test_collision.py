@@ -580,12 +580,14 @@ def test_model_round_trips():
     m, mjm, mjd = pair_scene("capsule", "box", np.random.default_rng(1))
     b = ld.ModelBuilder.from_model(m)
     b.add_body("x", "world", ld.FreeFlyer(), inertia=ld.Inertia(1.0, [0, 0, 0], np.eye(3) * 0.01))
-    b.add_geom("x", "sphere", 0.1, friction=0.3, restitution=0.5, contype=3, conaffinity=2, condim=4, group=2)
+    b.add_geom("x", "sphere", 0.1, friction=0.3, restitution=0.5, contype=3, conaffinity=2, condim=4, group=2,
+               priority=1)
     b.exclude("b0", "x")
     m2 = b.build()
     for mm in (pickle.loads(pickle.dumps(m2)), ld.ModelBuilder.from_model(m2).build()):
         for k in ("geom_type", "geom_body", "geom_size", "geom_pos", "geom_R", "geom_friction", "geom_restitution",
-                  "geom_contype", "geom_conaffinity", "geom_condim", "geom_group", "geom_pairs", "geom_exclude"):
+                  "geom_contype", "geom_conaffinity", "geom_condim", "geom_group", "geom_priority", "geom_pairs",
+                  "geom_pair_friction", "geom_exclude", "geom_explicit", "geom_explicit_friction"):
             np.testing.assert_array_equal(getattr(mm, k), getattr(m2, k))
         assert mm.geom_names == m2.geom_names
     assert m2.geom_pairs.tolist() == [[0, 1], [1, 2]]      # b0-x excluded
@@ -634,3 +636,52 @@ def test_geared_model_collides_on_its_tree():
     r = ld.contact.collide(m, np.array([0.0]))             # a points to +x, c to -x: they overlap
     assert len(r) == 2 and np.all(r.dist < 0)
     assert len(ld.contact.collide(m, np.array([np.pi / 2]))) == 0
+
+
+def test_explicit_pairs_as_mujoco():
+    """ModelBuilder.add_pair is MuJoCo's <contact><pair>: a parent-child pair and a pair with a
+    contype-0 geom are checked all the same, with the pair's own friction (MuJoCo's contact
+    friction); without a friction the pair takes the geoms' larger; pickling and from_model keep
+    the pairs; refused: one geom twice, an unknown geom, two geoms of one (merged) body."""
+    xml = """<mujoco><option><flag gravity="disable"/></option><worldbody>
+      <geom name="floor" type="plane" size="0 0 1" contype="0" conaffinity="0"/>
+      <body name="a" pos="0 0 0.1"><joint type="hinge" axis="0 0 1"/>
+        <geom name="ga" type="sphere" size="0.15" friction="0.3"/>
+        <body name="b" pos="0.2 0 0"><joint type="hinge" axis="0 0 1"/>
+          <geom name="gb" type="sphere" size="0.1" friction="0.2"/></body></body>
+    </worldbody><contact><pair geom1="ga" geom2="gb" friction="0.7"/><pair geom1="floor" geom2="ga"/></contact></mujoco>"""
+    mjm = mujoco.MjModel.from_xml_string(xml)
+    mjd = mujoco.MjData(mjm)
+    mujoco.mj_forward(mjm, mjd)
+    b = ld.ModelBuilder("pairs")
+    I = ld.Inertia(1.0, [0, 0, 0], np.eye(3) * 0.01)
+    b.add_geom("world", "plane", (), name="floor", contype=0, conaffinity=0)
+    b.add_body("a", "world", ld.Revolute("z"), placement=[0, 0, 0.1], inertia=I)
+    b.add_geom("a", "sphere", 0.15, name="ga", friction=0.3)
+    b.add_body("b", "a", ld.Revolute("z"), placement=[0.2, 0, 0], inertia=I)
+    b.add_geom("b", "sphere", 0.1, name="gb", friction=0.2)
+    assert b.build().geom_pairs.shape == (0, 2)                 # the filter alone: no pair
+    b.add_pair("ga", "gb", friction=0.7)
+    b.add_pair(0, "ga")
+    m = b.build()
+    assert m.geom_pairs.tolist() == [[0, 1], [1, 2]] and m.geom_pair_friction.tolist() == [-1.0, 0.7]
+    q = ld.neutral(m)
+    assert match(our_contacts(m, q), mujoco_contacts(mjm, mjd)) < TOL and mjd.ncon == 2
+    r = ld.contact.collide(m, q)
+    fr = {tuple(sorted(p)): f for p, f in zip(r.names(), r.friction)}
+    assert fr == {("ga", "gb"): 0.7, ("floor", "ga"): 1.0}        # the floor's 1 is the larger
+    assert sorted(c.friction[0] for c in mjd.contact[:mjd.ncon]) == [0.7, 1.0]   # MuJoCo's pair default is 1
+    for mm in (pickle.loads(pickle.dumps(m)), ld.ModelBuilder.from_model(m).build()):
+        np.testing.assert_array_equal(mm.geom_pairs, m.geom_pairs)
+        np.testing.assert_array_equal(mm.geom_pair_friction, m.geom_pair_friction)
+    with pytest.raises(ValueError, match="same geom"):
+        b.add_pair("ga", "ga")
+    with pytest.raises(ValueError, match="unknown geom"):
+        b.add_pair("ga", "nope")
+    with pytest.raises(ValueError, match="friction"):
+        b.add_pair("ga", "gb", friction=-1)
+    b.add_body("tip", "b", placement=[0.1, 0, 0])
+    b.add_geom("tip", "sphere", 0.05, name="gt")
+    b.add_pair("gb", "gt")
+    with pytest.raises(ValueError, match="both geoms are on body 'b'"):
+        b.build()

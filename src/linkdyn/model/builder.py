@@ -152,6 +152,7 @@ class ModelBuilder:
         self._planes = []          # dicts: see add_plane
         self._geoms = []           # dicts: see add_geom
         self._exclude = []         # (builder body index, builder body index): see exclude
+        self._pairs = []           # (geom index, geom index, friction or None): see add_pair
 
     @classmethod
     def from_model(cls, model: Model, name: str | None = None, without_loops: Iterable[str] = ()) -> ModelBuilder:
@@ -214,9 +215,11 @@ class ModelBuilder:
                        name=model.geom_names[g], friction=float(model.geom_friction[g]),
                        restitution=float(model.geom_restitution[g]), contype=int(model.geom_contype[g]),
                        conaffinity=int(model.geom_conaffinity[g]), condim=int(model.geom_condim[g]),
-                       group=int(model.geom_group[g]))
+                       group=int(model.geom_group[g]), priority=int(model.geom_priority[g]))
         for a, c in model.geom_exclude:
             b.exclude(model.body_names[a], model.body_names[c])
+        for (g1, g2), mu in zip(model.geom_explicit, model.geom_explicit_friction):
+            b.add_pair(int(g1), int(g2), friction=None if mu < 0 else float(mu))
         return b
 
     def _body_index(self, ref, what):
@@ -513,7 +516,7 @@ class ModelBuilder:
     def add_geom(self, body: str | int, shape: str, size: ArrayLike | float | None,
                  placement: ArrayLike | tuple[ArrayLike, ArrayLike] | None = None, *, name: str | None = None,
                  friction: float = 1.0, restitution: float = 0.0, contype: int = 1, conaffinity: int = 1,
-                 condim: int = 3, group: int = 0) -> str:
+                 condim: int = 3, group: int = 0, priority: int = 0) -> str:
         """Collision geometry: a ``shape`` of ``size`` fixed to ``body`` (the world too) at
         ``placement`` in the body frame (a position 3-vector, a 4x4 matrix or an (R, p) pair, as
         :meth:`add_frame`).  Shapes and sizes (:mod:`linkdyn.model.geometry`): ``"sphere"``
@@ -525,7 +528,8 @@ class ModelBuilder:
         geoms takes the larger of each (MuJoCo's rule).  ``contype``/``conaffinity`` are MuJoCo's
         filter bits (two geoms may touch when ``contype_a & conaffinity_b`` or
         ``contype_b & conaffinity_a`` is non-zero), ``condim`` the contact's dimension (1, 3, 4
-        or 6), ``group`` a free label.  Geoms on bodies merged over Fixed joints move to the
+        or 6), ``group`` a free label, ``priority`` MuJoCo's: a pair of geoms of different
+        priorities takes the higher one's friction instead of the larger.  Geoms on bodies merged over Fixed joints move to the
         merged body with the composed placement.  Returns the geom's name.
 
         The detection (:func:`linkdyn.contact.collide`) is there; the simulation does not use
@@ -546,7 +550,8 @@ class ModelBuilder:
             raise ValueError(f"add_geom: a geom named {name!r} already exists")
         R, p = as_pose(placement, f"add_geom({name!r}).placement")
         self._geoms.append(dict(name=name, body=bidx, type=code, size=sz, R=R, p=p, friction=mu, restitution=e,
-                                contype=ct, conaffinity=ca, condim=cd, group=gr))
+                                contype=ct, conaffinity=ca, condim=cd, group=gr,
+                                priority=G._integer(priority, f"{what}.priority", lo=-2 ** 31)))
         return name
 
     def exclude(self, body_a: str | int, body_b: str | int) -> None:
@@ -558,6 +563,32 @@ class ModelBuilder:
             raise ValueError(f"exclude: body_a and body_b are the same body {self._bodies[a].name!r} "
                              "(geoms of one body never touch each other)")
         self._exclude.append((a, b))
+
+    def _geom_index(self, ref, what):
+        if isinstance(ref, (int, np.integer)) and not isinstance(ref, (bool, np.bool_)):
+            if not 0 <= ref < len(self._geoms):
+                raise ValueError(f"{what}: no geom with index {ref} (the builder has {len(self._geoms)})")
+            return int(ref)
+        for k, g in enumerate(self._geoms):
+            if g["name"] == ref:
+                return k
+        raise ValueError(f"{what}: unknown geom {ref!r}; known: {sorted(g['name'] for g in self._geoms)}")
+
+    def add_pair(self, geom1: str | int, geom2: str | int, friction: float | None = None) -> None:
+        """An explicit candidate pair of geoms (MuJoCo's ``<contact><pair>``), by name or index:
+        checked for contact whatever the contact filter says (contype/conaffinity, parent and
+        child, :meth:`exclude`), as MuJoCo adds its pairs.  ``friction``: the pair's own Coulomb
+        coefficient (None: the larger of the two geoms', as for any pair).  Two geoms of one body
+        (after Fixed joints are merged) or two planes make no pair: refused at :meth:`build`
+        for the first, left out for the second (no collision function, as in MuJoCo).  Adding a
+        pair again replaces its friction."""
+        g1 = self._geom_index(geom1, "add_pair.geom1")
+        g2 = self._geom_index(geom2, "add_pair.geom2")
+        if g1 == g2:
+            raise ValueError(f"add_pair: geom1 and geom2 are the same geom {self._geoms[g1]['name']!r}")
+        if friction is not None:
+            friction = G._number(friction, "add_pair.friction", lo=0.0)
+        self._pairs.append((g1, g2, friction))
 
     # ----------------------------------------------------------------------------------
     def _dfs_order(self):
@@ -627,6 +658,11 @@ class ModelBuilder:
             R, p = _compose(hR, hp, g["R"], g["p"])
             geoms.append(dict(g, body=hb, R=R, p=p))
         exclude = [(host[a][0], host[b][0]) for a, b in self._exclude]
+        for g1, g2, _ in self._pairs:
+            if geoms[g1]["body"] == geoms[g2]["body"]:
+                raise ValueError(f"add_pair({geoms[g1]['name']!r}, {geoms[g2]['name']!r}): both geoms are on body "
+                                 f"{kept[geoms[g1]['body']].name!r} after Fixed joints are "
+                                 "merged; geoms of one body never touch")
         return Model(self.name, kept, parent_model, tree, inertia, frames, joint_frames,
                      self.gravity.copy(), list(self.mimic), loops, contacts, planes, gears=self._gears,
-                     geoms=geoms, exclude=exclude)
+                     geoms=geoms, exclude=exclude, pairs=list(self._pairs))

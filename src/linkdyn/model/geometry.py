@@ -24,16 +24,25 @@ The frozen arrays (``ngeom`` geoms, ``npair`` candidate pairs), named as MuJoCo'
     geom_conaffinity (ngeom,)
     geom_condim      (ngeom,)       1 (frictionless), 3 (sliding friction), 4, 6 (torsional, rolling)
     geom_group       (ngeom,)       a free label (visibility groups, as MuJoCo's)
+    geom_priority    (ngeom,)       MuJoCo's priority: a pair of different priorities takes the
+                                    higher one's friction (equal: the larger friction)
     geom_names       (ngeom,)       names, unique
-    geom_pairs       (npair, 2)     candidate pairs (g1 < g2) that pass the contact filter
+    geom_pairs       (npair, 2)     candidate pairs (g1 < g2): those that pass the contact filter and
+                                    the explicit pairs, ascending
+    geom_pair_friction (npair,)     the pair's Coulomb coefficient where it is not the larger of the
+                                    two geoms' (an explicit pair's own, the higher priority's), else -1
     geom_exclude     (nexclude, 2)  body pairs excluded by ModelBuilder.exclude (model bodies)
+    geom_explicit    (nexplicit, 2) the explicit pairs of ModelBuilder.add_pair (g1 < g2) ...
+    geom_explicit_friction (nexplicit,)  ... and their friction (-1: none given)
 
 The candidate pairs are computed once, at build time, by MuJoCo's rules ("Contact filtering",
 mujoco.readthedocs.io, Computation chapter): no pair within one body (bodies merged over Fixed
 joints are one body, as MuJoCo's weld bodies); no pair between a parent and its child unless
 the parent is the world; ``contype[a] & conaffinity[b]`` or ``contype[b] & conaffinity[a]``
 non-zero; no pair between excluded bodies; no pair of two planes (there is no collision
-function for it, as in MuJoCo).  One difference: MuJoCo's ``<exclude>`` names bodies before
+function for it, as in MuJoCo).  Explicit pairs (:meth:`ModelBuilder.add_pair`, MuJoCo's
+``<contact><pair>``) are added to these regardless of the filter (two planes excepted), as
+MuJoCo adds its ``<pair>`` elements.  One difference: MuJoCo's ``<exclude>`` names bodies before
 welding, here an exclude applies to the merged body.
 """
 from __future__ import annotations
@@ -125,9 +134,12 @@ def _condim(x, what):
     return v
 
 
-def candidate_pairs(geom_type, geom_body, contype, conaffinity, parent, exclude) -> np.ndarray:
-    """(npair, 2) geom pairs g1 < g2 that pass MuJoCo's contact filter (module docstring)."""
+def candidate_pairs(geom_type, geom_body, contype, conaffinity, parent, exclude, explicit=()) -> np.ndarray:
+    """(npair, 2) geom pairs g1 < g2, ascending: those that pass MuJoCo's contact filter and the
+    ``explicit`` ones (module docstring)."""
     ex = {(min(a, b), max(a, b)) for a, b in exclude}
+    forced = {(min(a, b), max(a, b)) for a, b in explicit
+              if not (geom_type[a] == PLANE and geom_type[b] == PLANE)}
     pairs = []
     n = len(geom_type)
     for g1 in range(n):
@@ -136,6 +148,9 @@ def candidate_pairs(geom_type, geom_body, contype, conaffinity, parent, exclude)
             b2 = int(geom_body[g2])
             if b1 == b2:
                 continue                                   # one body (or bodies welded together)
+            if (g1, g2) in forced:
+                pairs.append((g1, g2))                     # an explicit pair: no filter
+                continue
             if (b1 != 0 and b2 != 0) and (parent[b2] == b1 or parent[b1] == b2):
                 continue                                   # parent and child, neither the world
             if not (contype[g1] & conaffinity[g2] or contype[g2] & conaffinity[g1]):
@@ -153,11 +168,42 @@ def _ro(a):
     return a
 
 
-def freeze(geoms, exclude, parent) -> dict:
+def explicit_pairs(pairs, ngeom, what="add_pair"):
+    """The explicit pairs ((g1, g2, friction or None), ...) as (nexplicit, 2) g1 < g2 and
+    (nexplicit,) friction (-1: none); a pair given twice keeps its last friction."""
+    last = {}
+    for g1, g2, mu in pairs:
+        if not (0 <= g1 < ngeom and 0 <= g2 < ngeom) or g1 == g2:
+            raise ValueError(f"{what}: expected two different geoms, got indices {g1}, {g2}")
+        last[(min(g1, g2), max(g1, g2))] = -1.0 if mu is None else float(mu)
+    keys = sorted(last)
+    return (np.array(keys, dtype=np.int64).reshape(-1, 2), np.array([last[k] for k in keys], dtype=float))
+
+
+def pair_friction(pairs, friction, priority, explicit, explicit_friction) -> np.ndarray:
+    """(npair,) each candidate pair's Coulomb coefficient where it is not the larger of the two
+    geoms' (-1 there): an explicit pair's own; for two geoms of different ``priority``, the
+    higher one's (MuJoCo's mixing rule)."""
+    own = {(int(a), int(b)): float(f) for (a, b), f in zip(explicit, explicit_friction) if f >= 0}
+    out = np.full(len(pairs), -1.0)
+    for k, (a, b) in enumerate(pairs):
+        a, b = int(a), int(b)
+        if (a, b) in own:
+            out[k] = own[(a, b)]
+        elif priority[a] != priority[b]:
+            mu = friction[a] if priority[a] > priority[b] else friction[b]
+            if mu != max(friction[a], friction[b]):
+                out[k] = mu
+    return out
+
+
+def freeze(geoms, exclude, parent, pairs=()) -> dict:
     """The model's geometry attributes (module docstring) from the builder's resolved geoms:
     dicts with name, body (model index), type, size, R, p, friction, restitution, contype,
-    conaffinity, condim, group; ``exclude``: pairs of model body indices."""
+    conaffinity, condim, group; ``exclude``: pairs of model body indices; ``pairs``: explicit
+    pairs (geom index, geom index, friction or None)."""
     n = len(geoms)
+    expl, expl_mu = explicit_pairs(pairs, n)
     out = {
         "ngeom": n,
         "geom_names": tuple(g["name"] for g in geoms),
@@ -172,11 +218,16 @@ def freeze(geoms, exclude, parent) -> dict:
         "geom_conaffinity": np.array([g["conaffinity"] for g in geoms], dtype=np.int64),
         "geom_condim": np.array([g["condim"] for g in geoms], dtype=np.int64),
         "geom_group": np.array([g["group"] for g in geoms], dtype=np.int64),
+        "geom_priority": np.array([g.get("priority", 0) for g in geoms], dtype=np.int64),
         "geom_exclude": np.array(sorted({(min(a, b), max(a, b)) for a, b in exclude}),
                                  dtype=np.int64).reshape(-1, 2),
     }
+    out["geom_explicit"], out["geom_explicit_friction"] = expl, expl_mu
     out["geom_pairs"] = candidate_pairs(out["geom_type"], out["geom_body"], out["geom_contype"],
-                                        out["geom_conaffinity"], parent, out["geom_exclude"].tolist())
+                                        out["geom_conaffinity"], parent, out["geom_exclude"].tolist(),
+                                        expl.tolist())
+    out["geom_pair_friction"] = pair_friction(out["geom_pairs"], out["geom_friction"], out["geom_priority"],
+                                              expl, expl_mu)
     for k, v in out.items():
         if isinstance(v, np.ndarray):
             _ro(v)

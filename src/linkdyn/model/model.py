@@ -33,7 +33,9 @@ from a virtual link to its real link (-1 elsewhere).
 Collision geometry (:mod:`linkdyn.model.geometry`): ``ngeom`` geoms, ``geom_type`` (ngeom,),
 ``geom_body``, ``geom_size`` (ngeom, 3), ``geom_pos``, ``geom_R`` (ngeom, 3, 3), ``geom_friction``,
 ``geom_restitution``, ``geom_contype``, ``geom_conaffinity``, ``geom_condim``, ``geom_names`` and
-the candidate pairs ``geom_pairs`` (npair, 2) that pass the contact filter.
+the candidate pairs ``geom_pairs`` (npair, 2) that pass the contact filter or were given
+explicitly (``geom_explicit``, their friction ``geom_explicit_friction``; per candidate pair
+``geom_pair_friction``, -1 where the geoms' larger coefficient applies).
 
 Derived topology: ``children`` (list of arrays), ``subtree_end`` (above), and the pointer
 description of Nakamura and Yamane 2000 sec. 3.1:
@@ -140,7 +142,8 @@ class Model:
                  mimic: Iterable[dict[str, Any]], loops: Iterable[dict[str, Any]] = (),
                  contacts: Iterable[dict[str, Any]] = (), planes: Iterable[dict[str, Any]] = (),
                  gears: Iterable[Any] = (), geoms: Iterable[dict[str, Any]] = (),
-                 exclude: Iterable[tuple[int, int]] = ()) -> None:
+                 exclude: Iterable[tuple[int, int]] = (),
+                 pairs: Iterable[tuple[int, int, float | None]] = ()) -> None:
         nb = len(bodies)
         nqs = [b.joint.nq for b in bodies]
         nvs = [b.joint.nv for b in bodies]
@@ -244,7 +247,7 @@ class Model:
         self.contacts = tuple(ContactPoint(**c) for c in contacts)
         self.planes = tuple(ContactPlane(**p) for p in planes)
         # collision geometry (linkdyn.model.geometry): geom_* arrays and the candidate pairs
-        for k, x in _geometry.freeze(list(geoms), list(exclude), self.parent).items():
+        for k, x in _geometry.freeze(list(geoms), list(exclude), self.parent, list(pairs)).items():
             setattr(self, k, x)
         li = np.zeros((len(self.loops), 4), dtype=np.int64)
         lf = np.zeros((len(self.loops), 24))

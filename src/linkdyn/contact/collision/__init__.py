@@ -7,7 +7,7 @@ computed at build time), and a narrow phase of primitive pairs.  Each contact ha
 cylinder < box, the lower index between equal types), the signed distance ``dist`` (negative:
 penetration), the world point ``pos`` midway between the two surfaces, the unit ``normal``
 from geom 1 to geom 2, and the pair's ``friction`` and ``restitution`` (the larger of the two
-geoms', as MuJoCo).  Contacts with ``dist <= margin`` are reported (as MuJoCo: ``<=``).
+geoms', as MuJoCo; an explicit pair's own friction when :meth:`ModelBuilder.add_pair` gave one).  Contacts with ``dist <= margin`` are reported (as MuJoCo: ``<=``).
 
 Pairs with a collision function (at most this many contacts each):
 
@@ -86,7 +86,8 @@ class Collider:
         self.gi = np.ascontiguousarray(np.column_stack([model.geom_type, model.geom_body]).reshape(n, 2),
                                        dtype=np.int64)
         self.gf = np.concatenate([model.geom_size.ravel(), model.geom_pos.ravel(), model.geom_R.ravel(),
-                                  model.geom_friction, model.geom_restitution]).astype(float)
+                                  model.geom_friction, model.geom_restitution,
+                                  model.geom_pair_friction]).astype(float)
         self.pairs = pairs
         adr = np.zeros(n + 1, dtype=np.int64)
         np.add.at(adr, pairs[:, 0] + 1, 1)

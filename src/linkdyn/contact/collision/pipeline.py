@@ -5,6 +5,7 @@ Buffers (made once per model by :class:`linkdyn.contact.collision.Collider`):
 
     gi    (ngeom, 2) int    geom type, body
     gf    float             size (ngeom, 3) | pos (ngeom, 3) | R (ngeom, 3, 3) | friction (ngeom,) | restitution (ngeom,)
+                            | pair friction (npair,): an explicit pair's own, or -1 (model.geom_pair_friction)
     pairs (npair, 2) int    candidate pairs g1 < g2 (model.geom_pairs)
     adj   int               adr (ngeom + 1,) | partner (npair,) | pair (npair,): for each geom g, its
                             candidate partners h > g, ascending, and the index of the pair (g, h)
@@ -187,6 +188,7 @@ def collide_kernel(mi, mf, ws, q, gi, gf, pairs, adj, margin, cw, ci, con_i, con
     size, pos = _view(gf, 0, (n, 3)), _view(gf, 3 * n, (n, 3))
     R = _view(gf, 6 * n, (n, 3, 3))
     fric, rest = _view(gf, 15 * n, (n,)), _view(gf, 16 * n, (n,))
+    pfric = _view(gf, 17 * n, (npair,))
     xpos, xR = _view(cw, 0, (n, 3)), _view(cw, 3 * n, (n, 3, 3))
     lo, hi = _view(cw, 12 * n, (n, 3)), _view(cw, 15 * n, (n, 3))
     poly = _view(cw, 18 * n, (2, 16, 3))
@@ -206,7 +208,7 @@ def collide_kernel(mi, mf, ws, q, gi, gf, pairs, adj, margin, cw, ci, con_i, con
                    margin, con_f, k, poly)
         for c in range(k, k + max(m, 0)):
             con_i[c, 0], con_i[c, 1] = g1, g2
-            con_f[c, 7] = max(fric[g1], fric[g2])
+            con_f[c, 7] = pfric[p] if pfric[p] >= 0.0 else max(fric[g1], fric[g2])
             con_f[c, 8] = max(rest[g1], rest[g2])
         k += max(m, 0)
     return k

@@ -96,8 +96,22 @@ Mapping (the supported subset)
   - ``flex``, ``distance`` equalities are refused; ``active="false"`` constraints are
     skipped with a warning.  ``solref``, ``solimp``, ``torquescale`` are solver parameters and
     ignored.
+* Collision geometry (always; :meth:`ModelBuilder.add_geom`, :mod:`linkdyn.model.geometry`):
+  every geom MuJoCo would collide (``contype`` or ``conaffinity`` non-zero, or named in a
+  ``<pair>``) of type ``plane``, ``sphere``, ``capsule``, ``ellipsoid``, ``cylinder`` or ``box``,
+  sizes as MuJoCo's (``fromto`` for capsules, cylinders, boxes and ellipsoids), its frame as for
+  the inertia, ``friction`` (the first value: MuJoCo's torsional and rolling coefficients are
+  dropped), ``contype``, ``conaffinity``, ``condim``, ``group``, ``priority``, default classes
+  included; restitution 0.  ``<contact><exclude>`` -> ``ModelBuilder.exclude``, ``<contact><pair>``
+  -> ``ModelBuilder.add_pair`` (the pair's friction, 0 when its condim is 1); the model's
+  candidate pairs are MuJoCo's (linkdyn filters the merged bodies, MuJoCo the file's: a body
+  hanging from carrier bodies, an exclude naming a welded body and ``filterparent="disable"`` are
+  mended with excludes and explicit pairs).  ``mesh``, ``hfield`` and ``sdf`` geoms are not
+  collision geometry yet: skipped, one warning per file.  ``solref``, ``solimp``, ``margin``,
+  ``gap`` other than MuJoCo's defaults: one warning (linkdyn's contact is hard).  Geoms MuJoCo
+  would refuse are skipped with a warning.  ``<flag contact="disable">`` (or ``constraint``): none.
 * Contact geometry (``contacts=True``, the default; linkdyn's contacts are spheres and points
-  against planes, ``linkdyn.contact``):
+  against planes, ``linkdyn.contact``; the simulation uses these, not the collision geometry yet):
 
   - ``<geom type="plane">`` -> ``add_plane`` on its body (the world, or a static body: MuJoCo
     allows planes nowhere else): the plane is the xy-plane of the geom frame, its z axis the

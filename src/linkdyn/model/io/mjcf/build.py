@@ -16,6 +16,7 @@ from .contacts import _contact_geometry
 from .convert import qpos_to_q
 from .defaults import _Attr, _Compiler, _Ctx
 from .equality import _equalities
+from .geoms import _collision_geometry
 from .inertia import _MeshAssets
 from .parse import _Parser
 from .reader import _Reader, _read_limited
@@ -40,7 +41,9 @@ def load_mjcf(path: str | os.PathLike[str], gravity: ArrayLike | None = None, jo
     ``model.damping`` / ``model.friction`` (applied by RNEA and ABA as viscous and Coulomb
     friction); on by default since MuJoCo always applies them.  ``return_info``: return
     ``(model, MJCFInfo)``.  ``contacts``: turn sphere and plane geoms into linkdyn contacts and
-    planes (module docstring); ``False`` leaves the model without contact geometry.
+    planes (module docstring), which the simulation uses; ``False`` leaves those out.  The
+    collision geometry (``model.geom_*``: every geom MuJoCo would collide, meshes aside) is
+    loaded either way.
     ``<include>`` files are looked up in the folder of ``path``.
     Raises ``FileNotFoundError`` for a missing file, :class:`MJCFError` for a malformed one and
     ``NotImplementedError`` for an unsupported feature.
@@ -179,11 +182,14 @@ def _build(text, source, base_dir, gravity, joint_friction, return_info, default
             b.add_frame(fname, body, placement=(R, p))
 
     _equalities(P, b, root, taken, used_joints)
+    settle = _collision_geometry(P, b, root)
     if contacts:
         _contact_geometry(P, b, root)
 
     try:
         model = b.build()
+        if settle is not None:
+            model = settle(b, model, source)
     except ValueError as exc:
         raise MJCFError(f"{source}: {exc}") from None
     model.visuals = _geom_visuals(P, base_dir)
@@ -231,14 +237,7 @@ def _geom_visuals(P, base_dir):
             gtype = a.choice("type", _GEOM_TYPES, "sphere")
             if gtype in ("hfield", "sdf"):
                 continue
-            size = a.floats("size", 3, [0.0, 0.0, 0.0], min_n=1)
-            ft = a.fromto_pose() if gtype in ("capsule", "cylinder", "box", "ellipsoid") else None
-            if ft is not None:
-                R, p, half = ft
-                size = np.array([size[0], half, 0.0]) if gtype in ("capsule", "cylinder") else \
-                    np.array([size[0], size[0], half])
-            else:
-                R, p = a.pose()
+            R, p, size = a.geom_frame(gtype)
             rgba = a.floats("rgba", 4, [0.5, 0.5, 0.5, 1.0]) if a.has("rgba") else None
             role = "collision" if int(a.number("group", 0)) >= 3 else "visual"
             kw = dict(R=R0 @ R, p=p0 + R0 @ p, rgba=None if rgba is None else tuple(rgba), role=role,

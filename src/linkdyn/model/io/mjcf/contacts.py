@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .common import _GEOM_TYPES, _WORLD, _pose, _unique, _warn
+from .common import _GEOM_TYPES, _WORLD, MJCFError, _pose, _unique, _warn
 from .defaults import _Attr
 
 
@@ -34,14 +34,10 @@ def _shown(items, n=6):
     return ", ".join(items[:n]) + (", ..." if len(items) > n else "")
 
 
-def _contact_geometry(P, b, root):
-    """Sphere and plane geoms -> ``add_contact`` / ``add_plane`` (see the module docstring)."""
-    ctx = P.ctx
-    source = ctx.source
-    if not P.flags.get("contact", True) or not P.flags.get("constraint", True):
-        return
-    # MuJoCo's weld bodies (body_weldid: the nearest ancestor with joints, or a mocap body) and
-    # linkdyn's static bodies (welded to the world: mocap bodies are fixed in linkdyn)
+def _welds(P):
+    """MuJoCo's weld bodies (body_weldid: the nearest ancestor with joints, or a mocap body), the
+    MJCF parents and linkdyn's static bodies (welded to the world: mocap bodies are fixed in
+    linkdyn), by body name; and the weld body's parent weld body."""
     parent = {bd.name: bd.parent for bd in P.bodies}
     weld, static = {_WORLD: _WORLD}, {_WORLD: True}
     for bd in P.bodies:                                  # parents come before their children
@@ -52,27 +48,44 @@ def _contact_geometry(P, b, root):
     def weld_parent(w):
         return _WORLD if w == _WORLD else weld[parent[w]]
 
+    return parent, weld, static, weld_parent
+
+
+def _read_geoms(P, problems=None):
+    """Every geom of the file (P.geoms' order, MuJoCo's) as a _CGeom, attributes checked: a bad
+    one raises, or, given a list ``problems``, is noted there as (index, message) and read as a
+    geom that collides with nothing (contype and conaffinity 0)."""
+    ctx = P.ctx
     geoms = []
     for el, body, R, p, cc, where in P.geoms:
         gname = el.get("name")
         gwhere = f"<geom{' name=' + repr(gname) if gname else ''}> in {where}"
         a = _Attr(ctx, el, gwhere, P.defaults.of(el, "geom", cc, gwhere))
-        gtype = a.choice("type", _GEOM_TYPES, "sphere")
-        condim = int(a.number("condim", 3))
-        if condim not in (1, 3, 4, 6):
-            raise a.err(f"{a.desc('condim', a.raw('condim'))}: expected 1, 3, 4 or 6")
-        fr = a.floats("friction", 3, [1.0, 0.005, 0.0001], min_n=1)
-        if np.any(fr < 0):
-            raise a.err(f"{a.desc('friction', a.raw('friction'))}: friction must not be negative")
-        label = repr(gname) if gname else f"a {gtype} in {where}"
-        geoms.append(_CGeom(gname, label, gtype, body, int(a.number("contype", 1)), int(a.number("conaffinity", 1)),
-                            condim, int(a.number("priority", 0)), float(fr[0]), a, R, p))
-        if gtype == "plane" and weld[body] != _WORLD:
-            raise a.err("a plane is allowed only in static bodies (the world body, or bodies without joints "
-                        "between them and the world), as in MuJoCo")
+        try:
+            gtype = a.choice("type", _GEOM_TYPES, "sphere")
+            label = repr(gname) if gname else f"a {gtype} in {where}"
+            condim = int(a.number("condim", 3))
+            if condim not in (1, 3, 4, 6):
+                raise a.err(f"{a.desc('condim', a.raw('condim'))}: expected 1, 3, 4 or 6")
+            fr = a.floats("friction", 3, [1.0, 0.005, 0.0001], min_n=1)
+            if np.any(fr < 0):
+                raise a.err(f"{a.desc('friction', a.raw('friction'))}: friction must not be negative")
+            geoms.append(_CGeom(gname, label, gtype, body, int(a.number("contype", 1)),
+                                int(a.number("conaffinity", 1)), condim, int(a.number("priority", 0)),
+                                float(fr[0]), a, R, p))
+        except MJCFError as exc:
+            if problems is None:
+                raise
+            problems.append((len(geoms), str(exc)))
+            geoms.append(_CGeom(gname, repr(gname) if gname else f"a geom in {where}", "invalid", body, 0, 0, 3, 0,
+                                1.0, a, R, p))
+    return geoms
 
-    # <contact>: explicit pairs and excluded body pairs
-    by_name = {g.name: k for k, g in enumerate(geoms) if g.name}
+
+def _contact_section(P, root, by_name, bodies):
+    """``<contact>``: explicit pairs, frozenset of geom indices -> (sliding friction, condim, the
+    pair's _Attr), and excluded body pairs (frozensets of body names)."""
+    ctx = P.ctx
     explicit, excluded = {}, set()
     for cel in root.findall("contact"):
         for n, el in enumerate(cel):
@@ -86,19 +99,23 @@ def _contact_geometry(P, b, root):
                         raise a.err(f"{attr}={nm!r} is not a named geom of the model")
                     ids.append(by_name[nm])
                 fr = a.floats("friction", 5, [1.0, 1.0, 0.005, 0.0001, 0.0001], min_n=1)
-                explicit[frozenset(ids)] = (float(fr[0]), int(a.number("condim", 3)))
+                explicit[frozenset(ids)] = (float(fr[0]), int(a.number("condim", 3)), a)
             elif el.tag == "exclude":
                 a = _Attr(ctx, el, where)
                 pair = []
                 for attr in ("body1", "body2"):
                     nm = a.raw(attr)
-                    if nm is None or nm not in weld:
+                    if nm is None or nm not in bodies:
                         raise a.err(f"{attr}={nm!r} is not a body of the model")
                     pair.append(nm)
                 excluded.add(frozenset(pair))
+    return explicit, excluded
 
+
+def _collision_filter(P, geoms, weld, weld_parent, explicit, excluded):
+    """collide_matrix(I, J): M[a, b] tells whether MuJoCo's collision detection considers geoms
+    I[a] and J[b] (bit masks, same weld body, filterparent, <exclude>; <pair> always)."""
     filterparent = P.flags.get("filterparent", True)
-
     # per geom: its body, weld body and the weld body's parent as integers (0: the world)
     ids = {nm: k for k, nm in enumerate([_WORLD] + [bd.name for bd in P.bodies])}
     g_body = np.array([ids[g.body] for g in geoms], dtype=np.int64)
@@ -110,8 +127,6 @@ def _contact_geometry(P, b, root):
     expl = [tuple(pair) * (2 if len(pair) == 1 else 1) for pair in explicit]
 
     def collide_matrix(I, Jx):
-        """M[a, b]: whether MuJoCo's collision detection considers geoms I[a] and Jx[b] (bit
-        masks, same weld body, filterparent, <exclude>; <pair> always)."""
         I, Jx = np.asarray(I, dtype=np.int64), np.asarray(Jx, dtype=np.int64)
         wi, wj = g_weld[I][:, None], g_weld[Jx][None, :]
         M = ((g_type[I][:, None] & g_aff[Jx][None, :]) | (g_type[Jx][None, :] & g_aff[I][:, None])) != 0
@@ -125,11 +140,31 @@ def _contact_geometry(P, b, root):
             M |= ((I[:, None] == i) & (Jx[None, :] == j)) | ((I[:, None] == j) & (Jx[None, :] == i))
         return M
 
+    return collide_matrix
+
+
+def _contact_geometry(P, b, root):
+    """Sphere and plane geoms -> ``add_contact`` / ``add_plane`` (see the module docstring)."""
+    source = P.ctx.source
+    if not P.flags.get("contact", True) or not P.flags.get("constraint", True):
+        return
+    parent, weld, static, weld_parent = _welds(P)
+    geoms = _read_geoms(P)
+    for g in geoms:
+        if g.type == "plane" and weld[g.body] != _WORLD:
+            raise g.a.err("a plane is allowed only in static bodies (the world body, or bodies without joints "
+                          "between them and the world), as in MuJoCo")
+
+    # <contact>: explicit pairs and excluded body pairs
+    by_name = {g.name: k for k, g in enumerate(geoms) if g.name}
+    explicit, excluded = _contact_section(P, root, by_name, weld)
+    collide_matrix = _collision_filter(P, geoms, weld, weld_parent, explicit, excluded)
+
     def mj_friction(i, j):
         """(sliding friction, condim) of MuJoCo's contact between geoms i and j."""
         key = frozenset((i, j))
         if key in explicit:
-            fr, cd = explicit[key]
+            fr, cd, _ = explicit[key]
         else:
             gi, gj = geoms[i], geoms[j]
             if gi.priority != gj.priority:

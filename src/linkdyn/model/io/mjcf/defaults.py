@@ -174,6 +174,21 @@ class _Attr:
             raise self.err(f"{self.desc('fromto', self.raw('fromto'))}: the two points coincide")
         return _z_to(d / n), 0.5 * (ft[:3] + ft[3:]), 0.5 * n
 
+    def geom_frame(self, gtype):
+        """(R, p, size (3,)) of a ``<geom>`` of type ``gtype`` in the frame it is written in:
+        ``pos`` and the orientation, or ``fromto`` for a capsule, cylinder, box or ellipsoid
+        (MuJoCo's sizes: the half-length from the two points, the radius ``size[0]``, a box's
+        and an ellipsoid's two other half-sizes ``size[0]`` too).  The one place that reads a
+        geom's frame: inertia, drawing and collision geometry use it."""
+        size = self.floats("size", 3, [0.0, 0.0, 0.0], min_n=1)
+        ft = self.fromto_pose() if gtype in ("capsule", "cylinder", "box", "ellipsoid") else None
+        if ft is None:
+            return (*self.pose(), size)
+        R, p, half = ft
+        size = np.array([size[0], half, 0.0]) if gtype in ("capsule", "cylinder") else \
+            np.array([size[0], size[0], half])
+        return R, p, size
+
 
 class _Defaults:
     """class name -> {element tag -> {attribute -> value}}, inheritance resolved."""

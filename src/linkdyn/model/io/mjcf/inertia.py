@@ -20,15 +20,9 @@ def _geom_inertia(ctx, a):
         return _mesh_geom_inertia(ctx, a)
     if a.boolean("shellinertia", False):
         raise NotImplementedError(f"{ctx.file(a.el)}: {a.where}: shellinertia='true' is not supported")
-    size = a.floats("size", 3, [0.0, 0.0, 0.0], min_n=1)
-    ft = a.fromto_pose()
-    if ft is not None:
-        if gtype == "sphere":
-            raise a.err("fromto cannot be used with a sphere")
-        R, p, half = ft
-        size = np.array([size[0], half, 0.0]) if gtype in ("capsule", "cylinder") else np.array([size[0], size[0], half])
-    else:
-        R, p = a.pose()
+    if gtype == "sphere" and a.has("fromto"):
+        raise a.err("fromto cannot be used with a sphere")
+    R, p, size = a.geom_frame(gtype)
     need = {"sphere": 1, "capsule": 2, "cylinder": 2, "box": 3, "ellipsoid": 3}[gtype]
     if np.any(size[:need] <= 0):
         raise a.err(f"a {gtype} needs {need} positive size value{'s' if need > 1 else ''} "
