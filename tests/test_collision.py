@@ -30,7 +30,7 @@ import pytest
 import linkdyn as ld
 from linkdyn import spatial as sp
 from linkdyn.contact.collision import CollisionWarning
-from linkdyn.contact.collision.pipeline import narrow
+from linkdyn.contact.collision._pipeline import narrow
 
 TOL = 1e-9
 

@@ -17,7 +17,8 @@ import pytest
 
 import linkdyn as ld
 from linkdyn import spatial as sp
-from linkdyn.contact.geom_rows import geom_units, tangents
+from linkdyn.contact._geom_kernels import tangents
+from linkdyn.contact.geom_rows import geom_units
 from linkdyn.contact.rows import UnitCatalog
 
 INERTIA = ld.Inertia(1.0, [0.0, 0.0, 0.0], np.eye(3) * 0.01)

@@ -21,7 +21,7 @@ import numpy as np
 import pytest
 
 import linkdyn as ld
-from linkdyn.contact.collision.pipeline import MAX_CONTACTS
+from linkdyn.contact.collision._pipeline import MAX_CONTACTS
 from linkdyn.model.io.mjcf import MJCFError, MJCFWarning, parse_mjcf, q_to_qpos, qpos_to_q
 
 mujoco = pytest.importorskip("mujoco")

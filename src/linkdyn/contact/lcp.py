@@ -31,6 +31,8 @@ misses.
 """
 from __future__ import annotations
 
+from typing import Sequence
+
 import numpy as np
 from numba import njit
 
@@ -42,7 +44,7 @@ class ContactSolverError(FloatingPointError):
     above the caller's tolerance, ``linkdyn.sim.timestepping.FAIL_TOL``): the step is not taken.  ``t``, ``rows`` (the units in the problem, by name)
     and ``residual`` say which."""
 
-    def __init__(self, t, rows, residual, tol, sweeps):
+    def __init__(self, t: float, rows: Sequence[str], residual: float, tol: float, sweeps: int) -> None:
         self.t, self.rows, self.residual = t, list(rows), float(residual)
         shown = ", ".join(self.rows[:8]) + (f", ... ({len(self.rows)} in all)" if len(self.rows) > 8 else "")
         super().__init__(f"the contact problem of the step from t = {t:.6g} s was not solved: residual "

@@ -30,15 +30,15 @@ import numpy as np
 
 from ... import _api
 from ...model.geometry import SHAPE_NAMES
-from . import box, pipeline, primitives
-from .pipeline import MAX_CONTACTS, collide_kernel
+from . import _box, _pipeline, _primitives  # noqa: F401 (compiled pairs; private: they trust their input)
+from ._pipeline import MAX_CONTACTS, collide_kernel as _collide_kernel
 
 if TYPE_CHECKING:
     from numpy.typing import ArrayLike, NDArray
 
     from ...model.model import Model
 
-__all__ = ["collide", "Contacts", "Collider", "CollisionWarning", "collide_kernel"]
+__all__ = ["collide", "Contacts", "Collider", "CollisionWarning"]
 
 
 class CollisionWarning(UserWarning):
@@ -78,7 +78,7 @@ class Collider:
     input and returns the number of contacts, which are the first rows of ``con_i`` (geom1,
     geom2) and ``con_f`` (dist, pos, normal, friction, restitution); a negative number is a bad
     q's status code.  ``args`` are the kernel's buffers, for callers that are compiled too:
-    ``collide_kernel(mi, mf, ws, q, *args[:4], margin, *args[4:])``."""
+    ``_pipeline.collide_kernel(mi, mf, ws, q, *args[:4], margin, *args[4:])``."""
 
     def __init__(self, model: Model) -> None:
         n, pairs = model.ngeom, np.ascontiguousarray(model.geom_pairs)
@@ -99,7 +99,7 @@ class Collider:
         self.maxcon = int(sum(MAX_CONTACTS.get((int(a), int(b)), 0) for a, b in zip(lo, hi)))
         self.missing = [(int(g1), int(g2)) for (g1, g2), a, b in zip(pairs, lo, hi)
                         if (int(a), int(b)) not in MAX_CONTACTS]
-        self.cw = np.zeros(pipeline.cw_size(n))
+        self.cw = np.zeros(_pipeline.cw_size(n))
         self.ci = np.concatenate([np.arange(n), np.zeros(len(pairs))]).astype(np.int64)
         self.con_i = np.zeros((self.maxcon, 2), dtype=np.int64)
         self.con_f = np.zeros((self.maxcon, 9))
@@ -113,7 +113,7 @@ class Collider:
 
     def run(self, q: NDArray[np.float64], margin: float = 0.0) -> int:
         m = self.model
-        return collide_kernel(m._mi, m._mf, m._ws, q, self.gi, self.gf, self.pairs, self.adj, float(margin),
+        return _collide_kernel(m._mi, m._mf, m._ws, q, self.gi, self.gf, self.pairs, self.adj, float(margin),
                               self.cw, self.ci, self.con_i, self.con_f)
 
 

@@ -22,8 +22,8 @@ from numba import njit
 from ..._kernels.layout import _view, model_sizes, unpack_data
 from ..._kernels.passes import OK, POS, check_q, kinematics_pass
 from ...model.geometry import BOX, CAPSULE, CYLINDER, ELLIPSOID, PLANE, SPHERE
-from . import box as B
-from . import primitives as P
+from . import _box as B
+from . import _primitives as P
 
 #: the pairs with a collision function, (type1, type2) with type1 <= type2, and the most
 #: contacts each makes

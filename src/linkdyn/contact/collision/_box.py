@@ -6,7 +6,7 @@ import math
 from numba import njit
 
 from ._vec import add, axpy, clip, col, dot, mtv, mv, norm, put, scl, sub, vec
-from .primitives import MINVAL, segment_segment
+from ._primitives import MINVAL, segment_segment
 
 
 @njit(cache=True)
