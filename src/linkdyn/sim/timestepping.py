@@ -98,6 +98,9 @@ FALLBACK_SWEEPS = 20000
 #: an answer whose residual is above this after the fallback is never applied: the step raises
 #: ContactSolverError (the recording so far is kept)
 FAIL_TOL = 1e-3
+#: geom contacts: solves again with the curvature of the answer's own motion, at most this many
+#: times, while that motion would leave a gap below -RELINEARIZE_TOL (m)
+GEOM_RELINEARIZE, RELINEARIZE_TOL = 2, 1e-13
 
 
 
@@ -319,14 +322,28 @@ class TimeStepping:
             resp = cd.Response(model, q)
             ZF, MU = resp.apply(G.T, loops=True)
             A = G @ ZF
-            lam, res = lcp.solve(A, r, kinds, mus, normals, np.concatenate(warm)[unit, slot], max_iter=LCP_SWEEPS,
-                                 tol=LCP_TOL, exact=False)
-            if res > LCP_TOL:
-                self.stats["lcp_fallbacks"] += 1
-                lam, res = lcp.solve(A, r, kinds, mus, normals, lam, max_iter=FALLBACK_SWEEPS, tol=1e-9, exact=True)
-            if not res <= FAIL_TOL:
-                raise lcp.ContactSolverError(t, [units.name[u] for u in np.unique(unit)], res, FAIL_TOL,
-                                             FALLBACK_SWEEPS)
+            lam = np.concatenate(warm)[unit, slot]
+            for it in range(1 + GEOM_RELINEARIZE * (gcon is not None)):
+                lam, res = lcp.solve(A, r, kinds, mus, normals, lam, max_iter=LCP_SWEEPS, tol=LCP_TOL, exact=False)
+                if res > LCP_TOL:
+                    self.stats["lcp_fallbacks"] += 1
+                    lam, res = lcp.solve(A, r, kinds, mus, normals, lam, max_iter=FALLBACK_SWEEPS, tol=1e-9,
+                                         exact=True)
+                if not res <= FAIL_TOL:
+                    raise lcp.ContactSolverError(t, [units.name[u] for u in np.unique(unit)], res, FAIL_TOL,
+                                                 FALLBACK_SWEEPS)
+                if it == GEOM_RELINEARIZE * (gcon is not None):
+                    break
+                # the curvature was the free motion's: where the answer's own motion would
+                # penetrate, take the curvature of that motion and solve again (A is the same)
+                v1 = v_free + ZF @ lam
+                end = self._end_gaps(q, v1, h, cand, kc)
+                if not end.min(initial=np.inf) < -RELINEARIZE_TOL:
+                    break
+                self.stats["relinearized"] = self.stats.get("relinearized", 0) + 1
+                ok = np.isfinite(end)
+                self._gaps_end[ok] = end[ok] + h * (units.N[ok] @ (v_free - v1))
+                kinds, mus, normals, G, r, unit, slot, vn = self._problem(units, v_free, v, h)
             self.stats["lcp_residual"] = max(self.stats["lcp_residual"], res)
             self.stats["last_residual"] = res
             v1 = v_free + ZF @ lam
@@ -395,8 +412,23 @@ class TimeStepping:
             ok = i >= 0
             warm[ok, 0] = Pn[i[ok]]
             warm[ok, 1:] = np.einsum("kji,kj->ki", units.frame[ok, :, :2], Pt[i[ok]])
-        self._gunits = units
+        self._gunits, self._gcon = units, con
         return con, units, gap_end, warm
+
+    def _end_gaps(self, q, v1, h, cand, kc):
+        """The gaps of the problem's units at q moved by v1 over h (nan where a geom contact has
+        no match there)."""
+        q1 = self._advance(q, v1, h)[0]
+        out = [self.catalog.gaps(q1)[cand]]
+        if self.geoms is not None and len(self._gunits) and self._gcon is not None:
+            gc = self.geoms
+            disp = gc.displacement(q, q1)
+            end = gc.collide(q1, CANDIDATE + 4.0 * disp)
+            j = gc.match(self._gcon, end, 3.0 * disp + 1e-9)
+            g = np.full(len(j), np.nan)
+            g[j >= 0] = end[1][j[j >= 0], 0]
+            out.append(g)
+        return np.concatenate(out)
 
     def _geom_keep(self, con, P, h):
         """Keep the step's geom contacts: forces, names, and the impulses for the next warm start
