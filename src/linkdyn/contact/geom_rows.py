@@ -53,6 +53,7 @@ import numpy as np
 from .. import _api
 from .._kernels.layout import data_size
 from .._kernels.passes import OK
+from ..model.geometry import CAPSULE, CYLINDER, PLANE, SPHERE
 from ._geom_kernels import geom_rows_kernel as _geom_rows_kernel
 from .collision import Contacts, collide, collider
 from .rows import CONTACT, Units
@@ -62,7 +63,7 @@ if TYPE_CHECKING:
 
     from ..model.model import Model
 
-__all__ = ["geom_units", "GeomRows"]
+__all__ = ["geom_units", "GeomRows", "GeomCatalog"]
 
 
 class GeomRows:
@@ -156,3 +157,91 @@ def geom_units(model: Model, q: ArrayLike, v: ArrayLike | None = None, contacts:
                  np.full(k, CONTACT, dtype=np.int64), gr.gap[:k].copy(), gr.N[:k].copy(), gr.T[:k].copy(),
                  contacts.friction.copy(), contacts.restitution.copy(), gr.drift_n[:k].copy(),
                  gr.drift_t[:k].copy(), gr.point[:k].copy(), gr.frame[:k].copy(), keys)
+
+
+class GeomCatalog:
+    """The geom contacts of a model for a stepping scheme: detection and rows through the
+    model's :class:`Collider` and :class:`GeomRows` without validating their input (the prepared
+    layer: ``data`` is the model's :class:`linkdyn.dynamics.data.Data`), and what a scheme needs
+    to follow contacts from one configuration to the next, whose number and order change:
+
+    * ``collide(q, margin)``: the contacts at q (reduced coordinates) with ``dist <= margin``,
+      as (con_i, con_f) copies of the collider's tables;
+    * ``units(q, v, con_i, con_f)``: their :class:`Units` (names ``"geom1/geom2"``, keys
+      ``("g", g1, g2, j)``), with the drifts at v when v is given;
+    * ``displacement(q0, q1)``: a bound on how far any point of any geom moves from q0 to q1
+      (|dp_b| + |dR_b|_F rho_b per body, rho_b the radius about the body's origin of a ball
+      holding its geoms): two geoms' distance changes by at most the sum of their points'
+      displacements, so a contact within ``m`` at q1 is within ``m + 2 * displacement`` at q0;
+    * ``match(con_a, con_b, radius)``: for each contact of a, the contact of b of the same pair
+      whose point is nearest, within ``radius`` (-1: none).  Contacts are matched by where they
+      are, not by their rank j in the pair's list: a box's vertex that enters the margin shifts
+      the ranks of the others.
+
+    A plane fixed to a moving body counts its points near the body's origin only (rho = 0): the
+    bound does not hold for the far parts of a rotating plane."""
+
+    def __init__(self, model: Model, data) -> None:
+        self.model, self.data = model, data
+        self.collider, self.rows = collider(model), geom_rows(model)
+        full = model.full_model
+        self.names = list(full.geom_names)
+        self.geared = model._full is not None
+        t, s = np.asarray(full.geom_type), np.asarray(full.geom_size)
+        ext = np.where(t == SPHERE, s[:, 0], np.where(t == CAPSULE, s[:, 0] + s[:, 1],
+                       np.where(t == CYLINDER, np.hypot(s[:, 0], s[:, 1]), np.linalg.norm(s, axis=1))))
+        ext = np.where(t == PLANE, 0.0, ext)
+        self._rho = np.zeros(full.nbody)
+        np.maximum.at(self._rho, np.asarray(full.geom_body), np.linalg.norm(full.geom_pos, axis=1) + ext)
+
+    def _full_q(self, q):
+        return self.model.expand(q) if self.geared else q
+
+    def collide(self, q: NDArray[np.float64], margin: float) -> tuple[NDArray[np.int64], NDArray[np.float64]]:
+        c = self.collider
+        n = c.run(self._full_q(q), margin)
+        if n < 0:
+            _api.raise_for_status(self.model, -n, q=q)
+        return c.con_i[:n].copy(), c.con_f[:n].copy()
+
+    def units(self, q: NDArray[np.float64], v: NDArray[np.float64] | None, con_i: NDArray[np.int64],
+              con_f: NDArray[np.float64]) -> Units:
+        k, gr = len(con_i), self.rows
+        st = gr.run(q, v, con_i, con_f, k, v is not None)
+        if st != OK:
+            _api.raise_for_status(self.model, st, **({"q": q} if v is None else {"q": q, "v": v}))
+        names, keys, seen = [], [], {}
+        for a, b in con_i.tolist():
+            j = seen.get((a, b), 0)
+            seen[(a, b)] = j + 1
+            keys.append(("g", a, b, j))
+            names.append(f"{self.names[a]}/{self.names[b]}")
+        return Units(names, np.full(k, CONTACT, dtype=np.int64), gr.gap[:k].copy(), gr.N[:k].copy(),
+                     gr.T[:k].copy(), con_f[:, 7].copy(), con_f[:, 8].copy(), gr.drift_n[:k].copy(),
+                     gr.drift_t[:k].copy(), gr.point[:k].copy(), gr.frame[:k].copy(), keys)
+
+    def displacement(self, q0: NDArray[np.float64], q1: NDArray[np.float64]) -> float:
+        if self.geared:                      # the geoms are on the full tree's bodies
+            from ..kinematics import forward_kinematics
+            full = self.model.full_model
+            k0, k1 = forward_kinematics(full, self._full_q(q0)), forward_kinematics(full, self._full_q(q1))
+            R0, p0, R1, p1 = k0.R, k0.p, k1.R, k1.p
+        else:
+            R0, p0 = (x.copy() for x in self.data.poses(q0))
+            R1, p1 = self.data.poses(q1)
+        d = np.linalg.norm(p1 - p0, axis=1) + np.linalg.norm(R1 - R0, axis=(1, 2)) * self._rho
+        return float(d.max(initial=0.0))
+
+    @staticmethod
+    def match(con_a: tuple, con_b: tuple, radius: float) -> NDArray[np.int64]:
+        (ia, fa), (ib, fb) = con_a, con_b
+        out = np.full(len(ia), -1, dtype=np.int64)
+        if not len(ia) or not len(ib):
+            return out
+        same = (ia[:, None, 0] == ib[None, :, 0]) & (ia[:, None, 1] == ib[None, :, 1])
+        d = np.linalg.norm(fa[:, None, 1:4] - fb[None, :, 1:4], axis=2)
+        d = np.where(same, d, np.inf)
+        j = np.argmin(d, axis=1)
+        ok = d[np.arange(len(ia)), j] <= radius
+        out[ok] = j[ok]
+        return out

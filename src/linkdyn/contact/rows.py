@@ -68,6 +68,21 @@ class Units:
     def __len__(self):
         return len(self.name)
 
+    @staticmethod
+    def concat(parts: list[Units], nv: int) -> Units:
+        """The units of ``parts`` one after the other (none: zero units of nv columns)."""
+        if not parts:
+            return Units([], np.zeros(0, dtype=np.int64), np.zeros(0), np.zeros((0, nv)), np.zeros((0, 2, nv)),
+                         np.zeros(0), np.zeros(0), np.zeros(0), np.zeros((0, 2)), np.zeros((0, 3)),
+                         np.zeros((0, 3, 3)), [])
+        if len(parts) == 1:
+            return parts[0]
+        cat = np.concatenate
+        return Units(sum((u.name for u in parts), []), cat([u.kind for u in parts]), cat([u.gap for u in parts]),
+                     cat([u.N for u in parts]), cat([u.T for u in parts]), cat([u.mu for u in parts]),
+                     cat([u.e for u in parts]), cat([u.drift_n for u in parts]), cat([u.drift_t for u in parts]),
+                     cat([u.point for u in parts]), cat([u.frame for u in parts]), sum((u.key for u in parts), []))
+
     def subset(self, idx: ArrayLike) -> Units:
         idx = np.asarray(idx, dtype=np.int64)
         return Units([self.name[i] for i in idx], self.kind[idx], self.gap[idx], self.N[idx], self.T[idx],

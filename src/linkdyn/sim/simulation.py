@@ -502,10 +502,15 @@ class Simulation:
             g = gaps[~lim]
             x["penetration"] = max(x["penetration"], float(np.max(-g[np.isfinite(g)], initial=0.0)))
         f = uni.step_forces()
-        if f is not None and len(f):
+        mu = uni.catalog.unit_mu
+        geoms = getattr(uni, "geoms", None)
+        if geoms is not None:           # geom contacts vary in number: they are seen here, not in the samples
+            gmin, gf, gmu, _ = uni.geom_step()
+            x["penetration"] = max(x["penetration"], -gmin)
+            f, mu = np.concatenate([f, gf]), np.concatenate([mu, gmu])
+        if f is not None and (len(f) or geoms is not None):
             x["force_steps"] += 1
-            x["min_normal_force"] = min(x["min_normal_force"], float(f[:, 0].min()))
-            mu = uni.catalog.unit_mu
+            x["min_normal_force"] = min(x["min_normal_force"], float(f[:, 0].min(initial=np.inf)))
             on = (f[:, 0] > 0.0) & (mu > 0.0)
             if on.any():
                 ratio = np.hypot(f[on, 1], f[on, 2]) / (mu[on] * f[on, 0])

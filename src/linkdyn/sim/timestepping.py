@@ -10,7 +10,8 @@ in their own forms: each step of h solves for *impulses* P (contacts, limits) su
                                              velocity change the impulses make, loops held)
     0 <= P_n  _|_  n v+ - b >= 0            (per unit: no approach faster than b allows)
     |P_t| <= mu P_n, T v+ = 0 inside the disk, on its rim T v+ opposes P_t   (Coulomb, exact disk)
-    q+ = q (+) h v+                          (semi-implicit Euler on the configuration manifold)
+    q+ = q (+) h v+                          (semi-implicit Euler on the configuration manifold;
+                                             free joints on R^3 x SO(3), below)
 
 with the bound b of each unit at gap phi:
 
@@ -18,9 +19,8 @@ with the bound b of each unit at gap phi:
   has left, so a unit is never stopped before it touches, and touches without penetrating
   (the constraint  phi + h n v+ + c >= 0).  c is the curvature of the step: how far the gap
   at the end of the free motion q (+) h v_free misses its linear guess phi + h n v_free (a
-  rolling ball's screw motion about its contact point dips its centre by r (w h)^2 / 2; a
-  swinging limb's contact point moves on a circle); with it a rolling or turning body neither
-  sinks in nor is pumped out;
+  swinging limb's contact point moves on a circle, a box's corner turns about its centre);
+  with it a turning body neither sinks in nor is pumped out;
 * phi < 0 (a penetration left over, e.g. at the start): b = -(BETA phi + c) / h, a gentle push
   out; deeper than PEN_PROJECT it is projected out at once (``position_correction``);
 * a unit that will touch within the step and approaches faster than
@@ -35,6 +35,34 @@ forward dynamics, one factorization and one small complementarity problem whatev
 contacts do, with no event location.  Units are taken into the problem when their gap is
 small at the start or at the predicted end of the step (``CANDIDATE``), so a fast body does
 not pass through a plane.
+
+**Free joints move on R^3 x SO(3)** (Mueller and Terze 2014 compare this configuration space
+with SE(3) for Lie group integrators): the origin along the straight line p + h R v_lin, the
+orientation R exp(h w), and the body-frame linear velocity is carried into the new frame,
+exp(-h w) v_lin; the free motion's linear part is then the origin's classical acceleration
+(the spatial one plus w x v, Featherstone 2008 sec. 2.11).  A free flight keeps its momentum and
+energy exactly.  SE(3)'s exponential moves a constant body twist along a screw, and the
+Coriolis term -w x v of the body-frame velocity, taken by explicit Euler, grew its length by
+(w h)^2 per step: a sphere rolling at 2 m/s (w = 20 rad/s) gained 40 % of its energy per
+second.  Other joints, and a geared model's reduced coordinates, move by the manifold's
+exponential as before.
+
+**Collision geometry** (``ModelBuilder.add_geom``): when the model has candidate geom pairs and no
+point-plane contacts (``add_contact``; an MJCF file loads its spheres and planes as both, and
+the two would count one touch twice), the geom contacts join each step's problem, through the
+Python step (the compiled one has no geom contacts yet).  They are detected at the step's start
+with a margin that covers the step (CANDIDATE plus twice the largest displacement of a geom's
+point in the free motion, so a pair that comes within CANDIDATE by the free motion's end is a
+candidate, as the catalog's units at either end), made into units by
+``linkdyn.contact.geom_rows.GeomCatalog`` (gap, normal and tangent rows, the pair's friction and
+restitution), and their curvature c is the distance of the same contact found at the free
+motion's end (matched by pair and nearest point; with no match, h^2 / 2 times the normal drift).
+Each unit is named ``"geom1/geom2"`` in the events and errors; its warm start is the last step's
+impulse of the matched contact, the friction carried as a world vector (the tangents of a
+contact turn with its normal).  Geom contacts vary in number from step to step, so the
+recording's per-sample unit arrays (``unit_force``, ``unit_gap``) hold the fixed catalog only;
+the geom contacts' penetration, normal forces and cone ratios enter ``Recording.extremes`` at
+every step (``Simulation.checks`` reads them), and ``geom_step()`` gives the last step's.
 """
 from __future__ import annotations
 
@@ -43,8 +71,12 @@ import numpy as np
 
 from ..contact import dynamics as cd
 from ..contact import lcp
-from ..contact.rows import CONTACT, UnitCatalog
+from ..contact.geom_rows import GeomCatalog
+from ..contact.rows import CONTACT, UnitCatalog, Units
 from ..loops.data import prepare
+from .._kernels.passes import OK
+from ..model.joints import FREE
+from ._timestep_kernel import free_classical, step_configuration
 from .steps import project
 from ..recording import Event
 from .unilateral import V_BOUNCE, V_REPORT
@@ -66,6 +98,9 @@ FALLBACK_SWEEPS = 20000
 #: an answer whose residual is above this after the fallback is never applied: the step raises
 #: ContactSolverError (the recording so far is kept)
 FAIL_TOL = 1e-3
+#: geom contacts: solves again with the curvature of the answer's own motion, at most this many
+#: times, while that motion would leave a gap below -RELINEARIZE_TOL (m)
+GEOM_RELINEARIZE, RELINEARIZE_TOL = 2, 1e-13
 
 
 
@@ -80,7 +115,21 @@ class TimeStepping:
         self.warm = np.zeros((self.catalog.size, 3))    # (P_n, P_t1, P_t2) of the last step, catalog order
         self.force = np.zeros((self.catalog.size, 3))   # forces of the last step, catalog order
         self._gaps = None                               # (q, gaps at q) of the last step's end
-        self._compiled = model.nloops == 0 and not self.catalog.empty
+        full = model.full_model
+        #: the geom contacts (``linkdyn.contact.geom_rows.GeomCatalog``), or None: no candidate geom pairs,
+        #: or the model's contacts are described by points and planes (module docstring)
+        use = contacts and full.ngeom > 0 and len(full.geom_pairs) > 0 and not self.catalog.pairs
+        self.geoms = GeomCatalog(model, self.data) if use else None
+        #: the last step's geom contacts: forces (n, 3) in their frames [t1, t2, n], names, friction
+        #: coefficients; the smallest geom distance at the step's end (inf: none touch)
+        self.geom_force, self.geom_names, self.geom_mu = np.zeros((0, 3)), [], np.zeros(0)
+        self._geom_end = (None, np.inf)
+        self._gprev = None          # the last step's geom contacts and impulses (warm start)
+        # the compiled step knows the catalog's units only: a model with geoms takes the Python step
+        self._compiled = model.nloops == 0 and not self.catalog.empty and self.geoms is None
+        # free joints move on R^3 x SO(3) (module docstring); a geared model's reduced coordinates on the
+        # configuration manifold of its joints
+        self._free = model._full is None and bool(np.any(np.asarray(model.jnt_type) == FREE))
         if self._compiled:
             from ..contact.swing_twist import _model_balls
             cat = self.catalog
@@ -100,10 +149,25 @@ class TimeStepping:
 
     @property
     def empty(self):
-        return self.catalog.empty
+        return self.catalog.empty and self.geoms is None
 
     def _a_free(self, q, v, tau):
-        return self.data.accel(q, v, tau)
+        """q'' of the free motion, a free joint's linear part its origin's classical acceleration
+        (``linkdyn.sim._timestep_kernel.free_classical``: the step moves free joints on R^3 x SO(3))."""
+        a = self.data.accel(q, v, tau)
+        if self._free:
+            free_classical(self.model._mi, v, a)
+        return a
+
+    def _advance(self, q, v, h):
+        """(q+, v+): q moved by v over h and v carried into the new frames of the free joints
+        (``linkdyn.sim._timestep_kernel.step_configuration``)."""
+        if not self._free:
+            return self.data.integrate(q, h * v), v
+        q1, v1 = np.empty(self.model.nq), np.empty(self.model.nv)
+        if step_configuration(self.model._mi, q, v, float(h), q1, v1) != OK:
+            return self.data.integrate(q, h * v), v        # raises, naming the bad argument
+        return q1, v1
 
     # ------------------------------------------------------------------------------------
     def _problem(self, units, v_free, v, h):
@@ -148,6 +212,7 @@ class TimeStepping:
 
     def _step_compiled(self, q, v, tau, h, t):
         from ._timestep_kernel import timestep_kernel
+        assert self.geoms is None, "the compiled step has no geom contacts: a model with geoms takes the Python step"
         model, cat = self.model, self.catalog
         prev = self.warm[:, 0].copy()
         q1, v1 = np.empty(model.nq), np.empty(model.nv)
@@ -173,7 +238,9 @@ class TimeStepping:
             self.stats["steps_in_contact"] += 1
             if len(hit):
                 self.stats["impacts"] += 1
-                events.append(self._event(q, v, v1, hit, np.flatnonzero(pushing), self.force * h, t, tau, h))
+                on = np.flatnonzero(pushing)
+                events.append(self._event(q, v, v1, [cat.names[u] for u in hit], [cat.names[u] for u in on],
+                                          self.force[on] * h, t, tau, h))
         if gaps1.min(initial=np.inf) < -PEN_PROJECT:
             q1 = self._project(q1, gaps1)
             gaps1 = cat.gaps(q1)
@@ -187,6 +254,13 @@ class TimeStepping:
     def step_forces(self):
         """(size, 3) contact and limit forces of the last step (impulses / h), catalog order."""
         return self.force
+
+    def geom_step(self):
+        """The last step's geom contacts, which vary in number from step to step (the
+        recording's per-sample unit arrays hold the fixed catalog only; ``Simulation`` keeps
+        these in ``Recording.extremes``): (the smallest geom distance at the step's end, forces
+        (n, 3) as (f_n, f_t1, f_t2), friction coefficients (n,), names (n,))."""
+        return self._geom_end[1], self.geom_force, self.geom_mu, self.geom_names
 
     def _impulse_work(self, q, v, v1, tau, h, v_free=None):
         """The energy the step's impulses took or gave, for the ledger (``Simulation.work``).
@@ -204,51 +278,79 @@ class TimeStepping:
         return T(q, v1) - T(q, v_free) + min(T(q, v1 - v_free), T(q, v_free - v))
 
     def _event(self, q, v, v1, hit, touching, P, t, tau, h, loop_impulse=None):
-        """An impact event: the impulses of the step, and the kinetic energy before and after
-        them (from the free motion's velocity v + h a_free to v1: what the impulses took,
-        without the work of gravity and the torques in the step)."""
-        names = self.catalog.names
+        """An impact event: the names of the units hit and of those pushing, the latter's
+        impulses P (len(touching), 3), and the kinetic energy before and after them (from the
+        free motion's velocity v + h a_free to v1: what the impulses took, without the work of
+        gravity and the torques in the step)."""
         v_free = v + h * self._a_free(q, v, tau)
         T = self.data.kinetic_energy
-        return Event(t, "impact", ", ".join(names[u] for u in hit), P[touching].copy(), v1 - v_free,
+        return Event(t, "impact", ", ".join(hit), P.copy(), v1 - v_free,
                      T(q, v_free), T(q, v1),
                      note=f"{len(touching)} units push in this step (time stepping: the impact is at the step; "
                           "its impulses include what holds the units against gravity and the torques for the step)",
-                     units=[names[u] for u in touching],
+                     units=list(touching),
                      loop_impulse=np.zeros((self.model.nloops, 6)) if loop_impulse is None else loop_impulse)
 
     def _step_python(self, q, v, tau, dt, t):
         model, cat, h, data = self.model, self.catalog, dt, self.data
         a_free = self._a_free(q, v, tau)
         v_free = v + h * a_free
+        q_end = self._advance(q, v_free, h)[0]
         gaps = self._gaps[1] if self._gaps is not None and self._gaps[0] is q else cat.gaps(q)
-        gaps_end = cat.gaps(data.integrate(q, h * v_free))
+        gaps_end = cat.gaps(q_end)
         cand = np.flatnonzero((gaps <= CANDIDATE) | (gaps_end <= CANDIDATE))
+        kc = len(cand)
+        parts, ends, warm = [], [], []
+        if kc:
+            parts.append(cat.units(q, v, cand))
+            ends.append(gaps_end[cand])
+            warm.append(self.warm[cand])
+        gcon = None
+        if self.geoms is not None:
+            gcon, gu, gend, gwarm = self._geom_units(q, v_free, q_end, h)
+            if len(gu):
+                parts.append(gu)
+                ends.append(gend)
+                warm.append(gwarm)
         self.force[:] = 0.0
+        self.warm[:] = 0.0
         events = []
-        if len(cand):
-            units = cat.units(q, v, cand)
-            self._gaps_end = gaps_end[cand]
+        if parts:
+            units = Units.concat(parts, model.nv)
+            self._gaps_end = np.concatenate(ends)
             kinds, mus, normals, G, r, unit, slot, vn = self._problem(units, v_free, v, h)
             resp = cd.Response(model, q)
             ZF, MU = resp.apply(G.T, loops=True)
             A = G @ ZF
-            lam, res = lcp.solve(A, r, kinds, mus, normals, self.warm[cand[unit], slot], max_iter=LCP_SWEEPS,
-                                 tol=LCP_TOL, exact=False)
-            if res > LCP_TOL:
-                self.stats["lcp_fallbacks"] += 1
-                lam, res = lcp.solve(A, r, kinds, mus, normals, lam, max_iter=FALLBACK_SWEEPS, tol=1e-9, exact=True)
-            if not res <= FAIL_TOL:
-                raise lcp.ContactSolverError(t, [cat.names[cand[u]] for u in np.unique(unit)], res, FAIL_TOL,
-                                             FALLBACK_SWEEPS)
+            lam = np.concatenate(warm)[unit, slot]
+            for it in range(1 + GEOM_RELINEARIZE * (gcon is not None)):
+                lam, res = lcp.solve(A, r, kinds, mus, normals, lam, max_iter=LCP_SWEEPS, tol=LCP_TOL, exact=False)
+                if res > LCP_TOL:
+                    self.stats["lcp_fallbacks"] += 1
+                    lam, res = lcp.solve(A, r, kinds, mus, normals, lam, max_iter=FALLBACK_SWEEPS, tol=1e-9,
+                                         exact=True)
+                if not res <= FAIL_TOL:
+                    raise lcp.ContactSolverError(t, [units.name[u] for u in np.unique(unit)], res, FAIL_TOL,
+                                                 FALLBACK_SWEEPS)
+                if it == GEOM_RELINEARIZE * (gcon is not None):
+                    break
+                # the curvature was the free motion's: where the answer's own motion would
+                # penetrate, take the curvature of that motion and solve again (A is the same)
+                v1 = v_free + ZF @ lam
+                end = self._end_gaps(q, v1, h, cand, kc)
+                if not end.min(initial=np.inf) < -RELINEARIZE_TOL:
+                    break
+                self.stats["relinearized"] = self.stats.get("relinearized", 0) + 1
+                ok = np.isfinite(end)
+                self._gaps_end[ok] = end[ok] + h * (units.N[ok] @ (v_free - v1))
+                kinds, mus, normals, G, r, unit, slot, vn = self._problem(units, v_free, v, h)
             self.stats["lcp_residual"] = max(self.stats["lcp_residual"], res)
             self.stats["last_residual"] = res
             v1 = v_free + ZF @ lam
             P = np.zeros((len(units), 3))
             P[unit, slot] = lam
-            self.warm[:] = 0.0
-            self.warm[cand] = P
-            self.force[cand] = P / h
+            self.warm[cand] = P[:kc]
+            self.force[cand] = P[:kc] / h
             if np.any(P[:, 0] > 0.0):
                 self.stats["steps_in_contact"] += 1
             hit = np.flatnonzero((P[:, 0] > 0.0) & (vn < -V_REPORT) & (units.gap <= -h * vn))
@@ -256,23 +358,95 @@ class TimeStepping:
                 self.work += self._impulse_work(q, v, v1, tau, h, v_free)
             if len(hit):
                 self.stats["impacts"] += 1
-                full = np.zeros((cat.size, 3))
-                full[cand] = P
-                events.append(self._event(q, v, v1, cand[hit], cand[np.flatnonzero(P[:, 0] > 0.0)], full, t, tau, h,
-                                          (MU @ lam).reshape(-1, 6)))
+                on = np.flatnonzero(P[:, 0] > 0.0)
+                events.append(self._event(q, v, v1, [units.name[u] for u in hit], [units.name[u] for u in on], P[on],
+                                          t, tau, h, (MU @ lam).reshape(-1, 6)))
         else:
-            self.warm[:] = 0.0
             self.stats["last_residual"] = 0.0
             v1 = v_free
-        q1 = data.integrate(q, h * v1)
+            P = np.zeros((0, 3))
+        if self.geoms is not None:
+            self._geom_keep(gcon, P[kc:], h)
+        q1, v1 = self._advance(q, v1, h)
         if model.nloops:
             q1, v1 = project(model, q1, v1, data=data)
         gaps1 = cat.gaps(q1)
-        if gaps1.min(initial=np.inf) < -PEN_PROJECT:
+        gmin = self._geom_min(q1)
+        if min(gaps1.min(initial=np.inf), gmin) < -PEN_PROJECT:
             q1 = self._project(q1, gaps1)
             gaps1 = cat.gaps(q1)
+            gmin = self._geom_min(q1)
         self._gaps = (q1, gaps1)                        # the next step starts here
+        self._geom_end = (q1, gmin)
         return q1, v1, events
+
+    # --- geom contacts ------------------------------------------------------------------
+    def _geom_units(self, q, v_free, q_end, h):
+        """The geom contacts that may touch within the step: (the collider's tables, their units
+        at q, their gaps at the free motion's end, their warm start).
+
+        Detection at q with a margin that covers the step: CANDIDATE plus twice the largest
+        displacement of a geom's point from q to the free motion's end q_end (two geoms' distance
+        changes by at most the sum of their points' displacements), so a contact within CANDIDATE
+        at q_end is a candidate at q, as the catalog takes the units close at either end.  The gap
+        at q_end (for the curvature term of ``_problem``) is the distance of the same contact
+        found by detection at q_end, matched by pair and nearest point; a contact with no match
+        there (a manifold point clipped to another edge) takes it from the second-order expansion
+        phi + h N v_free + h^2 / 2 drift_n (the drift at v_free)."""
+        gc = self.geoms
+        disp = gc.displacement(q, q_end)
+        margin = CANDIDATE + 2.0 * disp
+        con = gc.collide(q, margin)
+        units = gc.units(q, v_free, *con)
+        k = len(units)
+        if not k:
+            return con, units, np.zeros(0), np.zeros((0, 3))
+        end = gc.collide(q_end, margin + 2.0 * disp)
+        j = gc.match(con, end, 3.0 * disp + 1e-9)
+        gap_end = units.gap + h * (units.N @ v_free) + 0.5 * h * h * units.drift_n
+        gap_end[j >= 0] = end[1][j[j >= 0], 0]
+        warm = np.zeros((k, 3))
+        if self._gprev is not None:
+            pcon, Pn, Pt = self._gprev
+            i = gc.match(con, pcon, 3.0 * disp + CANDIDATE)
+            ok = i >= 0
+            warm[ok, 0] = Pn[i[ok]]
+            warm[ok, 1:] = np.einsum("kji,kj->ki", units.frame[ok, :, :2], Pt[i[ok]])
+        self._gunits, self._gcon = units, con
+        return con, units, gap_end, warm
+
+    def _end_gaps(self, q, v1, h, cand, kc):
+        """The gaps of the problem's units at q moved by v1 over h (nan where a geom contact has
+        no match there)."""
+        q1 = self._advance(q, v1, h)[0]
+        out = [self.catalog.gaps(q1)[cand]]
+        if self.geoms is not None and len(self._gunits) and self._gcon is not None:
+            gc = self.geoms
+            disp = gc.displacement(q, q1)
+            end = gc.collide(q1, CANDIDATE + 4.0 * disp)
+            j = gc.match(self._gcon, end, 3.0 * disp + 1e-9)
+            g = np.full(len(j), np.nan)
+            g[j >= 0] = end[1][j[j >= 0], 0]
+            out.append(g)
+        return np.concatenate(out)
+
+    def _geom_keep(self, con, P, h):
+        """Keep the step's geom contacts: forces, names, and the impulses for the next warm start
+        (the friction as a world vector: a contact's tangents turn with its normal)."""
+        if con is None or not len(con[0]):
+            self.geom_force, self.geom_names, self.geom_mu, self._gprev = np.zeros((0, 3)), [], np.zeros(0), None
+            return
+        u = self._gunits
+        self.geom_force, self.geom_names, self.geom_mu = P / h, u.name, u.mu
+        Pt = np.einsum("kij,kj->ki", u.frame[:, :, :2], P[:, 1:])
+        self._gprev = (con, P[:, 0].copy(), Pt)
+
+    def _geom_min(self, q):
+        """The smallest distance between geoms at q (+inf: none touch)."""
+        if self.geoms is None:
+            return np.inf
+        _, f = self.geoms.collide(q, 0.0)
+        return float(f[:, 0].min(initial=np.inf))
 
     def _project(self, q, gaps):
         """Project the penetrations out; the potential energy this changes goes to ``work``."""
@@ -281,16 +455,24 @@ class TimeStepping:
         self.work += self.data.potential_energy(q) - pe0
         return q
 
+    def _touching(self, q, v, gaps, tol):
+        """The units at q whose gap is <= tol: the catalog's and the geom contacts'."""
+        units = self.catalog.units(q, v, np.flatnonzero(gaps <= tol))
+        if self.geoms is not None:
+            con = self.geoms.collide(q, tol)
+            units = Units.concat([units, self.geoms.units(q, None, *con)], self.model.nv)
+        return units
+
     def _project_out(self, q, gaps):
         model, cat = self.model, self.catalog
         for _ in range(5):
             self.stats["projections"] += 1
-            units = cat.units(q, None, np.flatnonzero(gaps <= 0.0))
+            units = self._touching(q, None, gaps, 0.0)
             q = self.data.integrate(q, cd.position_correction(model, q, units))
             if model.nloops:
                 q, _ = project(model, q, np.zeros(model.nv), data=self.data)
             gaps = cat.gaps(q)
-            if gaps.min(initial=np.inf) >= -1e-12:
+            if min(gaps.min(initial=np.inf), self._geom_min(q)) >= -1e-12:
                 break
         return q
 
@@ -299,11 +481,10 @@ class TimeStepping:
         """Project penetrations and limit overshoots out and remove approach velocities at the
         boundary (as ``Unilateral.correct``; used at the start and after structure changes)."""
         gaps = self.catalog.gaps(q)
-        if gaps.min(initial=np.inf) < -1e-12:
+        if min(gaps.min(initial=np.inf), self._geom_min(q)) < -1e-12:
             q = self._project(q, gaps)
-        near = np.flatnonzero(self.catalog.gaps(q) <= 1e-6)
-        if len(near):
-            units = self.catalog.units(q, v, near)
+        units = self._touching(q, v, self.catalog.gaps(q), 1e-6)
+        if len(units):
             if np.any(units.N @ v < 0.0):
                 units.e = np.zeros(len(units))
                 v = v + cd.impulse(self.model, q, v, units, restitution=False).value

@@ -1,0 +1,256 @@
+"""Bodies with collision geometry (ModelBuilder.add_geom) touch in the time-stepping scheme
+(``contact_method="timestep"``): closed-form physics with geoms only (a sphere or a box on a
+free body, a plane on the world), dt = 1 ms, asserted at every step (``record_every=1``, and the
+running extremes of ``Recording.extremes``, which see the geom contacts of every step).
+
+* a box slides down an incline with a = g (sin th - mu cos th) and sticks, without creeping,
+  when tan th < mu;
+* a sphere dropped with restitution e rebounds to e^2 h and lands without penetrating;
+* a box dropped tilted comes to rest flat on 4 contacts whose normal forces carry m g, and the
+  mechanical energy never rises;
+* two spheres collide head-on: momentum kept to round-off, kinetic energy for e = 1, one common
+  velocity for e = 0;
+* three stacked boxes rest where MuJoCo puts them;
+* a sphere rolling on flat ground keeps its kinetic energy (the free joint's step on R^3 x SO(3)).
+"""
+import numpy as np
+import pytest
+
+import linkdyn as ld
+from linkdyn import spatial as sp
+from linkdyn.sim import timestepping as ts
+
+G = 9.81
+DT = 1e-3
+
+
+def sim_run(model, q, v=None, until=1.0):
+    sim = ld.Simulation(model, q, v, dt=DT, contact_method="timestep")
+    rec = sim.run(until=until, progress=False)
+    return sim, rec, rec.segments[0].arrays()
+
+
+def assert_checks(sim, pen=1e-6):
+    """Every step: no pull, friction inside its cone, no penetration beyond pen."""
+    x = sim.recording.extremes
+    assert x["steps"] == len(sim.recording.segments[0].t) - 1 and x["force_steps"] == x["steps"]
+    assert x["min_normal_force"] >= -1e-9
+    assert x["max_cone_ratio"] <= 1.0 + 1e-6
+    assert x["penetration"] <= pen, f"penetration {x['penetration']:.3g}"
+
+
+def box_inertia(m, half):
+    hx, hy, hz = half
+    return ld.Inertia(m, [0, 0, 0], np.diag([hy * hy + hz * hz, hx * hx + hz * hz, hx * hx + hy * hy]) * m / 3.0)
+
+
+def ball_inertia(m, r):
+    return ld.Inertia(m, [0, 0, 0], np.eye(3) * 0.4 * m * r * r)
+
+
+def incline(theta, mu, half=(0.1, 0.08, 0.05), mass=2.0):
+    """A box geom on a free body resting on a plane geom tilted by theta about y."""
+    b = ld.ModelBuilder("incline")
+    b.add_body("box", "world", ld.FreeFlyer(), inertia=box_inertia(mass, half))
+    b.add_geom("box", "box", half, name="box", friction=mu)
+    R = sp.roty(theta)
+    b.add_geom("world", "plane", (), placement=(R, np.zeros(3)), name="incline", friction=mu)
+    m = b.build()
+    q = ld.neutral(m)
+    q[:3] = R @ np.array([0.0, 0.0, half[2]])
+    q[3:7] = sp.matrix_to_quat(R)
+    return m, q, R
+
+
+def ball_on_ground(e=0.0, mu=0.5, r=0.1, mass=1.0):
+    b = ld.ModelBuilder("ball")
+    b.add_body("ball", "world", ld.FreeFlyer(), inertia=ball_inertia(mass, r))
+    b.add_geom("ball", "sphere", [r], name="ball", friction=mu, restitution=e)
+    b.add_geom("world", "plane", (), name="ground", friction=mu, restitution=e)
+    return b.build()
+
+
+@pytest.mark.parametrize("theta,mu", [(0.3, 0.5), (0.45, 0.3)])
+def test_box_on_incline_slides_with_coulombs_acceleration_or_sticks(theta, mu):
+    """Sliding: the plane's 4 contacts with the box's face share the friction; their sum is
+    mu times the normal force, so a = g (sin th - mu cos th) at every step (semi-implicit Euler
+    is exact for a constant force).  Sticking (tan th < mu): the box does not move at all."""
+    m, q, R = incline(theta, mu)
+    sim, rec, a = sim_run(m, q, until=0.3)
+    assert_checks(sim)
+    assert len(sim._uni.geom_names) == 4 and np.all(sim._uni.geom_force[:, 0] > 0)
+    x = a["q"][:, :3] @ R[:, 0]
+    vx = np.einsum("ij,kj->ki", R, a["v"][:, :3]) @ R[:, 0]          # the box keeps the plane's orientation
+    if np.tan(theta) < mu:
+        assert np.abs(x - x[0]).max() < 1e-12
+        assert np.abs(a["v"]).max() < 1e-12
+    else:
+        acc = np.diff(vx) / np.diff(a["t"])
+        expected = G * (np.sin(theta) - mu * np.cos(theta))
+        assert np.abs(acc / expected - 1.0).max() < 1e-6
+    # it stays on the plane: no normal velocity, no tumbling
+    assert np.abs(np.einsum("ij,kj->ki", R, a["v"][:, :3]) @ R[:, 2]).max() < 1e-9
+    assert np.abs(a["v"][:, 3:]).max() < 1e-9
+
+
+@pytest.mark.parametrize("e", [pytest.param(0.5, marks=pytest.mark.xfail(strict=True, reason=(
+    "measured apex 0.2282 m for e^2 h = 0.225 m (+1.4 %): the impact is taken at the step where the "
+    "speculative contact would close, with the ball still up to |v| h = 4.2 mm above the ground (here "
+    "about 2 mm) and Newton's law applied to the whole step, so the rebound starts that much high: an "
+    "offset of about (1 + e) phi, 1.4 % of e^2 h for e = 0.5, 0.3 % for e = 0.8; locating the touch "
+    "inside the step (the event scheme) removes it"))), 0.8])
+def test_dropped_sphere_rebounds_to_e_squared_of_its_height(e):
+    m = ball_on_ground(e)
+    h, r = 0.9, 0.1
+    q = ld.neutral(m)
+    q[2] = h + r
+    sim, rec, a = sim_run(m, q, until=2.0 * np.sqrt(2 * h / G))
+    assert_checks(sim, pen=1e-6)
+    first = rec.events[0]
+    assert first.kind == "impact" and first.name == "ground/ball"
+    assert abs(first.t - np.sqrt(2 * h / G)) <= 2 * DT
+    after = a["t"] > first.t
+    apex = (a["q"][after, 2] - r).max()
+    assert apex == pytest.approx(e * e * h, rel=1e-2)
+
+
+def test_box_dropped_tilted_comes_to_rest_flat_on_four_contacts():
+    """Lowest corner 1 mm above the ground, tilted by a few degrees: it lands on a corner, tips
+    onto its face and rests there on 4 contacts whose normal forces sum to m g; the mechanical
+    energy K + U never rises from one step to the next (the contacts are inelastic, the free
+    motion's semi-implicit Euler loses g^2 h^2 / 2 per unit mass and step)."""
+    half, mass = (0.1, 0.08, 0.05), 2.0
+    b = ld.ModelBuilder("box")
+    b.add_body("box", "world", ld.FreeFlyer(), inertia=box_inertia(mass, half))
+    b.add_geom("box", "box", half, name="box", friction=0.8)
+    b.add_geom("world", "plane", (), name="ground", friction=0.8)
+    m = b.build()
+    R = sp.rotx(0.06) @ sp.roty(-0.04)
+    corners = np.array([[sx * half[0], sy * half[1], sz * half[2]] for sx in (-1, 1) for sy in (-1, 1)
+                        for sz in (-1, 1)]) @ R.T
+    q = ld.neutral(m)
+    q[2] = 1e-3 - corners[:, 2].min()
+    q[3:7] = sp.matrix_to_quat(R)
+    sim, rec, a = sim_run(m, q, until=1.5)
+    assert_checks(sim)
+    E = a["kinetic"] + a["potential"]
+    assert np.diff(E).max() <= 1e-12 * np.abs(E).max()
+    uni = sim._uni
+    assert uni.geom_names == ["ground/box"] * 4
+    f = uni.geom_force
+    assert np.all(f[:, 0] > 0)
+    assert f[:, 0].sum() == pytest.approx(mass * G, rel=1e-9)
+    assert np.abs(a["v"][-1]).max() < 1e-9
+    Rz = sp.quat_to_matrix(sim.q[3:7])[:, 2]
+    assert Rz[2] == pytest.approx(1.0, abs=1e-12)
+    assert sim.q[2] == pytest.approx(half[2], abs=1e-6)
+
+
+def two_spheres(e, r1=0.1, r2=0.15, m1=1.0, m2=2.0):
+    b = ld.ModelBuilder("spheres", gravity=[0, 0, 0])
+    b.add_body("a", "world", ld.FreeFlyer(), inertia=ball_inertia(m1, r1))
+    b.add_geom("a", "sphere", [r1], name="a", friction=0.5, restitution=e)
+    b.add_body("b", "world", ld.FreeFlyer(), inertia=ball_inertia(m2, r2))
+    b.add_geom("b", "sphere", [r2], name="b", friction=0.5, restitution=e)
+    m = b.build()
+    q = ld.neutral(m)
+    q[0], q[7] = -0.3, 0.3
+    v = np.zeros(12)
+    v[0], v[6] = 1.0, -0.5
+    return m, q, v, (m1, m2)
+
+
+@pytest.mark.parametrize("e", [1.0, 0.0])
+def test_two_spheres_collide_head_on(e):
+    m, q, v, (m1, m2) = two_spheres(e)
+    sim, rec, a = sim_run(m, q, v, until=0.6)
+    assert_checks(sim)
+    # one impact; for e = 0 the speculative contact stops the approach at the touch in two steps
+    assert {ev.name for ev in rec.events} == {"a/b"} and len(rec.events) <= (1 if e == 1.0 else 2)
+
+    def momentum(qq, vv):
+        return m1 * sp.quat_to_matrix(qq[3:7]) @ vv[:3] + m2 * sp.quat_to_matrix(qq[10:14]) @ vv[6:9]
+    p = np.array([momentum(qq, vv) for qq, vv in zip(a["q"], a["v"])])
+    assert np.abs(p - p[0]).max() < 1e-14
+    K = a["kinetic"]
+    if e == 1.0:
+        assert np.abs(K / K[0] - 1.0).max() < 1e-6
+    else:
+        assert a["v"][-1, 0] == pytest.approx(a["v"][-1, 6], abs=1e-12)
+        assert a["v"][-1, 0] == pytest.approx(p[0][0] / (m1 + m2), abs=1e-12)
+    assert np.abs(a["v"][:, [1, 2, 3, 4, 5, 7, 8, 9, 10, 11]]).max() < 1e-12
+
+
+STACK = [(0.12, 0.1, 0.05, 1.0), (0.1, 0.08, 0.04, 0.7), (0.07, 0.06, 0.03, 0.4)]    # half-extents, mass
+
+
+def stack_mjcf(z):
+    bodies = "".join(f"""
+    <body name="b{i}" pos="0 0 {zi}">
+      <freejoint/>
+      <geom name="g{i}" type="box" size="{hx} {hy} {hz}" mass="{mm}" friction="0.8 0 0"/>
+    </body>""" for i, ((hx, hy, hz, mm), zi) in enumerate(zip(STACK, z)))
+    return f"""<mujoco><option timestep="0.001"/>
+  <worldbody><geom name="ground" type="plane" size="0 0 1" friction="0.8 0 0"/>{bodies}
+  </worldbody></mujoco>"""
+
+
+def test_three_stacked_boxes_rest_where_mujoco_puts_them():
+    """Three boxes dropped 1 mm apart onto each other and the ground: no overlap beyond 1 mm at
+    any step, at rest, and at MuJoCo's heights within 1 cm (MuJoCo's soft contacts sink by
+    millimetres; ours not at all: each box rests on the one below to 1e-6 m)."""
+    mujoco = pytest.importorskip("mujoco")
+    b = ld.ModelBuilder("stack")
+    z, top = [], 0.0
+    for i, (hx, hy, hz, mm) in enumerate(STACK):
+        b.add_body(f"b{i}", "world", ld.FreeFlyer(), inertia=box_inertia(mm, (hx, hy, hz)))
+        b.add_geom(f"b{i}", "box", (hx, hy, hz), name=f"g{i}", friction=0.8)
+        z.append(top + 1e-3 + hz)
+        top = z[-1] + hz
+    b.add_geom("world", "plane", (), name="ground", friction=0.8)
+    m = b.build()
+    q = ld.neutral(m)
+    for i, zi in enumerate(z):
+        q[7 * i + 2] = zi
+    sim, rec, a = sim_run(m, q, until=1.0)
+    assert_checks(sim, pen=1e-3)
+    assert sim.recording.extremes["penetration"] <= 1e-6
+    assert np.abs(a["v"][-1]).max() < 1e-6
+    ours = sim.q[2::7]
+    rest = np.cumsum([0.0] + [2 * s[2] for s in STACK])[:-1] + [s[2] for s in STACK]
+    assert ours == pytest.approx(rest, abs=1e-6)
+    mj = mujoco.MjModel.from_xml_string(stack_mjcf(z))
+    d = mujoco.MjData(mj)
+    for _ in range(1000):
+        mujoco.mj_step(mj, d)
+    assert np.abs(d.qvel).max() < 1e-3
+    theirs = d.qpos[2::7]
+    assert ours == pytest.approx(theirs, abs=1e-2)
+
+
+def test_sphere_rolling_on_flat_ground_keeps_its_energy():
+    """At 2 m/s, rolling without slipping: the kinetic energy is kept to 1e-4 per second (it is
+    kept to round-off).  With the free joint moved by SE(3)'s exponential and its body-frame
+    velocity's Coriolis term -w x v taken by explicit Euler, the step gained (w h)^2 of the
+    translational energy per step, +40 %/s here (w = 20 rad/s); on R^3 x SO(3) the centre moves
+    straight and the velocity turns exactly with the body."""
+    r = 0.1
+    m = ball_on_ground(0.0, r=r)
+    q = ld.neutral(m)
+    q[2] = r
+    v = np.zeros(6)
+    v[0], v[4] = 2.0, 2.0 / r
+    sim, rec, a = sim_run(m, q, v, until=1.0)
+    assert_checks(sim)
+    K = a["kinetic"]
+    assert np.all(np.abs(K / K[0] - 1.0) <= 1e-4 * a["t"] + 1e-12)
+    assert np.abs(a["q"][:, 2] - r).max() < 1e-9
+    assert a["q"][-1, 0] == pytest.approx(2.0, rel=1e-9)
+
+
+def test_a_model_with_geoms_takes_the_python_step():
+    m = ball_on_ground()
+    stepper = ts.TimeStepping(m)
+    assert stepper.geoms is not None and not stepper._compiled and not stepper.empty
+    with pytest.raises(AssertionError, match="geom"):
+        stepper._step_compiled(ld.neutral(m), np.zeros(6), np.zeros(6), DT, 0.0)
