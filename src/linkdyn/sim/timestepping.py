@@ -76,7 +76,7 @@ from ..contact.rows import CONTACT, UnitCatalog, Units
 from ..loops.data import prepare
 from .._kernels.passes import OK
 from ..model.joints import FREE
-from ._timestep_kernel import free_classical, step_configuration
+from ._timestep_kernel import free_classical as _free_classical, step_configuration as _step_configuration
 from .steps import project
 from ..recording import Event
 from .unilateral import V_BOUNCE, V_REPORT
@@ -156,7 +156,7 @@ class TimeStepping:
         (``linkdyn.sim._timestep_kernel.free_classical``: the step moves free joints on R^3 x SO(3))."""
         a = self.data.accel(q, v, tau)
         if self._free:
-            free_classical(self.model._mi, v, a)
+            _free_classical(self.model._mi, v, a)
         return a
 
     def _advance(self, q, v, h):
@@ -165,7 +165,7 @@ class TimeStepping:
         if not self._free:
             return self.data.integrate(q, h * v), v
         q1, v1 = np.empty(self.model.nq), np.empty(self.model.nv)
-        if step_configuration(self.model._mi, q, v, float(h), q1, v1) != OK:
+        if _step_configuration(self.model._mi, q, v, float(h), q1, v1) != OK:
             return self.data.integrate(q, h * v), v        # raises, naming the bad argument
         return q1, v1
 
