@@ -48,7 +48,8 @@ Mapping (the same as Pinocchio's ``buildModelFromUrdf`` unless stated):
 * ``<visual>`` and ``<collision>`` play no part in the dynamics; their geometry (mesh file
   name and scale, box, cylinder, sphere; origin; material colour) is kept for drawing in
   ``model.visuals``, a tuple of :class:`Visual` on the link's frame (an element that cannot be
-  read is skipped: drawing never stops a file from loading);
+  read is skipped: drawing never stops a file from loading); a mesh file is allowed (``Visual.path``)
+  only inside the model's folder, ``asset_dirs`` or ``package_dirs`` (:func:`load_urdf`);
 * ``<safety_controller>``, ``<calibration>``, ``<transmission>``, ``<gazebo>`` and unknown
   elements are ignored.
 
