@@ -249,3 +249,28 @@ def test_a_hand_made_visual_without_an_allowed_path_is_not_read(layout):
     traj = ld.sim.simulate(model, ld.neutral(model), np.zeros(model.nv), 0.02, dt=0.01)
     v = viz.view(traj, model=model)
     assert not _holds_secret(v.html()) and any("refused" in n for n in v.data["notes"])
+
+
+def test_a_mesh_naming_a_material_outside_its_folder_reads_nothing_there(layout, monkeypatch):
+    """An allowed OBJ whose ``mtllib`` climbs out of its folder: the viewer's reader opens the
+    OBJ, never the material file (trimesh 4's own resolver would follow ``../``)."""
+    trimesh = pytest.importorskip("trimesh")
+    import builtins
+
+    from linkdyn.viz import viewer
+    model_dir, secret = layout
+    spy = secret.parent / "spy.mtl"
+    spy.write_text("newmtl red\nKd 1 0 0\n")
+    (model_dir / "m.obj").write_text(SECRET_OBJ.replace(f"# {MARKER}\n", f"mtllib ../outside/{spy.name}\nusemtl red\n"))
+    with pytest.raises(ValueError, match="outside the model's folder"):
+        viewer._sidecar_resolver(trimesh)(str(model_dir / "m.obj")).get(f"../outside/{spy.name}")
+    opened = []
+    real_open, real_os_open = builtins.open, os.open
+    monkeypatch.setattr(builtins, "open", lambda f, *a, **k: opened.append(str(f)) or real_open(f, *a, **k))
+    monkeypatch.setattr(os, "open", lambda f, *a, **k: opened.append(str(f)) or real_os_open(f, *a, **k))
+    viewer._read_mesh.cache_clear()
+    parts = viewer._read_mesh(str(model_dir / "m.obj"), 0.0)
+    monkeypatch.undo()
+    viewer._read_mesh.cache_clear()
+    assert sum(len(F) for _, F, _ in parts) == 4
+    assert str(model_dir / "m.obj") in opened and not any("spy" in f for f in opened)

@@ -153,6 +153,24 @@ def simplify_mesh(V, F, budget: int):
     return V2, F2
 
 
+@functools.lru_cache(maxsize=1)
+def _sidecar_resolver(trimesh):
+    """trimesh's file resolver, kept to the mesh's own folder: the files a mesh names (an OBJ's
+    materials, a DAE's textures) are read only from there, links resolved (``_files.confine``;
+    trimesh 4's resolver follows ``../``)."""
+    from ..model.io._files import confine, read_model_file
+
+    class MeshFolder(trimesh.resolvers.FilePathResolver):
+        def get(self, name):
+            folder = Path(self.parent).resolve()
+            return read_model_file(confine(folder / name.strip(), (folder,), ValueError, "file a mesh names"),
+                                   ValueError, what="file a mesh names")
+
+        def namespaced(self, namespace):
+            return MeshFolder(str(Path(self.parent) / namespace))
+    return MeshFolder
+
+
 @functools.lru_cache(maxsize=64)
 def _read_mesh(path: str, mtime: float):
     """[(vertices, triangles, colour or None)] of a mesh file, one entry per colour (trimesh)."""
@@ -162,10 +180,8 @@ def _read_mesh(path: str, mtime: float):
 
     from ..model.io._files import read_model_file
     data = read_model_file(path, ValueError, what="mesh file")      # a regular file, a bounded read
-    # files the mesh names (materials, textures) only from its own folder: trimesh's resolver
-    # refuses names that leave it, links resolved
     obj = trimesh.load(io.BytesIO(data), file_type=Path(path).suffix.lstrip(".").lower(), process=False,
-                       resolver=trimesh.resolvers.FilePathResolver(path))
+                       resolver=_sidecar_resolver(trimesh)(path))
     parts = []
     if isinstance(obj, trimesh.Scene):
         for node in obj.graph.nodes_geometry:
