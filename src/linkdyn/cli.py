@@ -269,8 +269,10 @@ def _warmup(args) -> int:
 
     from linkdyn import _kernels
     tasks = _warmup_tasks()
-    print(f"linkdyn: compiling its kernels for this machine, once; they are cached in {_kernels.cache_dir()}",
-          file=sys.stderr)
+    where = _kernels.cache_dir()
+    print(f"linkdyn: compiling its kernels for this machine, once; they are cached in {where}" if where is not None
+          else f"linkdyn: compiling its kernels in memory, not kept for the next process: no trusted cache folder "
+               f"({_kernels._WHY[0]})", file=sys.stderr)
     _kernels._CompileNotice.quiet = True
     t0 = time.perf_counter()
     bar = tqdm(tasks, desc="compiling linkdyn's kernels", unit="task", file=sys.stderr, disable=args.quiet)

@@ -7,8 +7,19 @@ gives them a cache of their own (``cache_dir()``) instead of Numba's defaults:
   ``$LINKDYN_CACHE_DIR`` if set, else ``$NUMBA_CACHE_DIR/linkdyn`` if Numba's cache folder is
   set, else the user's cache folder (platformdirs: ``~/.cache/linkdyn`` on Linux), in a
   subfolder per Python and Numba version.  A new clone or a reinstall of the same sources
-  loads what an earlier one compiled; a read-only install with no writable cache folder falls
-  back to a temporary folder, with a warning, instead of failing to import;
+  loads what an earlier one compiled;
+* **a cache is code:** Numba unpickles the index files it finds in the cache folder, so whoever
+  can write a file there can run code as you.  A cache folder is used only if it is trusted:
+  the folder named above, the per-version folder under it and every module folder under that
+  (each created with mode 0700 when missing) must be real folders (not symbolic links), owned
+  by you (the effective uid) and not writable by group or others, and the folders above it
+  owned by you or root and writable by others only with the sticky bit (as /tmp) (POSIX).  Otherwise nothing is read
+  from it or written to it: the kernels compile in memory, in every process (seconds to a
+  minute, each time), and one warning names the folder and why.  There is no fallback to a
+  shared temporary folder (a ``/tmp`` name can be created first by another user).  A trusted
+  folder that is read-only (a system-wide install prepared by its owner) is used as it is:
+  what it holds is loaded, and what it lacks is compiled in memory (one warning, not one per
+  kernel);
 * **stale code is never loaded:** Numba keys a cached function on its own source file only,
   so an edit to an inlined primitive (say ``spatial_nb.py``) would leave every kernel that
   inlines it stale and silently wrong.  Each module's cache is keyed here on a hash of its
@@ -28,8 +39,8 @@ import ast
 import hashlib
 import os
 import pathlib
+import stat
 import sys
-import tempfile
 import time
 import warnings
 
@@ -135,40 +146,135 @@ def _preferred_root() -> pathlib.Path:
         return pathlib.Path.home() / ".cache" / "linkdyn"
 
 
-_ROOT: list = []
+_ROOT: list = []          # [the cache folder, or None: no cache in this process]
+_WHY: list = []           # [why there is no cache], when there is none
+_SUBDIRS: dict = {}       # module folder -> trusted (bool)
 
 
-def _writable(path: pathlib.Path) -> bool:
+def _untrusted(path: pathlib.Path) -> str | None:
+    """Why the folder ``path`` cannot hold code that this process will load, or None when it
+    can: a real folder (not a symbolic link), owned by this user, not writable by group or
+    others (lstat, so a link planted in its place is seen as a link)."""
     try:
-        path.mkdir(parents=True, exist_ok=True)
-        tempfile.TemporaryFile(dir=path).close()
-        return True
-    except OSError:
-        return False
+        st = os.lstat(path)
+    except OSError as exc:
+        return f"it cannot be inspected ({exc.strerror or exc})"
+    if stat.S_ISLNK(st.st_mode):
+        return "it is a symbolic link (a cache folder must be a real folder)"
+    if not stat.S_ISDIR(st.st_mode):
+        return "it is not a folder"
+    uid = os.geteuid() if hasattr(os, "geteuid") else None
+    if uid is not None and st.st_uid != uid:
+        return f"it is owned by uid {st.st_uid}, not by you (uid {uid})"
+    if st.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
+        who = " and ".join(w for w, bit in (("group", stat.S_IWGRP), ("others", stat.S_IWOTH)) if st.st_mode & bit)
+        return f"it is writable by {who} (mode {stat.S_IMODE(st.st_mode):o})"
+    return None
 
 
-def cache_dir() -> pathlib.Path:
-    """The folder linkdyn's compiled kernels are cached in (module docstring)."""
+def _make(path: pathlib.Path) -> None:
+    """Create the folder ``path`` (mode 0700) if it is missing; its parents as mkdir -p does."""
+    if not os.path.lexists(path):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            os.mkdir(path, 0o700)
+        except FileExistsError:
+            pass                     # created meanwhile: checked like any other
+
+
+def _unsafe_parent(root: pathlib.Path) -> str | None:
+    """Why a folder above ``root`` would let someone else replace ``root`` (rename it and put
+    their own in its place), or None: each one (symbolic links resolved) must be owned by you
+    or by root and, if group or others may write in it, have the sticky bit (as /tmp)."""
+    uid = os.geteuid() if hasattr(os, "geteuid") else None
+    if uid is None:
+        return None
+    try:
+        parent = root.parent.resolve(strict=True)
+    except OSError as exc:
+        return f"{root.parent} cannot be inspected ({exc.strerror or exc})"
+    for d in (parent, *parent.parents):
+        st = os.stat(d)
+        if st.st_uid not in (0, uid):
+            return f"{d}, a folder above it, is owned by uid {st.st_uid} (neither you nor root)"
+        if st.st_mode & (stat.S_IWGRP | stat.S_IWOTH) and not st.st_mode & stat.S_ISVTX:
+            return f"{d}, a folder above it, is writable by others (mode {stat.S_IMODE(st.st_mode):o}) without the sticky bit"
+    return None
+
+
+def _choose(root: pathlib.Path) -> tuple[pathlib.Path | None, str]:
+    """(the per-version cache folder under ``root``, "") when ``root``, the folders above it
+    and the one under it are trusted (created if missing), else (None, why)."""
+    folder = root / _tag()
+    for path in (root, folder):
+        try:
+            _make(path)
+        except OSError as exc:
+            return None, f"{path} cannot be created ({exc.strerror or exc})"
+        why = _untrusted(path) if path == folder else (_untrusted(path) or _unsafe_parent(path))
+        if why:
+            return None, f"{path}: {why}"
+    return folder, ""
+
+
+def cache_dir() -> pathlib.Path | None:
+    """The folder linkdyn's compiled kernels are cached in, or None when no trusted folder is
+    available and the kernels compile in memory (module docstring: a cache is code)."""
     if _ROOT:
         return _ROOT[0]
-    root = _preferred_root() / _tag()
-    if not _writable(root):
-        fallback = pathlib.Path(tempfile.gettempdir()) / f"linkdyn-cache-{os.getuid() if hasattr(os, 'getuid') else 0}" / _tag()
-        warnings.warn(f"linkdyn: cannot write its kernel cache in {root}; using {fallback} for this run "
-                      "(set LINKDYN_CACHE_DIR to a writable folder to keep the compiled kernels)", stacklevel=2)
-        root = fallback
+    root, why = _choose(_preferred_root())
+    if root is None:
+        _WHY.append(why)
+        warnings.warn(f"linkdyn: not caching its compiled kernels: {why}. A cache is code (Numba loads pickled "
+                      "files from it), so only a folder that you own and that nobody else can write is used; "
+                      "the kernels compile in memory in every process. Set LINKDYN_CACHE_DIR to such a folder "
+                      "(mode 0700) to keep them", stacklevel=2)
     _ROOT.append(root)
     return root
+
+
+def _module_dir(rel_parts) -> pathlib.Path | None:
+    """The trusted cache folder of the package folder ``rel_parts`` (created, mode 0700, if
+    missing), or None: no cache for its kernels (a warning per folder when it is untrusted;
+    quietly when a read-only cache lacks it)."""
+    base = cache_dir()
+    if base is None:
+        return None
+    path = base.joinpath(*rel_parts)
+    if path not in _SUBDIRS:
+        why, p = None, base
+        for part in rel_parts:
+            p = p / part
+            try:
+                _make(p)
+            except OSError:
+                break                                   # a read-only cache without it: compiled in memory
+            why = _untrusted(p)
+            if why:
+                warnings.warn(f"linkdyn: not caching the kernels of {'/'.join(rel_parts)}: {p}: {why} (a cache is "
+                              "code: see linkdyn._kernels)", stacklevel=3)
+                break
+        _SUBDIRS[path] = why is None and os.path.isdir(path)
+    return path if _SUBDIRS[path] else None
+
+
+def _ours_rel(py_func):
+    """The package folder (parts relative to the package) of a linkdyn kernel, else None."""
+    try:
+        return pathlib.Path(py_func.__code__.co_filename).resolve().relative_to(_PKG).parent.parts
+    except (ValueError, OSError, AttributeError):
+        return None
 
 
 # ------------------------------------------------------------------- numba's hooks
 def _install():
     try:
-        from numba.core import caching, event
+        from numba.core import caching, dispatcher, event
         base = getattr(caching, "_CacheLocator", None) or caching.CacheLocator
         impl = getattr(caching, "CacheImpl", None) or caching._CacheImpl
         impl._locator_classes                             # noqa: B018  (present in this Numba?)
         caching.Cache.load_overload                       # noqa: B018
+        dispatcher.Dispatcher.enable_caching              # noqa: B018
     except (ImportError, AttributeError):                 # Numba's internals moved: its defaults
         warnings.warn("linkdyn: this Numba's cache internals are not the ones linkdyn knows; its kernels "
                       "use Numba's own cache (no staleness guard across modules)", stacklevel=2)
@@ -181,10 +287,14 @@ def _install():
             self._py_file = py_file
             self._lineno = py_func.__code__.co_firstlineno
             rel = pathlib.Path(py_file).resolve().relative_to(_PKG).parent
-            self._cache_path = str(cache_dir().joinpath(*rel.parts))
+            self._cache_path = str(_module_dir(rel.parts))   # trusted: enable_caching checked it
 
         def get_cache_path(self):
             return self._cache_path
+
+        def ensure_cache_path(self):
+            """Created and checked by ``_module_dir``; nothing to test by writing (a trusted
+            read-only cache is used as it is)."""
 
         def get_source_stamp(self):
             return source_key(self._py_file)
@@ -198,12 +308,10 @@ def _install():
                 pathlib.Path(py_file).resolve().relative_to(_PKG)
             except (ValueError, OSError):
                 return None                               # not ours: Numba's own locators
-            self = cls(py_func, py_file)
-            try:
-                self.ensure_cache_path()
-            except OSError:
-                return None
-            return self
+            if _module_dir(pathlib.Path(py_file).resolve().relative_to(_PKG).parent.parts) is None:
+                raise RuntimeError(f"linkdyn: no trusted cache folder for {py_file}; "   # (enable_caching
+                                   "its kernels must not be cached")                    # keeps them out)
+            return cls(py_func, py_file)
 
     if not any(getattr(c, "__name__", "") == "LinkdynLocator" for c in impl._locator_classes):
         impl._locator_classes.insert(0, LinkdynLocator)
@@ -230,6 +338,32 @@ def _install():
         load_overload._linkdyn = True
         caching.Cache.load_overload = load_overload
 
+    save = caching.Cache.save_overload
+    if not getattr(save, "_linkdyn", False):
+        def save_overload(self, sig, data):
+            try:
+                return save(self, sig, data)
+            except OSError as exc:        # a trusted read-only cache: this kernel stays in memory
+                locator = getattr(getattr(self, "_impl", None), "locator", None)
+                if type(locator).__name__ != "LinkdynLocator":
+                    raise
+                if not _CompileNotice.unsaved:
+                    _CompileNotice.unsaved = True
+                    warnings.warn(f"linkdyn: cannot write to its kernel cache {cache_dir()} ({exc.strerror or exc}); "
+                                  "kernels missing from it compile in memory in each process", stacklevel=2)
+        save_overload._linkdyn = True
+        caching.Cache.save_overload = save_overload
+
+    enable = dispatcher.Dispatcher.enable_caching
+    if not getattr(enable, "_linkdyn", False):
+        def enable_caching(self):
+            rel = _ours_rel(self.py_func)
+            if rel is not None and _module_dir(rel) is None:
+                return                    # Numba's NullCache stays: compiled in memory, no file read or written
+            enable(self)
+        enable_caching._linkdyn = True
+        dispatcher.Dispatcher.enable_caching = enable_caching
+
     event.register("numba:compile", _Announcer())
 
 
@@ -239,6 +373,7 @@ class _CompileNotice:
     last_note = 0.0
     count = 0
     quiet = False         # ``linkdyn warmup`` shows its own progress bar
+    unsaved = False       # a kernel could not be written to a (read-only) cache
 
 
 def _ours(ev) -> bool:
@@ -257,7 +392,9 @@ def _make_announcer():
             now = time.monotonic()
             if _CompileNotice.first is None:
                 _CompileNotice.first = _CompileNotice.last_note = now
-                print(f"linkdyn: compiling kernels for this machine, once (they are cached in {cache_dir()}); "
+                where = (f"once (they are cached in {cache_dir()})" if cache_dir() is not None
+                         else "in memory (no trusted cache folder: they are not kept)")
+                print(f"linkdyn: compiling kernels for this machine, {where}; "
                       "this can take a minute or more. `linkdyn warmup` compiles them all at once.",
                       file=sys.stderr, flush=True)
             elif now - _CompileNotice.last_note > 15.0:

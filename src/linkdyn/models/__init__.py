@@ -139,6 +139,8 @@ def example_robot(name: str, mimic: bool = False, **kwargs: Any) -> Model:
     if name not in ROBOTS:
         raise KeyError(f"unknown robot {name!r}; known: {sorted(ROBOTS)} (or load any URDF with linkdyn.load_urdf)")
     rel, floating = ROBOTS[name]
+    # their meshes are named package://example-robot-data/...: that package's folder is allowed
+    kwargs.setdefault("package_dirs", [example_robot_data_dir().parent])
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", URDFWarning)
         return load_urdf(example_robot_data_dir() / rel, floating_base=floating, mimic=mimic, **kwargs)

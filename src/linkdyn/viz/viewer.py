@@ -10,7 +10,9 @@ and draws the ground, the scene props (bars, ropes, tethers), the model's contac
 contact forces as arrows and the loop closures.  Models loaded from URDF are drawn with their
 visual meshes (STL, DAE, OBJ, read with trimesh when it is installed: ``pip install trimesh``,
 plus ``pycollada`` for DAE; a missing file or reader falls back to the link's collision
-geometry, then to the figure below); other models are drawn as a figure made of the
+geometry, then to the figure below; only the files the loader allowed, ``Visual.path``, inside
+the model's folder or the ``asset_dirs`` / ``package_dirs`` given, are read and put in a page);
+other models are drawn as a figure made of the
 equivalent-inertia ellipsoid of each body (the uniform solid ellipsoid with the body's mass and
 rotational inertia), capsules along the bones, a head with a nose where a ``head_top`` frame is
 and a foot box from heel to toe, left limbs blue and right limbs red.
@@ -110,32 +112,6 @@ def _quat(R) -> np.ndarray:
 
 # ---------------------------------------------------------------------------------------
 # meshes
-def _resolve(filename: str, base_dir) -> Path | None:
-    """The path of a mesh file named in a model file: ``package://pkg/rest`` (the folder ``pkg``
-    above the model file, or on ``ROS_PACKAGE_PATH``), ``file://...``, absolute or relative."""
-    if filename.startswith("file://"):
-        p = Path(filename[7:])
-        return p if p.is_file() else None
-    if filename.startswith("package://"):
-        pkg, _, rest = filename[len("package://"):].partition("/")
-        roots = []
-        if base_dir:
-            b = Path(base_dir)
-            roots += [a for a in [b, *b.parents] if a.name == pkg]
-            roots += [a / pkg for a in [b, *b.parents]]
-        for d in os.environ.get("ROS_PACKAGE_PATH", "").split(os.pathsep):
-            if d:
-                roots += [Path(d) / pkg, Path(d)]
-        for r in roots:
-            if (r / rest).is_file():
-                return r / rest
-        return None
-    p = Path(filename)
-    if not p.is_absolute() and base_dir:
-        p = Path(base_dir) / p
-    return p if p.is_file() else None
-
-
 def simplify_mesh(V, F, budget: int):
     """(vertices, triangles) with at most about ``budget`` triangles: duplicate vertices merged,
     then vertex clustering on a grid (Rossignac and Borrel 1993) whose cell grows until the
@@ -177,11 +153,35 @@ def simplify_mesh(V, F, budget: int):
     return V2, F2
 
 
+@functools.lru_cache(maxsize=1)
+def _sidecar_resolver(trimesh):
+    """trimesh's file resolver, kept to the mesh's own folder: the files a mesh names (an OBJ's
+    materials, a DAE's textures) are read only from there, links resolved (``_files.confine``;
+    trimesh 4's resolver follows ``../``)."""
+    from ..model.io._files import confine, read_model_file
+
+    class MeshFolder(trimesh.resolvers.FilePathResolver):
+        def get(self, name):
+            folder = Path(self.parent).resolve()
+            return read_model_file(confine(folder / name.strip(), (folder,), ValueError, "file a mesh names"),
+                                   ValueError, what="file a mesh names")
+
+        def namespaced(self, namespace):
+            return MeshFolder(str(Path(self.parent) / namespace))
+    return MeshFolder
+
+
 @functools.lru_cache(maxsize=64)
 def _read_mesh(path: str, mtime: float):
     """[(vertices, triangles, colour or None)] of a mesh file, one entry per colour (trimesh)."""
+    import io
+
     import trimesh
-    obj = trimesh.load(path, process=False)
+
+    from ..model.io._files import read_model_file
+    data = read_model_file(path, ValueError, what="mesh file")      # a regular file, a bounded read
+    obj = trimesh.load(io.BytesIO(data), file_type=Path(path).suffix.lstrip(".").lower(), process=False,
+                       resolver=_sidecar_resolver(trimesh)(path))
     parts = []
     if isinstance(obj, trimesh.Scene):
         for node in obj.graph.nodes_geometry:
@@ -315,10 +315,11 @@ def _visual_shape(sc: _Scene, v, budget):
 
 def _mesh(sc: _Scene, v, budget):
     """[(mesh index, colour)] of a mesh visual, or [] when it cannot be read."""
-    path = _resolve(v.filename, v.base_dir) if v.filename else None
+    path = getattr(v, "path", None)     # set by the loader, only for a file it was allowed to read
     if path is None:
-        sc.notes.append(f"mesh not found: {v.filename}")
+        sc.notes.append(f"mesh not found or refused: {v.filename}")
         return []
+    path = Path(path)
     key = (str(path), budget)
     if key in sc._mesh_keys:
         return sc._mesh_keys[key]

@@ -48,7 +48,8 @@ Mapping (the same as Pinocchio's ``buildModelFromUrdf`` unless stated):
 * ``<visual>`` and ``<collision>`` play no part in the dynamics; their geometry (mesh file
   name and scale, box, cylinder, sphere; origin; material colour) is kept for drawing in
   ``model.visuals``, a tuple of :class:`Visual` on the link's frame (an element that cannot be
-  read is skipped: drawing never stops a file from loading);
+  read is skipped: drawing never stops a file from loading); a mesh file is allowed (``Visual.path``)
+  only inside the model's folder, ``asset_dirs`` or ``package_dirs`` (:func:`load_urdf`);
 * ``<safety_controller>``, ``<calibration>``, ``<transmission>``, ``<gazebo>`` and unknown
   elements are ignored.
 
@@ -65,6 +66,7 @@ planar joint without ``<axis>`` (motion in the yz-plane).
 """
 from __future__ import annotations
 
+import os
 import re
 import warnings
 from pathlib import Path
@@ -75,11 +77,11 @@ import numpy as np
 from ... import spatial
 from .. import joints as J
 from ..builder import Inertia, ModelBuilder, triangle_violation
-from ._files import read_model_file
+from ._files import asset_roots, confine, read_model_file, resolve_reference
 from .safexml import parse_xml
 
 if TYPE_CHECKING:
-    import os
+    from collections.abc import Iterable
 
     from numpy.typing import ArrayLike
 
@@ -104,16 +106,21 @@ class Visual:
     part, along z), sphere (radius,), ellipsoid (a, b, c) semi-axes, plane (x, y) full lengths;
     ``filename``: a mesh file as written in the model file (may be ``package://...``),
     ``base_dir``: the folder of the model file (to resolve relative names), ``scale`` (3,);
+    ``path``: the mesh file the loader resolved and allowed (symbolic links resolved, inside the
+    model's folder or the folders given as ``asset_dirs`` / ``package_dirs``:
+    ``linkdyn.model.io._files.confine``), or None when it is missing or refused: the viewer
+    reads and embeds this file only, never ``filename``;
     ``R``, ``p``: the pose of the geometry in the frame; ``rgba``: a colour or None;
     ``role``: "visual" or "collision"; ``name``: the element's name or ""."""
-    __slots__ = ("frame", "kind", "size", "filename", "base_dir", "scale", "R", "p", "rgba", "role", "name")
+    __slots__ = ("frame", "kind", "size", "filename", "base_dir", "scale", "R", "p", "rgba", "role", "name", "path")
 
     def __init__(self, frame: str, kind: str, size: ArrayLike = (), filename: str | None = None,
                  base_dir: str | os.PathLike[str] | None = None, scale: ArrayLike = (1.0, 1.0, 1.0),
                  R: ArrayLike | None = None, p: ArrayLike | None = None, rgba: ArrayLike | None = None,
-                 role: str = "visual", name: str = "") -> None:
+                 role: str = "visual", name: str = "", path: str | os.PathLike[str] | None = None) -> None:
         self.frame, self.kind, self.size = str(frame), str(kind), tuple(float(x) for x in size)
         self.filename, self.base_dir = filename, base_dir
+        self.path = None if path is None else Path(path)
         self.scale = np.array(scale, dtype=float).reshape(3)
         self.R = np.eye(3) if R is None else np.array(R, dtype=float).reshape(3, 3)
         self.p = np.zeros(3) if p is None else np.array(p, dtype=float).reshape(3)
@@ -132,7 +139,8 @@ _ONE_DOF = ("revolute", "continuous", "prismatic")
 
 
 def load_urdf(path: str | os.PathLike[str], floating_base: bool = False, gravity: ArrayLike = (0.0, 0.0, -9.81),
-              joint_friction: bool = False, mimic: bool = True) -> Model:
+              joint_friction: bool = False, mimic: bool = True, asset_dirs: Iterable[str | os.PathLike[str]] | None = None,
+              package_dirs: Iterable[str | os.PathLike[str]] | None = None) -> Model:
     """Read the URDF file ``path`` into a :class:`~linkdyn.Model`.
 
     ``floating_base`` puts a free-flyer joint named ``"root_joint"`` between the world and the
@@ -145,24 +153,37 @@ def load_urdf(path: str | os.PathLike[str], floating_base: bool = False, gravity
     :mod:`linkdyn.model.gears`); ``mimic=False`` keeps them independent.  Raises
     ``FileNotFoundError`` for a missing file and :class:`URDFError` for a malformed one, for
     anything that is not a regular file (a device, a FIFO) or a file above 64 MB.
+
+    Mesh files (drawing only): a relative name is looked up in the folder of ``path``,
+    ``file://`` names as absolute paths, ``package://pkg/rest`` in each of ``package_dirs``
+    (folders that hold packages, as Pinocchio's ``package_dirs``; a folder named ``pkg`` itself
+    works too) and of ``$ROS_PACKAGE_PATH``, then ``pkg/rest`` in the model's folder or a folder
+    above it named ``pkg``.  The file found, symbolic links resolved, must lie inside the
+    model's folder, ``asset_dirs`` or ``package_dirs`` (or ``$ROS_PACKAGE_PATH``): anything else
+    is refused (never read, never drawn, never put in a page) with a :class:`URDFWarning`; a
+    missing mesh is left to the viewer, which says so.
     """
     path = Path(path)
     data = read_model_file(path, URDFError, what="URDF file")
     return _build(data, str(path), floating_base, gravity, default_name=path.stem, joint_friction=joint_friction,
-                  base_dir=str(path.resolve().parent), mimic=mimic)
+                  base_dir=str(path.resolve().parent), mimic=mimic, asset_dirs=asset_dirs, package_dirs=package_dirs)
 
 
 def parse_urdf(text: str | bytes, floating_base: bool = False, gravity: ArrayLike = (0.0, 0.0, -9.81),
-               source: str = "<string>", joint_friction: bool = False, mimic: bool = True) -> Model:
+               source: str = "<string>", joint_friction: bool = False, mimic: bool = True,
+               asset_dirs: Iterable[str | os.PathLike[str]] | None = None,
+               package_dirs: Iterable[str | os.PathLike[str]] | None = None) -> Model:
     """Build a :class:`~linkdyn.Model` from URDF ``text`` (an XML ``str`` or ``bytes``).
 
-    ``source`` names the text in error messages.  See :func:`load_urdf`.
+    ``source`` names the text in error messages.  The text has no folder: its mesh files are
+    read only from ``asset_dirs`` and ``package_dirs`` (and ``$ROS_PACKAGE_PATH``).  See
+    :func:`load_urdf`.
     """
     if not isinstance(text, (str, bytes, bytearray)):
         raise TypeError(f"parse_urdf: expected the URDF XML as str or bytes, got {type(text).__name__} "
                         "(use load_urdf for a path)")
     return _build(text, source, floating_base, gravity, default_name="robot", joint_friction=joint_friction,
-                  mimic=mimic)
+                  mimic=mimic, asset_dirs=asset_dirs, package_dirs=package_dirs)
 
 
 # --------------------------------------------------------------------------------------------
@@ -360,7 +381,8 @@ def _visual(v, link, role, base_dir, materials):
     return None
 
 
-def _build(text, source, floating_base, gravity, default_name, joint_friction=False, base_dir=None, mimic=True):
+def _build(text, source, floating_base, gravity, default_name, joint_friction=False, base_dir=None, mimic=True,
+           asset_dirs=None, package_dirs=None):
     ctx = _Ctx(source)
     root = _parse_xml(text, source)
     if root.tag != "robot":
@@ -570,4 +592,36 @@ def _build(text, source, floating_base, gravity, default_name, joint_friction=Fa
     except ValueError as exc:       # pragma: no cover - the checks above should make this unreachable
         raise URDFError(f"{source}: {exc}") from None
     model.visuals = _visuals(root, link_els, base_dir)
+    _allow_meshes(model.visuals, source, base_dir, asset_dirs, package_dirs)
     return model
+
+
+def _package_path():
+    return [d for d in os.environ.get("ROS_PACKAGE_PATH", "").split(os.pathsep) if d]
+
+
+def _allow_meshes(visuals, source, base_dir, asset_dirs, package_dirs):
+    """Set each mesh visual's ``path`` to the file its name stands for when that file, symbolic
+    links resolved, lies inside the model's folder, ``asset_dirs``, ``package_dirs`` or
+    ``$ROS_PACKAGE_PATH`` (``_files.confine``); one URDFWarning lists the refused ones."""
+    packages = [*(package_dirs or ()), *_package_path()]
+    roots = asset_roots(base_dir, asset_dirs, packages)
+    refused, done = [], {}
+    for v in visuals:
+        if v.kind != "mesh" or not v.filename:
+            continue
+        if v.filename not in done:
+            target, allowed = resolve_reference(v.filename, base_dir, packages), None
+            if target is not None:
+                try:
+                    allowed = confine(target, roots, URDFError, "mesh file", repr(v.filename))
+                except URDFError as exc:
+                    refused.append(str(exc))
+                except OSError:
+                    pass                                      # missing: the viewer says so
+            done[v.filename] = allowed
+        v.path = done[v.filename]
+    if refused:
+        warnings.warn(f"{source}: {len(refused)} mesh file{'s' if len(refused) > 1 else ''} refused, not read "
+                      "or drawn: " + "; ".join(refused[:3]) + ("; ..." if len(refused) > 3 else ""),
+                      URDFWarning, stacklevel=3)

@@ -5,8 +5,11 @@
 
 The XML is read with :mod:`defusedxml` (DTDs, entity declarations and external references are
 refused), so untrusted files are safe to open.  ``<include file>`` is resolved relative to the
-folder of the main file only: absolute paths, paths that leave that folder (``..``, symbolic
-links), include loops, more than ``MAX_INCLUDE_DEPTH`` nested or ``MAX_INCLUDES`` included
+folder of the main file, mesh files under ``<compiler meshdir>`` there; every file named must
+lie, symbolic links resolved, inside that folder or a folder given as ``asset_dirs=``
+(``linkdyn.model.io._files.confine``): an include or a mesh the inertia needs outside them
+raises :class:`MJCFError`, a mesh only drawn is refused with an :class:`MJCFWarning`.
+Absolute include paths, paths that leave the folders (``..``, symbolic links), include loops, more than ``MAX_INCLUDE_DEPTH`` nested or ``MAX_INCLUDES`` included
 files are refused.  Malformed input raises :class:`MJCFError` (a ``ValueError``) whose message
 names the file, the element and what is wrong; MJCF features outside the supported subset
 raise ``NotImplementedError``; things that are read but cannot be represented are reported by

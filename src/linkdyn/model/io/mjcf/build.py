@@ -23,6 +23,7 @@ from .reader import _Reader, _read_limited
 
 if TYPE_CHECKING:
     import os
+    from collections.abc import Iterable
 
     from numpy.typing import ArrayLike
 
@@ -32,7 +33,8 @@ if TYPE_CHECKING:
 # --------------------------------------------------------------------------------------------
 # public API
 def load_mjcf(path: str | os.PathLike[str], gravity: ArrayLike | None = None, joint_friction: bool = True,
-              return_info: bool = False, contacts: bool = True) -> Model | tuple[Model, MJCFInfo]:
+              return_info: bool = False, contacts: bool = True,
+              asset_dirs: Iterable[str | os.PathLike[str]] | None = None) -> Model | tuple[Model, MJCFInfo]:
     """Read the MJCF file ``path`` into a :class:`~linkdyn.Model` (see the module docstring for
     the mapping).
 
@@ -44,30 +46,37 @@ def load_mjcf(path: str | os.PathLike[str], gravity: ArrayLike | None = None, jo
     planes (module docstring), which the simulation uses; ``False`` leaves those out.  The
     collision geometry (``model.geom_*``: every geom MuJoCo would collide, meshes aside) is
     loaded either way.
-    ``<include>`` files are looked up in the folder of ``path``.
+    ``<include>`` files are looked up in the folder of ``path``, mesh files under ``<compiler
+    meshdir>`` there.  Every file the model names (includes, meshes), symbolic links resolved,
+    must lie inside the folder of ``path`` or inside one of ``asset_dirs`` (folders you trust
+    the file to read from, e.g. a shared mesh folder that a ``../meshes`` meshdir points to):
+    an include or a mesh needed for the inertia outside them raises :class:`MJCFError`; a mesh
+    only drawn is left out of ``model.visuals``' readable files, with an :class:`MJCFWarning`.
     Raises ``FileNotFoundError`` for a missing file, :class:`MJCFError` for a malformed one and
     ``NotImplementedError`` for an unsupported feature.
     """
     path = Path(path)
     data = _read_limited(path, str(path))
     return _build(data, str(path), path.resolve().parent, gravity, joint_friction, return_info,
-                  default_name=path.stem, main_file=path.resolve(), contacts=contacts)
+                  default_name=path.stem, main_file=path.resolve(), contacts=contacts, asset_dirs=asset_dirs)
 
 
 def parse_mjcf(text: str | bytes, gravity: ArrayLike | None = None, joint_friction: bool = True,
                return_info: bool = False, source: str = "<string>", base_dir: str | os.PathLike[str] | None = None,
-               contacts: bool = True) -> Model | tuple[Model, MJCFInfo]:
+               contacts: bool = True,
+               asset_dirs: Iterable[str | os.PathLike[str]] | None = None) -> Model | tuple[Model, MJCFInfo]:
     """Build a :class:`~linkdyn.Model` from MJCF ``text`` (an XML ``str`` or ``bytes``).
 
     ``source`` names the text in error messages; ``base_dir`` is the folder ``<include>``
-    files are read from (without it, ``<include>`` is refused).  See :func:`load_mjcf`.
+    files are read from (without it, ``<include>`` and mesh files are refused); files must lie
+    inside it or inside ``asset_dirs``.  See :func:`load_mjcf`.
     """
     if not isinstance(text, (str, bytes, bytearray)):
         raise TypeError(f"parse_mjcf: expected the MJCF XML as str or bytes, got {type(text).__name__} "
                         "(use load_mjcf for a path)")
     base = None if base_dir is None else Path(base_dir).resolve()
     return _build(text, source, base, gravity, joint_friction, return_info, default_name="mujoco", main_file=None,
-                  contacts=contacts)
+                  contacts=contacts, asset_dirs=asset_dirs)
 
 
 # --------------------------------------------------------------------------------------------
@@ -89,12 +98,13 @@ def _ball_joint(max_angle):
     return J.Spherical(swing=max_angle, twist=(-max_angle, max_angle))
 
 
-def _build(text, source, base_dir, gravity, joint_friction, return_info, default_name, main_file, contacts=True):
-    reader = _Reader(base_dir)
+def _build(text, source, base_dir, gravity, joint_friction, return_info, default_name, main_file, contacts=True,
+           asset_dirs=None):
+    reader = _Reader(base_dir, asset_dirs)
     root = reader.read(text, source, [main_file] if main_file is not None else [])
     ctx = _Ctx(source, reader, _Compiler())
     P = _Parser(ctx, root)
-    ctx.meshes = _MeshAssets(ctx, P.defaults, root, base_dir)
+    ctx.meshes = _MeshAssets(ctx, P.defaults, root, base_dir, reader.roots)
     try:
         file_gravity = P.read_header()
         P.read_bodies()
@@ -215,11 +225,11 @@ def _build(text, source, base_dir, gravity, joint_friction, return_info, default
 def _geom_visuals(P, base_dir):
     """Every geom as drawing geometry (:class:`linkdyn.model.io.urdf.Visual` on its body's frame):
     spheres, capsules, cylinders, boxes, ellipsoids, planes and meshes (``<asset><mesh file>``
-    under ``<compiler meshdir>``); geoms of ``group`` 3 and above are "collision" geometry, as
-    MuJoCo's viewer hides them.  A geom that cannot be read is skipped: drawing never stops a
+    under ``<compiler meshdir>``, their ``path`` set only when ``_files.confine`` allows them);
+    geoms of ``group`` 3 and above are "collision" geometry, as MuJoCo's viewer hides them.  A geom that cannot be read is skipped: drawing never stops a
     file from loading."""
     from ..urdf import Visual
-    assets, meshes = P.ctx.meshes, {}
+    assets, meshes, refused = P.ctx.meshes, {}, []
     for name, m in assets.els.items():
         f = m.get("file")
         if not f:
@@ -228,7 +238,18 @@ def _geom_visuals(P, base_dir):
             sc = [float(x) for x in (m.get("scale") or "1 1 1").split()]
         except ValueError:
             sc = [1.0, 1.0, 1.0]
-        meshes[name] = (f, sc if len(sc) == 3 else [1.0, 1.0, 1.0])
+        path = None
+        if assets.folder is not None and not f.lower().endswith(".msh"):
+            try:
+                path = assets.path(f, MJCFError)
+            except MJCFError as exc:        # outside the model's folder and asset_dirs: never read, never drawn
+                refused.append(str(exc))
+            except OSError:
+                pass                        # missing: the viewer says so
+        meshes[name] = (f, sc if len(sc) == 3 else [1.0, 1.0, 1.0], path)
+    if refused:
+        _warn(f"{P.ctx.source}: {len(refused)} mesh file{'s' if len(refused) > 1 else ''} refused, not drawn: "
+              + "; ".join(refused[:3]) + ("; ..." if len(refused) > 3 else ""))
     folder = str(Path(base_dir or ".") / assets.meshdir) if assets.meshdir else base_dir
     out = []
     for el, body, R0, p0, cc, where in P.geoms:
@@ -248,7 +269,7 @@ def _geom_visuals(P, base_dir):
                 mesh = meshes.get(a.raw("mesh") or "")
                 if mesh is None:
                     continue
-                out.append(Visual(body, "mesh", (), mesh[0], folder, mesh[1], **kw))
+                out.append(Visual(body, "mesh", (), mesh[0], folder, mesh[1], path=mesh[2], **kw))
             elif gtype in ("capsule", "cylinder"):
                 out.append(Visual(body, gtype, (size[0], 2.0 * size[1]), **kw))
             elif gtype == "box":

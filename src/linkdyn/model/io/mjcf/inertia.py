@@ -93,8 +93,9 @@ class _MeshAssets:
     """``<asset><mesh>`` elements by name, read on first use: (measure, com, I) per mesh for a
     unit density, in the mesh's coordinates after its refpos, refquat and scale."""
 
-    def __init__(self, ctx, defaults, root, base_dir):
+    def __init__(self, ctx, defaults, root, base_dir, roots=()):
         self.ctx, self.cache, self.els = ctx, {}, {}
+        self.roots = roots              # the folders mesh files may be read from (_files.confine)
         meshdir = None
         for el in root.iter("compiler"):
             meshdir = el.get("meshdir") or el.get("assetdir") or meshdir
@@ -108,6 +109,13 @@ class _MeshAssets:
                 name = m.get("name") or (Path(f).stem if f else None)
                 if name:
                     self.els[name] = m
+
+    def path(self, f, error):
+        """The mesh file ``f`` (under ``meshdir``), symbolic links resolved, if it lies inside the
+        model's folder or the ``asset_dirs`` (``_files.confine``; ``error`` makes the exception
+        otherwise); FileNotFoundError when it is missing."""
+        from .._files import confine
+        return confine(self.folder / f, self.roots, error, "mesh file", "")
 
     def properties(self, gel, where, name):
         if name in self.cache:
@@ -143,7 +151,10 @@ class _MeshAssets:
             if self.folder is None:
                 raise a.err(f"the model was given as text without base_dir, so the mesh file {f!r} cannot be "
                             "looked up (use load_mjcf(path) or parse_mjcf(text, base_dir=...))")
-            path = self.folder / f
+            try:
+                path = self.path(f, a.err)
+            except FileNotFoundError:
+                raise a.err(f"cannot read the mesh file {str(self.folder / f)!r}: no such file") from None
             try:
                 V, F = mi.load_mesh(path)
             except ImportError:

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .._files import read_model_file
+from .._files import asset_roots, confine, read_model_file
 from ..safexml import parse_xml
 from .common import MAX_FILE_BYTES, MAX_INCLUDE_DEPTH, MAX_INCLUDES, MJCFError
 
@@ -22,8 +22,9 @@ def _parse_xml(text, source):
 class _Reader:
     """Parses the main text and expands <include> elements; remembers each element's file."""
 
-    def __init__(self, base_dir):
+    def __init__(self, base_dir, asset_dirs=None):
         self.base = base_dir
+        self.roots = asset_roots(base_dir, asset_dirs)     # where included files (and meshes) may be
         self.count = 0
         self.bytes = 0              # read from included files
         self.file_of = {}           # element -> file name, for error messages
@@ -67,12 +68,10 @@ class _Reader:
         if rel.is_absolute() or rel.drive or rel.anchor:
             raise MJCFError(f"{where}: refused: an absolute path; included files must lie in the model's "
                             f"folder {str(self.base)!r}")
-        target = (self.base / rel).resolve()
         try:
-            target.relative_to(self.base)
-        except ValueError:
-            raise MJCFError(f"{where}: refused: the path leads outside the model's folder "
-                            f"{str(self.base)!r}") from None
+            target = confine(self.base / rel, self.roots, MJCFError, "included file", where)
+        except FileNotFoundError:
+            raise MJCFError(f"{where}: no such file {str((self.base / rel).resolve())!r}") from None
         if target in chain:
             names = [p.name for p in chain[chain.index(target):]] + [target.name]
             raise MJCFError(f"{where}: include loop: " + " -> ".join(names))
@@ -81,8 +80,6 @@ class _Reader:
         self.count += 1
         if self.count > MAX_INCLUDES:
             raise MJCFError(f"{where}: more than {MAX_INCLUDES} <include> elements in one model")
-        if not target.is_file():
-            raise MJCFError(f"{where}: no such file {str(target)!r}")
         data = _read_limited(target, str(target))
         self.bytes += len(data)
         if self.bytes > MAX_FILE_BYTES:
