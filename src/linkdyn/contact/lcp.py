@@ -268,6 +268,19 @@ def _polish_kernel(A, r, kind, mu, normal, lam, out):
             out[i + 1] = c * d2[i]
 
 
+@njit(cache=True)
+def _polish_better(A, r, kind, mu, normal, lam, res):
+    """The exact solution on lam's active set (``_polish_kernel``), kept in ``lam`` when its
+    residual is below ``res``; returns the residual of what ``lam`` holds then."""
+    pol = np.empty(lam.shape[0])
+    _polish_kernel(A, r, kind, mu, normal, lam, pol)
+    pres = _residual(A, r, kind, mu, normal, pol)
+    if pres < res:
+        lam[:] = pol
+        return pres
+    return res
+
+
 def _polish(A, r, kind, mu, normal, lam, tol):
     """The exact solution on the active set of ``lam`` (None if it breaks a condition): normals
     in contact and friction pairs inside their cone are unknowns of a linear system (least

@@ -259,23 +259,12 @@ def timestep_kernel(buf, q, v, tau, h, geo, mask, pair_mu, pair_e, lim_q, lim_v,
         lcp._pgs(A, rr, kinds, mus, normals, lam, sweeps, 1e-12)
         res = lcp._residual(A, rr, kinds, mus, normals, lam)
         if res > tol:
-            pol = np.empty(m)
-            lcp._polish_kernel(A, rr, kinds, mus, normals, lam, pol)
-            pres = lcp._residual(A, rr, kinds, mus, normals, pol)
-            if pres < res:
-                lam[:] = pol
-                res = pres
+            res = lcp._polish_better(A, rr, kinds, mus, normals, lam, res)
         if res > tol:
             # the fallback: Gauss-Seidel carried on (redundant friction rows, e.g. two feet of one
             # rigid body, converge slowly along their null direction), then the polish again
             lcp._pgs(A, rr, kinds, mus, normals, lam, fallback_sweeps, 1e-14)
-            res = lcp._residual(A, rr, kinds, mus, normals, lam)
-            pol = np.empty(m)
-            lcp._polish_kernel(A, rr, kinds, mus, normals, lam, pol)
-            pres = lcp._residual(A, rr, kinds, mus, normals, pol)
-            if pres < res:
-                lam[:] = pol
-                res = pres
+            res = lcp._polish_better(A, rr, kinds, mus, normals, lam, lcp._residual(A, rr, kinds, mus, normals, lam))
             info[3] = 1.0
         info[2] = res
         for d in range(nv):
