@@ -44,6 +44,9 @@ CONE_TOL = 1.0 + 1e-6
 #: an impact adds no energy: at most this fraction of the energy moved in the run (round-off)
 IMPACT_TOL = 1e-9
 ENERGY_TOL = {"events": 1e-6, "timestep": 2e-2}
+#: the ledger's residual is relative to the energy moved in the run, at least this (J): a run in which
+#: nothing moves (a model standing in balance) is judged by its absolute residual, not by 0 / 0
+ENERGY_FLOOR = 1e-9
 
 
 @dataclass
@@ -95,7 +98,7 @@ def energy_residual(recording):
     E = K + P
     res = E - E[0] - (W - W[0]).sum(axis=1)
     scale = float(np.nanmax(K) + np.ptp(P) + np.abs(W[-1] - W[0]).sum())
-    return t, res, max(scale, 1e-12)
+    return t, res, max(scale, ENERGY_FLOOR)
 
 
 def check(recording: Recording, contact_method: str = "events", energy_tol: float | None = None) -> Checks:

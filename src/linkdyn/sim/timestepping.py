@@ -123,6 +123,7 @@ class TimeStepping:
         #: the last step's geom contacts: forces (n, 3) in their frames [t1, t2, n], names, friction
         #: coefficients; the smallest geom distance at the step's end (inf: none touch)
         self.geom_force, self.geom_names, self.geom_mu = np.zeros((0, 3)), [], np.zeros(0)
+        self._gunits, self._gcon = None, None            # the current step's geom units and contacts
         self._geom_end = (None, np.inf)
         self._gprev = None          # the last step's geom contacts and impulses (warm start)
         # the compiled step knows the catalog's units only: a model with geoms takes the Python step
@@ -399,6 +400,7 @@ class TimeStepping:
         con = gc.collide(q, margin)
         units = gc.units(q, v_free, *con)
         k = len(units)
+        self._gunits, self._gcon = units, con
         if not k:
             return con, units, np.zeros(0), np.zeros((0, 3))
         end = gc.collide(q_end, margin + 2.0 * disp)
@@ -420,7 +422,7 @@ class TimeStepping:
         no match there)."""
         q1 = self._advance(q, v1, h)[0]
         out = [self.catalog.gaps(q1)[cand]]
-        if self.geoms is not None and len(self._gunits) and self._gcon is not None:
+        if self.geoms is not None and self._gunits is not None and len(self._gunits) and self._gcon is not None:
             gc = self.geoms
             disp = gc.displacement(q, q1)
             end = gc.collide(q1, CANDIDATE + 4.0 * disp)
