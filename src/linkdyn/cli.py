@@ -72,7 +72,7 @@ def _scene(args) -> int:
     print(f"energy ledger [J]: joints (actuators, less joint friction) {W[0]:+.4g}, limits and contacts {W[1]:+.4g} (impacts, friction), "
           f"structure changes {W[2]:+.4g}; E(end) - E(0) = {rec.energy[-1] - rec.energy[0]:+.4g}")
     checks = sim.checks()
-    print("checks (every recorded sample):")
+    print("checks (each says where it looked: at every step, or at the recorded samples):")
     print("  " + str(checks).replace("\n", "\n  "))
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
