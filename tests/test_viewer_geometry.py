@@ -191,6 +191,7 @@ def test_the_pages_draw_the_ground_and_the_box_where_the_physics_has_them(box_ru
         got["collision"] = page.evaluate("window.linkdynViewer.collision()")
         page.screenshot(path=str(tmp_path / f"{name}.png"))
         got["legend"] = page.locator("#legend").inner_text()
+        got["hud"] = page.locator("#hud").bounding_box()
         page.locator("#show-collision").uncheck()                   # the legend's toggle
         got["hidden"] = [c["visible"] for c in page.evaluate("window.linkdynViewer.collision()")]
         page.screenshot(path=str(tmp_path / f"{name}-hidden.png"))
@@ -218,8 +219,11 @@ def test_the_pages_draw_the_ground_and_the_box_where_the_physics_has_them(box_ru
     # the swing's seat plane is drawn on the seat's body
     (seat,) = [c for c in got["swing"]["collision"] if c["name"] == "seat_top"]
     assert seat["kind"] == "plane" and seat["visible"]
-    # the collision layer is visible: hiding it changes the picture
-    for name in pages:
-        a = np.asarray(Image.open(tmp_path / f"{name}.png").convert("RGB"), dtype=int)
-        b = np.asarray(Image.open(tmp_path / f"{name}-hidden.png").convert("RGB"), dtype=int)
-        assert (np.abs(a - b).sum(axis=2) > 30).sum() > 50, name
+    # the box's collision layer is seen: hiding it changes the picture around the box, not only the
+    # checkbox (the swing's seat plane lies under the thighs, out of sight from the page's camera)
+    a = np.asarray(Image.open(tmp_path / "box.png").convert("RGB"), dtype=int)
+    b = np.asarray(Image.open(tmp_path / "box-hidden.png").convert("RGB"), dtype=int)
+    changed = np.abs(a - b).sum(axis=2) > 30
+    h = got["box"]["hud"]
+    changed[:int(h["y"] + h["height"]) + 1, :int(h["x"] + h["width"]) + 1] = False
+    assert changed.sum() > 2000
