@@ -6,19 +6,28 @@
 
 The page orbits, pans and zooms (mouse or touch), plays the run with a time slider, a
 play/pause button and a speed choice, marks the events on the timeline (a click jumps to one),
-and draws the ground, the scene props (bars, ropes, tethers), the model's contact planes, the
-contact forces as arrows and the loop closures.  Models loaded from URDF are drawn with their
-visual meshes (STL, DAE, OBJ, read with trimesh when it is installed: ``pip install trimesh``,
-plus ``pycollada`` for DAE; a missing file or reader falls back to the link's collision
-geometry, then to the figure below; only the files the loader allowed, ``Visual.path``, inside
-the model's folder or the ``asset_dirs`` / ``package_dirs`` given, are read and put in a page);
-other models are drawn as a figure made of the
-equivalent-inertia ellipsoid of each body (the uniform solid ellipsoid with the body's mass and
+and draws the ground, the scene props (bars, ropes, tethers), the contact forces as arrows, the
+loop closures and the model's collision geometry: every geom (``model.geom_*``) and contact
+plane (``model.planes``) on its body, translucent orange, shown or hidden by a checkbox of the
+legend (``#collision=0`` in the URL hides it at load).  The ground is where the physics has it:
+the model's unbounded world plane with normal +z (the highest, if several) sets the height of
+the page's grid and floor, whatever height a ``ground`` prop gives; without one, as before: the
+prop's height, else a horizontal contact plane of the world, else the lowest point of the
+scene.  Other unbounded planes are drawn as a finite grid in their own plane, near the scene.
+``Viewer.data["collision"]`` and ``["ground"]`` say what is drawn.
+
+Models loaded from URDF are drawn with their visual meshes (STL, DAE, OBJ, read with trimesh
+when it is installed: ``pip install trimesh``, plus ``pycollada`` for DAE; a missing file or
+reader falls back to the link's collision geometry, then to the figure below; only the files
+the loader allowed, ``Visual.path``, inside the model's folder or the ``asset_dirs`` /
+``package_dirs`` given, are read and put in a page); other models are drawn as a figure made of
+the equivalent-inertia ellipsoid of each body (the uniform solid ellipsoid with the body's mass and
 rotational inertia), capsules along the bones, a head with a nose where a ``head_top`` frame is
 and a foot box from heel to toe, left limbs blue and right limbs red.
 
 The page reads its start time from the URL (``run.html#t=1.5`` shows t = 1.5 s, paused) and
-exposes ``window.linkdynViewer`` (``setTime(t)``, ``play()``, ``pause()``, ``ready``) for scripts.
+exposes ``window.linkdynViewer`` (``setTime(t)``, ``play()``, ``pause()``, ``ready``;
+``ground()`` and ``collision()``: the heights and world poses three.js draws) for scripts.
 
 Data are compact: per frame (about 30 per second of simulated time), the world pose of every
 body, position and quaternion [x, y, z, w], as float32, base64; meshes as float32 vertices and
