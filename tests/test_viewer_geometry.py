@@ -227,3 +227,28 @@ def test_the_pages_draw_the_ground_and_the_box_where_the_physics_has_them(box_ru
     h = got["box"]["hud"]
     changed[:int(h["y"] + h["height"]) + 1, :int(h["x"] + h["width"]) + 1] = False
     assert changed.sum() > 2000
+
+
+def test_an_mjcf_model_brings_its_floor_and_geoms_to_the_page():
+    """An MJCF floor geom raised to z = 0.25 is the page's ground (with contacts=True the loader
+    also makes it a contact plane: both are the ground, drawn once, as the grid); the capsule
+    from ``fromto`` and the sphere are drawn on their body with MuJoCo's sizes as full lengths."""
+    xml = """<mujoco model="m"><worldbody>
+      <geom name="floor" type="plane" size="2 2 0.1" pos="0 0 0.25"/>
+      <body name="a" pos="0 0 1"><freejoint/>
+        <geom name="c" type="capsule" fromto="0 0 0 0 0 -0.5" size="0.05"/>
+        <geom name="s" type="sphere" pos="0 0 -0.5" size="0.1"/>
+      </body></worldbody></mujoco>"""
+    for contacts in (True, False):
+        model = ld.parse_mjcf(xml, contacts=contacts)
+        traj = ld.sim.simulate(model, ld.neutral(model), np.zeros(model.nv), 0.05, dt=0.01)
+        d = viz.view(traj, model=model).data
+        assert d["floor"] == 0.25 and d["ground"] == {"z": 0.25, "source": "geom", "name": "floor"}
+        got = {(c["src"], c["name"]): c for c in d["collision"]}
+        assert set(got) == {("geom", "floor"), ("geom", "c"), ("geom", "s")} | ({("plane", "floor")} if contacts
+                                                                                else set())
+        assert [c["name"] for c in d["collision"] if c["ground"]] == ["floor"] * (2 if contacts else 1)
+        cap, sph = got["geom", "c"], got["geom", "s"]
+        assert cap["k"] == "capsule" and cap["s"] == [0.05, 0.5] and cap["body"] == "a"
+        np.testing.assert_allclose(cap["p"], [0, 0, -0.25], atol=1e-12)
+        assert sph["s"] == [0.1] and np.allclose(sph["p"], [0, 0, -0.5])
