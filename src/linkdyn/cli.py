@@ -119,7 +119,10 @@ def _scene_props(name, rec):
         return [viz.bar(height=float(g[2]), x=float(g[0]), length=1.2)]
     if name == "swing":
         tops = [frame_pose(seg.model, q0, f"{s}_rope_top_point")[:3, 3] for s in ("l", "r")]
-        return [viz.bar(height=float(tops[0][2]), x=float(tops[0][0]), length=1.2), viz.ground(z=-0.5)]
+        floor = [float(pl.p[2]) for pl in seg.model.planes if pl.body == 0 and pl.extent is None
+                 and pl.R[2, 2] > 1.0 - 1e-9]
+        return [viz.bar(height=float(tops[0][2]), x=float(tops[0][0]), length=1.2),
+                viz.ground(z=max(floor) if floor else -0.5)]           # the ground where the contacts have it
     return [viz.ground(z=0.0)]
 
 

@@ -6,19 +6,28 @@
 
 The page orbits, pans and zooms (mouse or touch), plays the run with a time slider, a
 play/pause button and a speed choice, marks the events on the timeline (a click jumps to one),
-and draws the ground, the scene props (bars, ropes, tethers), the model's contact planes, the
-contact forces as arrows and the loop closures.  Models loaded from URDF are drawn with their
-visual meshes (STL, DAE, OBJ, read with trimesh when it is installed: ``pip install trimesh``,
-plus ``pycollada`` for DAE; a missing file or reader falls back to the link's collision
-geometry, then to the figure below; only the files the loader allowed, ``Visual.path``, inside
-the model's folder or the ``asset_dirs`` / ``package_dirs`` given, are read and put in a page);
-other models are drawn as a figure made of the
-equivalent-inertia ellipsoid of each body (the uniform solid ellipsoid with the body's mass and
+and draws the ground, the scene props (bars, ropes, tethers), the contact forces as arrows, the
+loop closures and the model's collision geometry: every geom (``model.geom_*``) and contact
+plane (``model.planes``) on its body, translucent orange, shown or hidden by a checkbox of the
+legend (``#collision=0`` in the URL hides it at load).  The ground is where the physics has it:
+the model's unbounded world plane with normal +z (the highest, if several) sets the height of
+the page's grid and floor, whatever height a ``ground`` prop gives; without one, as before: the
+prop's height, else a horizontal contact plane of the world, else the lowest point of the
+scene.  Other unbounded planes are drawn as a finite grid in their own plane, near the scene.
+``Viewer.data["collision"]`` and ``["ground"]`` say what is drawn.
+
+Models loaded from URDF are drawn with their visual meshes (STL, DAE, OBJ, read with trimesh
+when it is installed: ``pip install trimesh``, plus ``pycollada`` for DAE; a missing file or
+reader falls back to the link's collision geometry, then to the figure below; only the files
+the loader allowed, ``Visual.path``, inside the model's folder or the ``asset_dirs`` /
+``package_dirs`` given, are read and put in a page); other models are drawn as a figure made of
+the equivalent-inertia ellipsoid of each body (the uniform solid ellipsoid with the body's mass and
 rotational inertia), capsules along the bones, a head with a nose where a ``head_top`` frame is
 and a foot box from heel to toe, left limbs blue and right limbs red.
 
 The page reads its start time from the URL (``run.html#t=1.5`` shows t = 1.5 s, paused) and
-exposes ``window.linkdynViewer`` (``setTime(t)``, ``play()``, ``pause()``, ``ready``) for scripts.
+exposes ``window.linkdynViewer`` (``setTime(t)``, ``play()``, ``pause()``, ``ready``;
+``ground()`` and ``collision()``: the heights and world poses three.js draws) for scripts.
 
 Data are compact: per frame (about 30 per second of simulated time), the world pose of every
 body, position and quaternion [x, y, z, w], as float32, base64; meshes as float32 vertices and
@@ -485,6 +494,101 @@ def _figure_shapes(sc: _Scene, model):
                    np.asarray(pl.p) - 0.5 * h * np.asarray(pl.R)[:, 2], "#9c6b3c")
 
 
+# ---------------------------------------------------------------------------------------
+# collision geometry: the model's geoms and contact planes, where the physics has them
+def _geom_size(kind: str, size) -> list:
+    """The page's size of a geom (full lengths, as the page's shapes) from its half sizes."""
+    r, h, c = (float(x) for x in size)
+    return {"sphere": [r], "capsule": [r, 2.0 * h], "cylinder": [r, 2.0 * h], "box": [2.0 * r, 2.0 * h, 2.0 * c],
+            "ellipsoid": [r, h, c]}.get(kind, [])
+
+
+def _is_ground(item) -> bool:
+    """An unbounded plane of the world whose normal is +z: the ground."""
+    if item["k"] != "plane" or item["b"] != -1 or item["ext"] is not None:
+        return False
+    from scipy.spatial.transform import Rotation
+    return float(Rotation.from_quat(item["q"]).as_matrix()[2, 2]) > 1.0 - 1e-9
+
+
+def collision_items(models, index) -> list:
+    """What the page draws as collision geometry: one dict per geom (``model.geom_*``) and per
+    contact plane (``model.planes``) of ``models`` (each once, by kind and name, from the first
+    model that has it) on a drawn body (``index``: body name -> page body; the world is -1).
+    ``k`` the shape (a :mod:`linkdyn.model.geometry` name), ``s`` its size as the page draws it
+    (full lengths: a box's edges, a capsule's or cylinder's radius and segment length; a bounded
+    plane's two edges), ``p``, ``q`` (position, quaternion [x, y, z, w]) in the body frame,
+    ``ext`` a plane's half sizes (None: unbounded), ``ground`` whether it is the ground (an
+    unbounded world plane with normal +z).  Positions are exact (float64, not rounded)."""
+    from ..model.geometry import SHAPE_NAMES
+    items, seen = [], set()
+    for m in models:
+        bn = m.body_names
+
+        def body_id(b):
+            return -1 if b == 0 else index.get(bn[b])
+        for g in range(int(getattr(m, "ngeom", 0) or 0)):
+            b, name = int(m.geom_body[g]), m.geom_names[g]
+            kind = SHAPE_NAMES.get(int(m.geom_type[g]))
+            if kind is None or body_id(b) is None or ("geom", name) in seen:
+                continue
+            seen.add(("geom", name))
+            items.append({"name": name, "src": "geom", "b": body_id(b), "body": bn[b], "k": kind,
+                          "s": _geom_size(kind, m.geom_size[g]), "p": [float(x) for x in m.geom_pos[g]],
+                          "q": _quat(m.geom_R[g]).tolist(), "ext": None})
+        for pl in getattr(m, "planes", ()):
+            if body_id(pl.body) is None or ("plane", pl.name) in seen:
+                continue
+            seen.add(("plane", pl.name))
+            ext = None if pl.extent is None else [float(x) for x in pl.extent]
+            items.append({"name": pl.name, "src": "plane", "b": body_id(pl.body), "body": bn[pl.body], "k": "plane",
+                          "s": [] if ext is None else [2.0 * ext[0], 2.0 * ext[1]],
+                          "p": [float(x) for x in pl.p], "q": _quat(pl.R).tolist(), "ext": ext})
+    for it in items:
+        it["ground"] = _is_ground(it)
+    return items
+
+
+def _item_corners(item) -> np.ndarray:
+    """(n, 3) points around a collision item in its body frame (none for an unbounded plane)."""
+    if item["k"] == "plane":
+        if item["ext"] is None:
+            return np.zeros((0, 3))
+        hx, hy = item["ext"]
+        loc = np.array([[x, y, 0.0] for x in (-hx, hx) for y in (-hy, hy)])
+        from scipy.spatial.transform import Rotation
+        return Rotation.from_quat(item["q"]).apply(loc) + np.asarray(item["p"])
+    return _corners(None, {"k": item["k"], "s": item["s"], "q": item["q"], "p": item["p"]})
+
+
+def _swept(c, body, poses) -> np.ndarray:
+    """Points ``c`` (n, 3) of a body's frame in world coordinates at every frame where the body is
+    drawn (``body`` -1: the world, ``c`` as it is)."""
+    if body < 0 or not len(c):
+        return c
+    pq = poses[:, body]
+    ok = np.isfinite(pq).all(axis=1)
+    if not ok.any():
+        return np.zeros((0, 3))
+    from scipy.spatial.transform import Rotation
+    rot = Rotation.from_quat(np.repeat(pq[ok, 3:], len(c), axis=0))
+    return rot.apply(np.tile(c, (int(ok.sum()), 1))) + np.repeat(pq[ok, :3], len(c), axis=0)
+
+
+def _plane_grid(item, lo, hi, spacing) -> dict:
+    """Where the page draws an unbounded plane (not the ground): a square grid in the plane's
+    frame, centred on the point of the plane nearest the middle of the scene (world planes)
+    or on the plane's origin (planes on bodies), as wide as the scene."""
+    from scipy.spatial.transform import Rotation
+    half = float(np.ceil(0.6 * float(np.max(hi - lo)) / spacing) * spacing)
+    c = np.zeros(2)
+    if item["b"] == -1:
+        R = Rotation.from_quat(item["q"]).as_matrix()
+        loc = R.T @ (0.5 * (lo + hi) - np.asarray(item["p"]))
+        c = np.round(loc[:2] / spacing) * spacing
+    return {"c": c.tolist(), "h": half, "step": spacing}
+
+
 def _soften(color: str) -> str:
     """A lighter tint of a colour (the body bulk, under its bones)."""
     c = np.array([int(color[k:k + 2], 16) for k in (1, 3, 5)], dtype=float)
@@ -649,12 +753,13 @@ def view(run: Recording | Trajectory, model: Model | None = None, props: Sequenc
             done.update(new)
 
     # the scene around: props, ground, planes
-    prop_data, ground_z = [], None
+    prop_data, ground_z, prop_ground = [], None, False
     for p in props:
         if isinstance(p, Tether):
             continue
         if p.label == "ground":
             ground_z = float(p.segments[..., 2].min()) if ground_z is None else min(ground_z, p.segments[..., 2].min())
+            prop_ground = True
             lo, hi = p.segments.reshape(-1, 3).min(axis=0), p.segments.reshape(-1, 3).max(axis=0)
             prop_data.append({"kind": "ground", "z": float(lo[2]), "lo": lo[:2].tolist(), "hi": hi[:2].tolist(),
                               "label": "ground"})
@@ -671,20 +776,27 @@ def view(run: Recording | Trajectory, model: Model | None = None, props: Sequenc
             ground_z = float(pl.p[2])
         planes.append({"p": pl.p.tolist(), "q": _quat(pl.R).tolist(), "name": pl.name,
                        "ext": None if pl.extent is None else [float(x) for x in pl.extent]})
+    # the ground is where the physics has it: the model's unbounded world plane with normal +z
+    # (the highest, if several), whatever height a ground prop gives
+    collision = collision_items([s.model for s in segs], index)
+    grounds = [it for it in collision if it["ground"]]
+    ground = {"z": ground_z, "source": "prop" if prop_ground else ("plane" if ground_z is not None else "default"),
+              "name": None}
+    if grounds:
+        top = max(grounds, key=lambda it: it["p"][2])
+        if prop_ground and abs(ground_z - top["p"][2]) > 1e-9:
+            sc.notes.append(f"the ground prop (z = {ground_z:.4g} m) is drawn at the model's ground plane "
+                            f"{top['name']!r} (z = {top['p'][2]:.4g} m)")
+        ground_z = float(top["p"][2])
+        ground = {"z": ground_z, "source": top["src"], "name": top["name"]}
+        for pd in prop_data:
+            if pd["kind"] == "ground":
+                pd["z"] = ground_z
 
     # the bounds of the motion (every shape's corners in every frame), for the camera and the ground
-    from scipy.spatial.transform import Rotation
     pts = [poses[:, :, :3].reshape(-1, 3)]
-    for shp in sc.shapes:
-        c = _corners(sc, shp)
-        if shp["b"] < 0:
-            pts.append(c)
-            continue
-        pq = poses[:, shp["b"]]
-        ok = np.isfinite(pq).all(axis=1)
-        if ok.any():
-            rot = Rotation.from_quat(np.repeat(pq[ok, 3:], len(c), axis=0))
-            pts.append(rot.apply(np.tile(c, (int(ok.sum()), 1))) + np.repeat(pq[ok, :3], len(c), axis=0))
+    pts += [_swept(_corners(sc, shp), shp["b"], poses) for shp in sc.shapes]
+    pts += [_swept(_item_corners(it), it["b"], poses) for it in collision]
     pts += [p.segments.reshape(-1, 3) for p in props if not isinstance(p, Tether) and p.label != "ground"]
     pts += [teth.reshape(-1, 3)]
     P = np.concatenate(pts)
@@ -706,6 +818,10 @@ def view(run: Recording | Trajectory, model: Model | None = None, props: Sequenc
             sc.add(-1, "cylinder", [rad, base_z - floor], None, [mid[0], mid[1], 0.5 * (base_z + floor)], "#aab1ba")
     span = float(max(hi[0] - lo[0], hi[1] - lo[1], 0.6 * (hi[2] - lo[2]), 1e-3))
     spacing = float(_nice(span / 6.0))
+    for it in collision:
+        drawn_as_grid = it["k"] == "plane" and it["ext"] is None and not it["ground"]    # the ground: the page's grid
+        it["grid"] = _plane_grid(it, lo, hi, spacing) if drawn_as_grid else None
+    ground["z"] = float(floor)
 
     ev = []
     for e in events:
@@ -733,6 +849,7 @@ def view(run: Recording | Trajectory, model: Model | None = None, props: Sequenc
         if force_max > 0 else None,
         "events": ev, "segments": seg_info, "props": prop_data, "planes": planes,
         "bounds": [lo.tolist(), hi.tolist()], "floor": float(floor), "grid": spacing,
+        "ground": ground, "collision": collision,
         "figure": not drew_visuals, "notes": sorted(set(sc.notes))[:8],
     }
     return Viewer(data, times, seg_of, local, tuple(names), time.perf_counter() - clock, height)

@@ -1,0 +1,256 @@
+"""The viewer draws the collision geometry and the ground where the physics has them.
+
+Two scenes: a box geom (placed off its body's origin, turned) dropped tumbling onto a ground
+plane geom at z = 0.3, and the swing of ``linkdyn demo swing`` (its contact ground
+``ContactPlane("ground")`` at z = +0.174 m, the demo's ground prop at -0.5 m before).  From the
+page's scene data (no browser): the ground is the physics plane's height exactly, whatever the
+props say; every geom and contact plane is in ``collision`` with its body and its placement;
+the box composed from the page's body poses is the physics' box at every frame.  In headless
+Chromium (three.js's own objects, read through ``window.linkdynViewer``): the floor and its grid
+lie at the plane's height to 1e-9, the drawn box's world pose at a chosen frame is the physics
+pose (float32 poses in the page: 1e-6), and the legend's checkbox hides and shows the layer.
+"""
+from __future__ import annotations
+
+import base64
+import contextlib
+
+import numpy as np
+import pytest
+from scipy.spatial.transform import Rotation
+
+import linkdyn as ld
+from linkdyn import viz
+from linkdyn.cli import _scene_props
+
+from test_viewer import _browser, _page_data
+
+FLOOR_Z = 0.3
+HALF = (0.15, 0.1, 0.05)
+GEOM_R = Rotation.from_euler("z", 90, degrees=True).as_matrix()
+GEOM_P = np.array([0.02, 0.0, 0.0])
+
+
+def _box_model():
+    m, (a, b, c) = 2.0, HALF
+    b_ = ld.ModelBuilder("box on a ground plane")
+    b_.add_body("box", "world", ld.FreeFlyer(),
+                inertia=ld.Inertia(m, GEOM_P, GEOM_R @ np.diag([m / 3 * (b * b + c * c), m / 3 * (a * a + c * c),
+                                                                 m / 3 * (a * a + b * b)]) @ GEOM_R.T))
+    b_.add_geom("box", "box", HALF, placement=(GEOM_R, GEOM_P), name="box", friction=0.8)
+    b_.add_geom("world", "plane", (), placement=[0.0, 0.0, FLOOR_Z], name="floor", friction=0.8)
+    return b_.build()
+
+
+@pytest.fixture(scope="module")
+def box_run():
+    model = _box_model()
+    q = ld.neutral(model)
+    q[2] = FLOOR_Z + 0.25
+    v = np.zeros(model.nv)
+    v[3:] = [2.0, -3.0, 1.0]                      # tumbling as it falls
+    rec = ld.Simulation(model, q, v, dt=1e-3, contact_method="timestep").run(until=0.6, progress=False)
+    return model, rec
+
+
+@pytest.fixture(scope="module")
+def swing_run():
+    rec = ld.models.scenarios.swing_simulation().run(until=0.05, progress=False)
+    return rec
+
+
+def _decode(s, dtype):
+    return np.frombuffer(base64.b64decode(s), dtype=dtype)
+
+
+def _physics_box(model, q):
+    """(R, p) of the box geom in the world: the body's pose from forward kinematics, composed
+    with the geom's placement in the body (the model's geom_R, geom_pos)."""
+    g = model.geom_names.index("box")
+    kin = ld.forward_kinematics(model, np.asarray(q))
+    b = int(model.geom_body[g])
+    return kin.R[b] @ model.geom_R[g], kin.p[b] + kin.R[b] @ model.geom_pos[g]
+
+
+def _ground_plane(model):
+    return next(pl for pl in model.planes if pl.name == "ground")
+
+
+# ---------------------------------------------------------------------------------------
+# the scene data (no browser)
+def test_the_box_and_the_ground_plane_are_in_the_scene_data(box_run):
+    model, rec = box_run
+    v = viz.view(rec)
+    d = _page_data(v.html())                      # as the page reads it
+    assert d["floor"] == FLOOR_Z and d["ground"] == {"z": FLOOR_Z, "source": "geom", "name": "floor"}
+    items = {(c["src"], c["name"]): c for c in d["collision"]}
+    assert set(items) == {("geom", "box"), ("geom", "floor")}
+    floor, box = items["geom", "floor"], items["geom", "box"]
+    assert floor["ground"] and floor["b"] == -1 and floor["k"] == "plane" and floor["ext"] is None
+    assert floor["p"] == [0.0, 0.0, FLOOR_Z] and floor["grid"] is None           # the page's grid is this plane
+    assert box["k"] == "box" and box["body"] == "box" and not box["ground"]
+    np.testing.assert_allclose(box["s"], 2 * np.array(HALF), rtol=0, atol=0)         # full edges
+    np.testing.assert_allclose(box["p"], GEOM_P, atol=1e-15)
+    np.testing.assert_allclose(Rotation.from_quat(box["q"]).as_matrix(), GEOM_R, atol=1e-15)
+    # the box as the page composes it (body pose of each frame, then the geom's placement) is the
+    # physics' box at the recorded sample the frame shows
+    nf, names = d["nframes"], d["bodies"]
+    poses = _decode(d["poses"], "<f4").reshape(nf, len(names), 7).astype(float)
+    k = names.index(box["body"])
+    seg = rec.segments[0]
+    lowest = []
+    for f in range(nf):
+        Rb = Rotation.from_quat(poses[f, k, 3:]).as_matrix()
+        R = Rb @ Rotation.from_quat(box["q"]).as_matrix()
+        p = poses[f, k, :3] + Rb @ np.asarray(box["p"])
+        R_ph, p_ph = _physics_box(model, seg.q[v.sample[f]])
+        np.testing.assert_allclose(p, p_ph, atol=1e-6)
+        np.testing.assert_allclose(R, R_ph, atol=1e-6)
+        corners = np.array([[sx, sy, sz] for sx in (-1, 1) for sy in (-1, 1) for sz in (-1, 1)]) * HALF
+        lowest.append(float((p_ph + corners @ R_ph.T)[:, 2].min()))
+    assert lowest[0] > FLOOR_Z + 0.05 and abs(lowest[-1] - FLOOR_Z) < 1e-3        # it falls and lands on the floor
+
+
+def test_the_swing_ground_is_the_contact_ground_not_the_prop(swing_run):
+    rec = swing_run
+    model = rec.segments[0].model
+    plane = _ground_plane(model)
+    props = _scene_props("swing", rec) + [viz.ground(z=-0.5)]       # a prop that disagrees, as the demo had
+    d = viz.view(rec, props=props).data
+    z = float(plane.p[2])
+    assert z == pytest.approx(0.1744, abs=1e-4)
+    assert d["floor"] == z and d["ground"] == {"z": z, "source": "plane", "name": "ground"}
+    assert [p["z"] for p in d["props"] if p["kind"] == "ground"] == [z, z]
+    assert any("ground prop (z = -0.5 m)" in n for n in d["notes"])
+    seat = next(c for c in d["collision"] if c["name"] == "seat_top")
+    pl = next(p for p in model.planes if p.name == "seat_top")
+    assert seat["src"] == "plane" and seat["body"] == model.body_names[pl.body] and seat["ext"] == list(pl.extent)
+    assert seat["s"] == [2 * pl.extent[0], 2 * pl.extent[1]] and seat["p"] == pl.p.tolist()
+    lo = np.array(d["bounds"][0])
+    assert lo[2] <= z
+
+
+def test_without_a_model_ground_the_page_keeps_its_default():
+    """No ground plane in the model: a ground prop sets the floor, as before; without one, the
+    lowest point of the scene; a tilted infinite plane is drawn as a grid in its own plane."""
+    b = ld.ModelBuilder("ball")
+    b.add_body("ball", "world", ld.FreeFlyer(), inertia=ld.Inertia(1.0, [0, 0, 0], np.eye(3) * 4e-3))
+    b.add_geom("ball", "sphere", [0.1], name="ball")
+    th = 0.3
+    R = np.array([[np.cos(th), 0, np.sin(th)], [0, 1, 0], [-np.sin(th), 0, np.cos(th)]])
+    b.add_geom("world", "plane", (), placement=(R, [0.0, 0.0, -1.0]), name="ramp")
+    model = b.build()
+    q = ld.neutral(model)
+    traj = ld.sim.simulate(model, q, np.zeros(model.nv), 0.05, dt=0.01)
+    d = viz.view(traj, model=model, props=[viz.ground(z=-2.0)]).data
+    assert d["floor"] == -2.0 and d["ground"]["source"] == "prop"
+    ramp = next(c for c in d["collision"] if c["name"] == "ramp")
+    assert not ramp["ground"] and ramp["grid"]["h"] > 0 and ramp["grid"]["step"] == d["grid"]
+    ball = next(c for c in d["collision"] if c["name"] == "ball")
+    assert ball["k"] == "sphere" and ball["s"] == [0.1]
+    d = viz.view(traj, model=model).data
+    assert d["ground"]["source"] == "default" and d["floor"] == pytest.approx(-0.1 - 0.05 * 9.81 * 0.05, abs=0.05)
+
+
+# ---------------------------------------------------------------------------------------
+# the pages in a browser
+def _open(sync_playwright, chromium, pages, tmp_path, work):
+    """Open each page of ``pages`` ({name: Viewer}) in headless Chromium and run ``work(page, name,
+    viewer)``; returns {name: its result}, after checking no page logged an error."""
+    out, errors = {}, []
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=chromium, args=["--no-sandbox", "--use-angle=swiftshader",
+                                                                   "--enable-unsafe-swiftshader"])
+        try:
+            for name, v in pages.items():
+                page = browser.new_page(viewport={"width": 900, "height": 640})
+                page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+                page.on("pageerror", lambda e: errors.append(str(e)))
+                page.goto(v.save(tmp_path / f"{name}.html").as_uri() + "#t=0")
+                page.wait_for_function("window.linkdynViewer && window.linkdynViewer.ready", timeout=60_000)
+                out[name] = work(page, name, v)
+                page.close()
+        finally:
+            browser.close()
+    assert errors == []
+    return out
+
+
+def test_the_pages_draw_the_ground_and_the_box_where_the_physics_has_them(box_run, swing_run, tmp_path):
+    sync_playwright, chromium = _browser()
+    from PIL import Image
+    model, rec = box_run
+    pages = {"box": viz.view(rec, title="a box on a ground plane geom"),
+             "swing": viz.view(swing_run, props=_scene_props("swing", swing_run), title="swing")}
+    f = int(np.argmin(np.abs(pages["box"].times - 0.2)))             # mid-tumble, before it lands
+
+    def work(page, name, v):
+        got = {"ground": page.evaluate("window.linkdynViewer.ground()")}
+        t = float(v.times[f if name == "box" else -1])
+        page.evaluate(f"window.linkdynViewer.setTime({t!r})")
+        got["t"] = page.evaluate("window.linkdynViewer.getTime()")
+        got["collision"] = page.evaluate("window.linkdynViewer.collision()")
+        page.screenshot(path=str(tmp_path / f"{name}.png"))
+        got["legend"] = page.locator("#legend").inner_text()
+        got["hud"] = page.locator("#hud").bounding_box()
+        page.locator("#show-collision").uncheck()                   # the legend's toggle
+        got["hidden"] = [c["visible"] for c in page.evaluate("window.linkdynViewer.collision()")]
+        page.screenshot(path=str(tmp_path / f"{name}-hidden.png"))
+        page.locator("#show-collision").check()
+        got["shown"] = [c["visible"] for c in page.evaluate("window.linkdynViewer.collision()")]
+        return got
+
+    got = _open(sync_playwright, chromium, pages, tmp_path, work)
+    # the ground: the floor and its grid at the physics plane's height
+    for name, z, source in (("box", FLOOR_Z, "geom"), ("swing", float(_ground_plane(swing_run.segments[0].model).p[2]),
+                                                       "plane")):
+        g = got[name]["ground"]
+        assert abs(g["floor"] - z) <= 1e-9 and abs(g["grid"] - z) <= 1e-9 and g["source"] == source, (name, g)
+        assert f"z = {float(f'{z:.3g}'):g} m" in got[name]["legend"] and "collision geometry" in got[name]["legend"]
+        assert got[name]["hidden"] == [False] * len(got[name]["hidden"]) and all(got[name]["shown"])
+    # the box at frame f, as three.js draws it, is the physics' box at the sample that frame shows
+    v = pages["box"]
+    assert got["box"]["t"] == v.times[f]
+    (box,) = [c for c in got["box"]["collision"] if c["name"] == "box"]
+    M = np.array(box["matrix"]).reshape(4, 4).T                     # three.js: column-major
+    R_ph, p_ph = _physics_box(model, rec.segments[0].q[v.sample[f]])
+    np.testing.assert_allclose(M[:3, 3], p_ph, atol=1e-6)
+    np.testing.assert_allclose(M[:3, :3], R_ph, atol=1e-6)
+    assert abs(np.trace(R_ph) - 3.0) > 0.1 and p_ph[2] - FLOOR_Z > 0.06                # turned, in the air
+    # the swing's seat plane is drawn on the seat's body
+    (seat,) = [c for c in got["swing"]["collision"] if c["name"] == "seat_top"]
+    assert seat["kind"] == "plane" and seat["visible"]
+    # the box's collision layer is seen: hiding it changes the picture around the box, not only the
+    # checkbox (the swing's seat plane lies under the thighs, out of sight from the page's camera)
+    a = np.asarray(Image.open(tmp_path / "box.png").convert("RGB"), dtype=int)
+    b = np.asarray(Image.open(tmp_path / "box-hidden.png").convert("RGB"), dtype=int)
+    changed = np.abs(a - b).sum(axis=2) > 30
+    h = got["box"]["hud"]
+    changed[:int(h["y"] + h["height"]) + 1, :int(h["x"] + h["width"]) + 1] = False
+    assert changed.sum() > 2000
+
+
+def test_an_mjcf_model_brings_its_floor_and_geoms_to_the_page():
+    """An MJCF floor geom raised to z = 0.25 is the page's ground (with contacts=True the loader
+    also makes it a contact plane: both are the ground, drawn once, as the grid); the capsule
+    from ``fromto`` and the sphere are drawn on their body with MuJoCo's sizes as full lengths."""
+    xml = """<mujoco model="m"><worldbody>
+      <geom name="floor" type="plane" size="2 2 0.1" pos="0 0 0.25"/>
+      <body name="a" pos="0 0 1"><freejoint/>
+        <geom name="c" type="capsule" fromto="0 0 0 0 0 -0.5" size="0.05"/>
+        <geom name="s" type="sphere" pos="0 0 -0.5" size="0.1"/>
+      </body></worldbody></mujoco>"""
+    for contacts in (True, False):
+        with pytest.warns(UserWarning, match="left out of contact") if contacts else contextlib.nullcontext():
+            model = ld.parse_mjcf(xml, contacts=contacts)              # (the capsule makes no contact there)
+        traj = ld.sim.simulate(model, ld.neutral(model), np.zeros(model.nv), 0.05, dt=0.01)
+        d = viz.view(traj, model=model).data
+        assert d["floor"] == 0.25 and d["ground"] == {"z": 0.25, "source": "geom", "name": "floor"}
+        got = {(c["src"], c["name"]): c for c in d["collision"]}
+        assert set(got) == {("geom", "floor"), ("geom", "c"), ("geom", "s")} | ({("plane", "floor")} if contacts
+                                                                                else set())
+        assert [c["name"] for c in d["collision"] if c["ground"]] == ["floor"] * (2 if contacts else 1)
+        cap, sph = got["geom", "c"], got["geom", "s"]
+        assert cap["k"] == "capsule" and cap["s"] == [0.05, 0.5] and cap["body"] == "a"
+        np.testing.assert_allclose(cap["p"], [0, 0, -0.25], atol=1e-12)
+        assert sph["s"] == [0.1] and np.allclose(sph["p"], [0, 0, -0.5])
