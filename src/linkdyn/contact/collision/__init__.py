@@ -19,7 +19,8 @@ Pairs with a collision function (at most this many contacts each):
 Not implemented yet (MuJoCo's convex GJK/MPR pairs): ellipsoid against anything but a plane,
 cylinder against capsules, cylinders and boxes.  Such a pair among the candidates is not
 dropped silently: :class:`CollisionWarning` names each one, once per model, and it makes no
-contacts.  The simulation does not use these contacts yet (the solver integration is next).
+contacts.  The time-stepping scheme uses them (``linkdyn.sim.timestepping``, Python step); the event
+scheme does not yet.
 """
 from __future__ import annotations
 
@@ -131,7 +132,7 @@ def collide(model: Model, q: ArrayLike, margin: float = 0.0) -> Contacts:
     signed distance ``dist <= margin`` (``margin`` >= 0, in metres): a :class:`Contacts`.
 
     See :mod:`linkdyn.contact.collision` for the pairs, the conventions and the pairs not
-    implemented yet (which warn once per model).  The simulation does not use them yet."""
+    implemented yet (which warn once per model)."""
     if isinstance(margin, (bool, np.bool_)) or not isinstance(margin, (int, float, np.integer, np.floating)) \
             or not np.isfinite(margin) or margin < 0:
         raise ValueError(f"margin: expected a finite number >= 0, got {margin!r}")
