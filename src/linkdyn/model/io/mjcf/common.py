@@ -11,6 +11,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ..urdf import _unique  # noqa: F401 (a name made unique among the used ones: one helper for both formats)
+
 
 #: nesting limit of ``<include>`` files
 MAX_INCLUDE_DEPTH = 8
@@ -85,14 +87,6 @@ def _pose(R1, p1, R2, p2):
 
 
 _I3, _Z3 = np.eye(3), np.zeros(3)
-
-
-def _unique(base, used):
-    name, k = base, 1
-    while name in used:
-        name, k = f"{base}_{k}", k + 1
-    used.add(name)
-    return name
 
 
 def _warn(msg):
