@@ -235,6 +235,9 @@ def _quat_to_axis_angle(q):
     v, w = q[..., :3], q[..., 3]
     n = np.hypot(np.hypot(v[..., 0], v[..., 1]), v[..., 2])  # no underflow for tiny angles
     axis = np.where(n[..., None] > 0, v / np.where(n > 0, n, 1.0)[..., None], [1.0, 0.0, 0.0])
+    # once more: a subnormal v (an angle near 1e-308) carries too few bits for v / |v| to be of
+    # unit norm to round-off (1 - 8e-12 was seen); the direction itself is what it is
+    axis = axis / np.linalg.norm(axis, axis=-1, keepdims=True)
     return axis, 2 * np.arctan2(n, w)
 
 
