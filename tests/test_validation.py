@@ -511,3 +511,42 @@ def test_no_compiled_kernel_is_reachable_by_a_public_name():
         public += [f"{info.name}.{n}" for n, o in vars(mod).items()
                    if not n.startswith("_") and isinstance(o, CPUDispatcher)]
     assert public == []
+
+
+# --- physical parameters refused at the door (the security issue's "silent wrong physics") ---------
+def _box_on_ground():
+    b = ld.ModelBuilder("box")
+    b.add_body("box", "world", ld.FreeFlyer(), inertia=ld.Inertia(1.0, [0, 0, 0], np.eye(3) * 0.01))
+    return b
+
+
+@pytest.mark.parametrize("kw,err", [({"restitution": 5.0}, ValueError), ({"restitution": -0.1}, ValueError),
+                                    ({"friction": -1.0}, ValueError), ({"friction": np.inf}, ValueError),
+                                    ({"restitution": True}, TypeError), ({"friction": "0.5"}, TypeError)])
+def test_a_plane_with_an_unphysical_coefficient_is_refused_by_name(kw, err):
+    """add_plane(restitution=5) let a box go from 5.9 J to 124 J; add_contact already capped it at 1."""
+    b = _box_on_ground()
+    with pytest.raises(err, match=f"add_plane\\('ground'\\)\\.{next(iter(kw))}"):
+        b.add_plane("ground", **kw)
+
+
+@pytest.mark.parametrize("kw,err", [({"restitution": 1.5}, ValueError), ({"radius": True}, TypeError),
+                                    ({"friction": "1"}, TypeError), ({"radius": 1e308 * 10}, ValueError)])
+def test_a_contact_with_an_unphysical_parameter_is_refused_by_name(kw, err):
+    b = _box_on_ground()
+    with pytest.raises(err, match=next(iter(kw))):
+        b.add_contact("box", [0, 0, -0.1], **kw)
+
+
+@pytest.mark.parametrize("dt", [-0.01, 0.0, np.nan, np.inf, True])
+def test_a_step_never_runs_time_backwards_or_nowhere(dt):
+    sim = ld.Simulation(ld.models.planar_2link(), dt=1e-3)
+    with pytest.raises(ValueError, match="dt"):
+        sim.step(dt)
+    assert sim.t == 0.0
+
+
+@pytest.mark.parametrize("t", [np.nan, np.inf, "0", True])
+def test_a_simulation_starts_at_a_finite_time(t):
+    with pytest.raises(ValueError, match="t: expected a finite number"):
+        ld.Simulation(ld.models.planar_2link(), t=t)

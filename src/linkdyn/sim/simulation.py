@@ -161,6 +161,9 @@ class Simulation:
             raise ValueError(f"q, v: expected shapes ({model.nq},) and ({model.nv},), got {self.q.shape} and "
                              f"{self.v.shape}")
         self.dt = float(dt)
+        if isinstance(t, (bool, np.bool_)) or not isinstance(t, (int, float, np.integer, np.floating)) \
+                or not math.isfinite(t):
+            raise ValueError(f"t: expected a finite number (the start time, s), got {t!r}")
         self.t = self._t_start = float(t)
         self._step = _STEPS[integrator]
         self.controller = controller
@@ -440,6 +443,9 @@ class Simulation:
     def step(self, dt: float | None = None) -> None:
         """One step of ``dt`` (default the simulation's; ``run`` takes a shorter last step to
         end exactly at its time), then the events that are due."""
+        if dt is not None and (isinstance(dt, (bool, np.bool_)) or not isinstance(dt, (int, float, np.integer, np.floating))
+                               or not (dt > 0 and math.isfinite(dt))):
+            raise ValueError(f"step: dt must be a positive finite number (time runs forward), got {dt!r}")
         h = self.dt if dt is None else float(dt)
         self.tau = self._torque()
         w0 = self._uni.work if self._uni is not None else 0.0
