@@ -75,7 +75,7 @@ class Data:
 
     def potential_energy(self, q):
         """U at q (the energy kernel with v = 0)."""
-        if not self.geared and _energy.fn(self._packed, q, np.zeros(self.nv), self._e2) == OK:
+        if not self.geared and _energy.fn(self._packed, q, self.model._zero_v, self._e2) == OK:
             return float(self._e2[1])
         return float(potential_energy(self.model, q))
 

@@ -131,15 +131,6 @@ class _BodySpec:
     friction: np.ndarray
 
 
-def _coefficient(x, where: str, hi: float = np.inf) -> float:
-    """A physical coefficient or size in [0, hi]: a real number (not a bool, not a string), finite."""
-    if isinstance(x, (bool, np.bool_)) or not isinstance(x, (int, float, np.integer, np.floating)):
-        raise TypeError(f"{where}: expected a number in [0, {hi:g}], got {x!r}")
-    if not (np.isfinite(float(x)) and 0.0 <= float(x) <= hi):
-        raise ValueError(f"{where}: expected a number in [0, {hi:g}], got {x!r}")
-    return float(x)
-
-
 class ModelBuilder:
     """Collects bodies, joints and frames; ``build()`` returns the frozen :class:`Model`."""
 
@@ -472,7 +463,7 @@ class ModelBuilder:
         if pos.shape != (3,) or not np.isfinite(pos).all():
             raise ValueError(f"add_contact({name!r}).position: expected a finite 3-vector, got {position!r}")
         for what, x, hi in (("radius", radius, np.inf), ("friction", friction, np.inf), ("restitution", restitution, 1.0)):
-            _coefficient(x, f"add_contact({name!r}).{what}", hi)
+            G._number(x, f"add_contact({name!r}).{what}", 0.0, None if hi == np.inf else hi)
         self._contacts.append(dict(name=name, body=bidx, position=pos.copy(), radius=float(radius),
                                    friction=float(friction), restitution=float(restitution)))
         return name
@@ -507,8 +498,8 @@ class ModelBuilder:
             extent = tuple(float(x) for x in np.asarray(extent, dtype=float).reshape(-1))
             if len(extent) != 2 or not all(np.isfinite(x) and x > 0 for x in extent):
                 raise ValueError(f"add_plane({name!r}).extent: expected two positive half-sizes (hx, hy), got {extent!r}")
-        friction = None if friction is None else _coefficient(friction, f"add_plane({name!r}).friction")
-        restitution = None if restitution is None else _coefficient(restitution, f"add_plane({name!r}).restitution", 1.0)
+        friction = None if friction is None else G._number(friction, f"add_plane({name!r}).friction", 0.0)
+        restitution = None if restitution is None else G._number(restitution, f"add_plane({name!r}).restitution", 0.0, 1.0)
         if depth is not None and not (np.isfinite(float(depth)) and float(depth) > 0):
             raise ValueError(f"add_plane({name!r}).depth: expected a positive number or None, got {depth!r}")
         self._planes.append(dict(name=name, body=bidx, R=R, p=p.copy(), extent=extent,
