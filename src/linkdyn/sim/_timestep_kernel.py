@@ -14,6 +14,8 @@ from numba import njit
 from .._kernels.layout import model_sizes, no_forces, unpack_data, unpack_packed
 from .._kernels.passes import OK, POS, kinematics_pass
 from ..contact import lcp
+from ..contact._geom_kernels import geom_rows_kernel
+from ..contact.collision._pipeline import collide_kernel
 from ..contact.rows import _contact_gaps, _contact_rows
 from ..contact.swing_twist import _model_kernel as _ball_kernel
 from ..dynamics.aba import _aba_kernel
@@ -85,25 +87,98 @@ def _gaps(mi, mf, ws, q, geo, lim_q, lim_s, lim_b, bC, bI, v0, ncp, out):
 
 
 @njit(cache=True)
+def _poses(mi, mf, ws, q, R, p):
+    """The bodies' world poses at q into R (nb, 3, 3), p (nb, 3)."""
+    nb, nq, nv = model_sizes(mi)
+    kinematics_pass(mi, mf, ws, q, q[:0], q[:0], np.int64(POS), np.bool_(True), np.bool_(False))
+    oR, op = unpack_data(ws, nb, nv)[:2]
+    R[:] = oR
+    p[:] = op
+
+
+@njit(cache=True)
+def displacement(R0, p0, R1, p1, rho):
+    """A bound on how far any point of any geom moves between two poses of the bodies:
+    max_b |p1_b - p0_b| + |R1_b - R0_b|_F rho_b (``GeomCatalog.displacement``)."""
+    d = 0.0
+    for b in range(R0.shape[0]):
+        dp, dR = 0.0, 0.0
+        for r in range(3):
+            dp += (p1[b, r] - p0[b, r]) ** 2
+            for c in range(3):
+                dR += (R1[b, r, c] - R0[b, r, c]) ** 2
+        d = max(d, np.sqrt(dp) + np.sqrt(dR) * rho[b])
+    return d
+
+
+@njit(cache=True)
+def match(ia, fa, na, ib, fb, nb, radius, out):
+    """For each of the first na contacts of (ia, fa), the contact of (ib, fb) of the same pair
+    whose point is nearest, if within radius, else -1 (``GeomCatalog.match``)."""
+    for a in range(na):
+        best, j = np.inf, -1
+        for b in range(nb):
+            if ia[a, 0] == ib[b, 0] and ia[a, 1] == ib[b, 1]:
+                d = np.sqrt((fa[a, 1] - fb[b, 1]) ** 2 + (fa[a, 2] - fb[b, 2]) ** 2 + (fa[a, 3] - fb[b, 3]) ** 2)
+                if d < best:
+                    best, j = d, b
+        out[a] = j if best <= radius else -1
+
+
+@njit(cache=True)
+def _geom_gaps_after(mi, mf, ws, q, v1, h, gk, cand_gap, R0, p0, con_i, con_f, ncg, out):
+    """The distances of the step's geom contacts at q moved by v1 over h (nan where a contact
+    has no match there): TimeStepping._end_gaps."""
+    gi, gf, pairs, adj, cw, ci, rho = gk[:7]
+    nb, nq, nv = model_sizes(mi)
+    q1, vv = np.empty(nq), np.empty(nv)
+    st = step_configuration(mi, q, v1, h, q1, vv)
+    if st != OK:
+        return st
+    R1, p1 = np.empty((nb, 3, 3)), np.empty((nb, 3))
+    _poses(mi, mf, ws, q1, R1, p1)
+    disp = displacement(R0, p0, R1, p1, rho)
+    ei, ef = np.empty_like(con_i), np.empty_like(con_f)
+    n = collide_kernel(mi, mf, ws, q1, gi, gf, pairs, adj, cand_gap + 4.0 * disp, cw, ci, ei, ef)
+    if n < 0:
+        return -n
+    j = np.empty(ncg, dtype=np.int64)
+    match(con_i, con_f, ncg, ei, ef, n, 3.0 * disp + 1e-9, j)
+    for r in range(ncg):
+        out[r] = ef[j[r], 0] if j[r] >= 0 else np.nan
+    return OK
+
+
+@njit(cache=True)
 def timestep_kernel(buf, q, v, tau, h, geo, mask, pair_mu, pair_e, lim_q, lim_v, lim_s, lim_b, bC, bI, ball_va,
-                    prm, warm, q_out, v_out, force, vn_out, gaps_out, info):
-    """One step of h; ``prm`` = (CANDIDATE, BETA, V_BOUNCE, sweeps, tol, fallback sweeps).  Outputs:
-    q_out, v_out, force (size, 3) = impulses / h, vn_out (size,) the normal velocity at the start of
-    the candidates (NaN elsewhere), gaps_out (size,) the gaps at q_out, warm (size, 3) the
-    impulses (for the next step), info = (status, number of candidates, residual, 1 if the
-    fallback ran).  The caller refuses a residual above its tolerance (ContactSolverError)."""
+                    prm, warm, gk, gs, q_out, v_out, v_mid, force, vn_out, gaps_out, info):
+    """One step of h; ``prm`` = (CANDIDATE, BETA, V_BOUNCE, sweeps, tol, fallback sweeps,
+    relinearizations, their tolerance).  The catalog's units (point contacts, limits, ball
+    cones) and the geom contacts (``gk``: the collider's buffers gi, gf, pairs, adj, cw, ci, the
+    bodies' radii rho, the rows' maps qsrc, qscale, qoff, vsrc, vscale... see TimeStepping;
+    no geoms: ngeom = 0).  ``gs`` carries the geom contacts from step to step: con_i (cap, 2),
+    con_f (cap, 9) the last step's contacts, P (cap, 4) their impulses (P_n, and the friction as a
+    world vector), count (1,) how many, and out: gforce (cap, 3) the step's forces [f_n, f_t1,
+    f_t2], gvn (cap,) the normal velocities at the step's start.  Outputs: q_out, v_out, v_mid
+    (the velocity the impulses leave, at q: v_out before the free joints' carry into their new
+    frames), force (size, 3) = impulses / h, vn_out (size,) the normal velocity at the start of the candidates
+    (NaN elsewhere), gaps_out (size,) the gaps at q_out, warm (size, 3) the impulses (for the next
+    step), info = (status, number of candidates, residual, 1 if the fallback ran, the smallest
+    geom distance at q_out (inf: none), number of geom contacts, relinearizations).  The caller
+    refuses a residual above its tolerance (ContactSolverError)."""
     mi, mf, ws = unpack_packed(buf)
     nb, nq, nv = model_sizes(mi)
     ncp = geo[7].shape[0]
     ncl = lim_q.shape[0]
     size = force.shape[0]
+    gi, gf, pairs, adj, cw, ci, rho, qsrc, qscale, qoff, vsrc, vscale = gk
+    ngeom = gi.shape[0] if pairs.shape[0] else 0
+    con_i, con_f, gP, gcount, gforce, gvn = gs
     cand_gap, beta, v_bounce, sweeps, tol = prm[0], prm[1], prm[2], int(prm[3]), prm[4]
-    fallback_sweeps = int(prm[5])
+    fallback_sweeps, relin, relin_tol = int(prm[5]), int(prm[6]), prm[7]
     v0 = np.zeros(max(nv, 3))
-    info[0] = OK
-    info[1] = 0.0
-    info[2] = 0.0
-    info[3] = 0.0
+    info[:] = 0.0
+    info[4] = np.inf
     # free motion
     a = np.empty(nv)
     st = _aba_kernel(mi, mf, ws, q[::1], v[::1], tau[::1], no_forces(buf), a)
@@ -130,28 +205,51 @@ def timestep_kernel(buf, q, v, tau, h, geo, mask, pair_mu, pair_e, lim_q, lim_v,
         info[0] = st
         return
     cand = np.empty(size, dtype=np.int64)
-    k = 0
+    kc = 0
     for u in range(size):
         vn_out[u] = np.nan
         force[u, 0] = force[u, 1] = force[u, 2] = 0.0
         if g0[u] <= cand_gap or g1[u] <= cand_gap:
-            cand[k] = u
-            k += 1
-    cand = cand[:k]
-    info[1] = k
+            cand[kc] = u
+            kc += 1
+    cand = cand[:kc]
+    # the geom contacts that may touch within the step (TimeStepping._geom_units): detected at q
+    # with a margin covering the step, their distance at the free motion's end by detection there
+    cap = con_i.shape[0]
+    ci_now, cf_now = np.empty((cap, 2), dtype=np.int64), np.empty((cap, 9))
+    ncg = 0
+    R0, p0 = np.empty((nb, 3, 3)), np.empty((nb, 3))
+    disp = 0.0
+    if ngeom:
+        R1, p1 = np.empty((nb, 3, 3)), np.empty((nb, 3))
+        _poses(mi, mf, ws, q_end, R1, p1)
+        _poses(mi, mf, ws, q, R0, p0)
+        disp = displacement(R0, p0, R1, p1, rho)
+        margin = cand_gap + 2.0 * disp
+        ncg = collide_kernel(mi, mf, ws, q, gi, gf, pairs, adj, margin, cw, ci, ci_now, cf_now)
+        if ncg < 0:
+            info[0] = -ncg
+            return
+    k = kc + ncg
+    info[1] = kc
+    info[5] = ncg
     v1 = v_free.copy()
+    for r in range(ncg):
+        gforce[r, 0] = gforce[r, 1] = gforce[r, 2] = 0.0
     if k:
-        # rows of the candidates: N (k, nv), T (k, 2, nv)
-        J0 = np.zeros((6, nv))
-        _joint_jacobians_kernel(mi, mf, ws, q[::1], J0)
-        oR, op = unpack_data(ws, nb, nv)[:2]
         N = np.zeros((k, nv))
         T = np.zeros((k, 2, nv))
         gap = np.empty(k)
+        gend = np.empty(k)                       # the gaps at the free motion's end
         mu = np.zeros(k)
         e = np.zeros(k)
+        Pw = np.zeros((k, 3))                    # the warm start
+        # rows of the catalog's candidates
+        J0 = np.zeros((6, nv))
+        _joint_jacobians_kernel(mi, mf, ws, q[::1], J0)
+        oR, op = unpack_data(ws, nb, nv)[:2]
         nc = 0
-        for r in range(k):
+        for r in range(kc):
             if cand[r] < ncp:
                 nc += 1
         if nc:
@@ -173,7 +271,7 @@ def timestep_kernel(buf, q, v, tau, h, geo, mask, pair_mu, pair_e, lim_q, lim_v,
             if code >= 0:
                 info[0] = BAD_BALL
                 return
-        for r in range(nc, k):
+        for r in range(nc, kc):
             u = cand[r]
             if u < ncp + ncl:
                 lk = u - ncp
@@ -184,6 +282,43 @@ def timestep_kernel(buf, q, v, tau, h, geo, mask, pair_mu, pair_e, lim_q, lim_v,
                 gap[r] = bgap[b]
                 for c in range(3):
                     N[r, ball_va[b] + c] = brows[b, c]
+        for r in range(kc):
+            gend[r] = g1[cand[r]]
+            for s in range(3):
+                Pw[r, s] = warm[cand[r], s]
+        # rows of the geom contacts, with the drift at v_free
+        frame = np.empty((max(ncg, 1), 3, 3))
+        if ncg:
+            nvf = vsrc.shape[0]
+            dn, dtg, point = np.empty(ncg), np.empty((ncg, 2)), np.empty((ncg, 3))
+            st = geom_rows_kernel(mi, mf, ws, qsrc, qscale, qoff, vsrc, vscale, q, v_free, True, gi, gf, ci_now, cf_now,
+                                  ncg, np.zeros((nvf, 6)), np.empty(qsrc.shape[0]), np.empty(nvf), np.empty(nvf),
+                                  gap[kc:], N[kc:], T[kc:], dn, dtg, point, frame)
+            if st != OK:
+                info[0] = st
+                return
+            ei, ef = np.empty((cap, 2), dtype=np.int64), np.empty((cap, 9))
+            ne = collide_kernel(mi, mf, ws, q_end, gi, gf, pairs, adj, cand_gap + 4.0 * disp, cw, ci, ei, ef)
+            if ne < 0:
+                info[0] = -ne
+                return
+            j = np.empty(ncg, dtype=np.int64)
+            match(ci_now, cf_now, ncg, ei, ef, ne, 3.0 * disp + 1e-9, j)
+            for r in range(ncg):
+                s = 0.0
+                for d in range(nv):
+                    s += N[kc + r, d] * v_free[d]
+                gend[kc + r] = ef[j[r], 0] if j[r] >= 0 else gap[kc + r] + h * s + 0.5 * h * h * dn[r]
+                mu[kc + r] = cf_now[r, 7]
+                e[kc + r] = cf_now[r, 8]
+            # the warm start: the last step's impulse of the matched contact (friction as a world vector)
+            match(ci_now, cf_now, ncg, con_i, con_f, int(gcount[0]), 3.0 * disp + cand_gap, j)
+            for r in range(ncg):
+                if j[r] >= 0:
+                    Pw[kc + r, 0] = gP[j[r], 0]
+                    for t in range(2):
+                        Pw[kc + r, 1 + t] = (frame[r, 0, t] * gP[j[r], 1] + frame[r, 1, t] * gP[j[r], 2]
+                                             + frame[r, 2, t] * gP[j[r], 3])
         # the problem: normals first, then the friction pairs of contacts with mu > 0
         nf = 0
         for r in range(k):
@@ -218,22 +353,13 @@ def timestep_kernel(buf, q, v, tau, h, geo, mask, pair_mu, pair_e, lim_q, lim_v,
                     unit[j] = r
                     slot[j] = t + 1
                     j += 1
+        Gv = np.empty(m)
         for i in range(m):
             s = 0.0
             for d in range(nv):
                 s += G[i, d] * v_free[d]
-            rr[i] = s
-        for r in range(k):
-            u = cand[r]
-            # the free motion's curvature: how far the gap at its end misses the linear guess
-            curv = g1[u] - g0[u] - h * rr[r]
-            if not np.isfinite(curv):
-                curv = 0.0
-            phi = gap[r]
-            b = -(phi + curv) / h if phi >= 0.0 else -(beta * phi + curv) / h
-            if e[r] > 0.0 and vn[r] < -v_bounce and phi + h * vn[r] <= 0.0:
-                b = max(b, -e[r] * vn[r])
-            rr[r] -= b
+            Gv[i] = s
+        _bounds(Gv, gap, gend, vn, e, h, beta, v_bounce, k, rr)
         # Delassus matrix A = G M^-1 G^T by the Cholesky factor of M
         M = np.empty((nv, nv))
         _crba_kernel(mi, mf, ws, q[::1], M)
@@ -255,34 +381,82 @@ def timestep_kernel(buf, q, v, tau, h, geo, mask, pair_mu, pair_e, lim_q, lim_v,
         A = G @ Y
         lam = np.empty(m)
         for i in range(m):
-            lam[i] = warm[cand[unit[i]], slot[i]]
-        lcp._pgs(A, rr, kinds, mus, normals, lam, sweeps, 1e-12)
-        res = lcp._residual(A, rr, kinds, mus, normals, lam)
-        if res > tol:
-            res = lcp._polish_better(A, rr, kinds, mus, normals, lam, res)
-        if res > tol:
-            # the fallback: Gauss-Seidel carried on (redundant friction rows, e.g. two feet of one
-            # rigid body, converge slowly along their null direction), then the polish again
-            lcp._pgs(A, rr, kinds, mus, normals, lam, fallback_sweeps, 1e-14)
-            res = lcp._polish_better(A, rr, kinds, mus, normals, lam, lcp._residual(A, rr, kinds, mus, normals, lam))
-            info[3] = 1.0
+            lam[i] = Pw[unit[i], slot[i]]
+        res = 0.0
+        for it in range(1 + (relin if ncg else 0)):
+            res = _solve(A, rr, kinds, mus, normals, lam, sweeps, tol, fallback_sweeps, info)
+            if it == (relin if ncg else 0):
+                break
+            # the curvature was the free motion's: where the answer's own motion would
+            # penetrate, take the curvature of that motion and solve again (A is the same)
+            for d in range(nv):
+                s = 0.0
+                for i in range(m):
+                    s += Y[d, i] * lam[i]
+                v1[d] = v_free[d] + s
+            end = np.full(k, np.nan)
+            qa = np.empty(nq)
+            st = step_configuration(mi, q[::1], v1, h, qa, np.empty(nv))
+            if st != OK:
+                info[0] = st
+                return
+            ga = np.empty(size)
+            st = _gaps(mi, mf, ws, qa, geo, lim_q, lim_s, lim_b, bC, bI, v0, ncp, ga)
+            if st != OK:
+                info[0] = st
+                return
+            for r in range(kc):
+                end[r] = ga[cand[r]]
+            st = _geom_gaps_after(mi, mf, ws, q[::1], v1, h, gk, cand_gap, R0, p0, ci_now, cf_now, ncg, end[kc:])
+            if st != OK:
+                info[0] = st
+                return
+            low = np.inf
+            for r in range(k):
+                if end[r] < low:
+                    low = end[r]
+            if not low < -relin_tol:
+                break
+            info[6] += 1
+            for r in range(k):
+                if np.isfinite(end[r]):
+                    s = 0.0
+                    for d in range(nv):
+                        s += N[r, d] * (v_free[d] - v1[d])
+                    gend[r] = end[r] + h * s
+            _bounds(Gv, gap, gend, vn, e, h, beta, v_bounce, k, rr)
         info[2] = res
         for d in range(nv):
             s = 0.0
             for i in range(m):
                 s += Y[d, i] * lam[i]
-            v1[d] += s
+            v1[d] = v_free[d] + s
         for u in range(size):
             warm[u, 0] = warm[u, 1] = warm[u, 2] = 0.0
+        P = np.zeros((k, 3))
         for i in range(m):
-            u = cand[unit[i]]
-            warm[u, slot[i]] = lam[i]
-            force[u, slot[i]] = lam[i] / h
-        for r in range(k):
-            vn_out[cand[r]] = vn[r]
+            P[unit[i], slot[i]] = lam[i]
+        for r in range(kc):
+            u = cand[r]
+            vn_out[u] = vn[r]
+            for s in range(3):
+                warm[u, s] = P[r, s]
+                force[u, s] = P[r, s] / h
+        for r in range(ncg):
+            gvn[r] = vn[kc + r]
+            gP[r, 0] = P[kc + r, 0]
+            for s in range(3):
+                gforce[r, s] = P[kc + r, s] / h
+                gP[r, 1 + s] = frame[r, s, 0] * P[kc + r, 1] + frame[r, s, 1] * P[kc + r, 2]
     else:
         for u in range(size):
             warm[u, 0] = warm[u, 1] = warm[u, 2] = 0.0
+    for r in range(ncg):
+        con_i[r, 0], con_i[r, 1] = ci_now[r, 0], ci_now[r, 1]
+        for s in range(9):
+            con_f[r, s] = cf_now[r, s]
+    gcount[0] = ncg
+    v_mid[:] = v1
     st = step_configuration(mi, q[::1], v1[::1], h, q_out, v_out)
     if st != OK:
         info[0] = st
@@ -290,3 +464,45 @@ def timestep_kernel(buf, q, v, tau, h, geo, mask, pair_mu, pair_e, lim_q, lim_v,
     st = _gaps(mi, mf, ws, q_out, geo, lim_q, lim_s, lim_b, bC, bI, v0, ncp, gaps_out)
     if st != OK:
         info[0] = st
+        return
+    if ngeom:
+        n = collide_kernel(mi, mf, ws, q_out, gi, gf, pairs, adj, 0.0, cw, ci, ci_now, cf_now)
+        if n < 0:
+            info[0] = -n
+            return
+        for r in range(n):
+            info[4] = min(info[4], cf_now[r, 0])
+
+
+@njit(cache=True)
+def _bounds(Gv, gap, gend, vn, e, h, beta, v_bounce, k, rr):
+    """r = G v_free - b with the bound b of each unit (module docstring of timestepping): the
+    speculative gap phi + c, a gentle push out of a penetration, Newton's restitution."""
+    for i in range(Gv.shape[0]):
+        rr[i] = Gv[i]
+    for r in range(k):
+        # the free motion's curvature: how far the gap at its end misses the linear guess
+        curv = gend[r] - gap[r] - h * Gv[r]
+        if not np.isfinite(curv):
+            curv = 0.0
+        phi = gap[r]
+        b = -(phi + curv) / h if phi >= 0.0 else -(beta * phi + curv) / h
+        if e[r] > 0.0 and vn[r] < -v_bounce and phi + h * vn[r] <= 0.0:
+            b = max(b, -e[r] * vn[r])
+        rr[r] -= b
+
+
+@njit(cache=True)
+def _solve(A, rr, kinds, mus, normals, lam, sweeps, tol, fallback_sweeps, info):
+    """Gauss-Seidel from the warm start with one polish; where that misses tol, the fallback:
+    Gauss-Seidel carried on (redundant friction rows, e.g. two feet of one rigid body, converge
+    slowly along their null direction), then the polish again.  Returns the residual."""
+    lcp._pgs(A, rr, kinds, mus, normals, lam, sweeps, 1e-12)
+    res = lcp._residual(A, rr, kinds, mus, normals, lam)
+    if res > tol:
+        res = lcp._polish_better(A, rr, kinds, mus, normals, lam, res)
+    if res > tol:
+        lcp._pgs(A, rr, kinds, mus, normals, lam, fallback_sweeps, 1e-14)
+        res = lcp._polish_better(A, rr, kinds, mus, normals, lam, lcp._residual(A, rr, kinds, mus, normals, lam))
+        info[3] = 1.0
+    return res

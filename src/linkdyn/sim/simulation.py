@@ -511,7 +511,7 @@ class Simulation:
         mu = uni.catalog.unit_mu
         geoms = getattr(uni, "geoms", None)
         if geoms is not None:           # geom contacts vary in number: they are seen here, not in the samples
-            gmin, gf, gmu, _ = uni.geom_step()
+            gmin, gf, gmu, _ = uni.geom_step(names=False)
             x["penetration"] = max(x["penetration"], -gmin)
             f, mu = np.concatenate([f, gf]), np.concatenate([mu, gmu])
         if f is not None and (len(f) or geoms is not None):

@@ -104,6 +104,28 @@ GEOM_RELINEARIZE, RELINEARIZE_TOL = 2, 1e-13
 
 
 
+def _geom_buffers(geoms, nbody):
+    """The compiled step's geom buffers: the collider's and the rows' (``gk``) and the contacts
+    carried from step to step (``gs``: con_i, con_f, impulses, count, forces, normal velocities);
+    empty ones without geoms (the same types: one compiled step)."""
+    i64 = np.int64
+    if geoms is None:
+        from ..contact.collision._pipeline import cw_size
+        gk = (np.zeros((0, 2), i64), np.zeros(0), np.zeros((0, 2), i64), np.zeros(1, i64), np.zeros(cw_size(0)),
+              np.zeros(0, i64), np.zeros(nbody), np.zeros(0, i64), np.zeros(0), np.zeros(0), np.zeros(0, i64),
+              np.zeros(0))
+        cap = 0
+    else:
+        c, r = geoms.collider, geoms.rows
+        gk = (c.gi, c.gf, c.pairs, c.adj, c.cw, c.ci, geoms._rho, r.qsrc, r.qscale, r.qoff, r.vsrc, r.vscale)
+        gk = tuple(np.array(x, dtype=i64 if np.asarray(x).dtype.kind in "iu" else float, order="C") for x in gk)
+        gk = gk[:4] + (c.cw, c.ci) + gk[6:]          # the collider's own scratch (sweep order kept)
+        cap = c.maxcon
+    gs = (np.zeros((cap, 2), i64), np.zeros((cap, 9)), np.zeros((cap, 4)), np.zeros(1, i64), np.zeros((cap, 3)),
+          np.zeros(cap))
+    return gk, gs
+
+
 class TimeStepping:
     """Limits and contacts of one model, stepped by a velocity-level complementarity problem
     per step (module docstring).  Same interface as ``linkdyn.sim.unilateral.Unilateral``."""
@@ -122,12 +144,14 @@ class TimeStepping:
         self.geoms = GeomCatalog(model, self.data) if use else None
         #: the last step's geom contacts: forces (n, 3) in their frames [t1, t2, n], names, friction
         #: coefficients; the smallest geom distance at the step's end (inf: none touch)
-        self.geom_force, self.geom_names, self.geom_mu = np.zeros((0, 3)), [], np.zeros(0)
+        self._geom_py = (np.zeros((0, 3)), [], np.zeros(0))      # the Python step's (geom_force, names, mu)
         self._gunits, self._gcon = None, None            # the current step's geom units and contacts
         self._geom_end = (None, np.inf)
         self._gprev = None          # the last step's geom contacts and impulses (warm start)
-        # the compiled step knows the catalog's units only: a model with geoms takes the Python step
-        self._compiled = model.nloops == 0 and not self.catalog.empty and self.geoms is None
+        self._gfresh = False        # the last step was the compiled one (its geom contacts are in _gs)
+        # a tree is stepped by one compiled call, its geom contacts included (a geared model's reduced
+        # coordinates and a closed chain's loops take the Python step)
+        self._compiled = model.nloops == 0 and model._full is None and not self.empty
         # free joints move on R^3 x SO(3) (module docstring); a geared model's reduced coordinates on the
         # configuration manifold of its joints
         self._free = model._full is None and bool(np.any(np.asarray(model.jnt_type) == FREE))
@@ -137,7 +161,9 @@ class TimeStepping:
             self._geo = (cat._cbody, cat._cpos, cat._crad, cat._pbody, cat._pR, cat._pp, cat._pext, cat._pair_c,
                          cat._pair_p)
             self._balls = _model_balls(model)
-            self._prm = np.array([CANDIDATE, BETA, V_BOUNCE, LCP_SWEEPS, LCP_TOL, FALLBACK_SWEEPS])
+            self._prm = np.array([CANDIDATE, BETA, V_BOUNCE, LCP_SWEEPS, LCP_TOL, FALLBACK_SWEEPS, GEOM_RELINEARIZE,
+                                  RELINEARIZE_TOL])
+            self._gk, self._gs = _geom_buffers(self.geoms, model.nbody)
         #: lcp_residual: the largest residual of an applied answer; lcp_fallbacks: steps whose first
         #: solve missed LCP_TOL; last_residual: the last step's (0 without contact)
         self.stats = {"impacts": 0, "small_impacts": 0, "small_impact_energy": 0.0, "steps_in_contact": 0,
@@ -202,8 +228,9 @@ class TimeStepping:
 
     def step(self, q, v, tau, dt, t):
         """One step of dt from time t; returns (q, v, events).  A tree is stepped by one
-        compiled call (``linkdyn.sim._timestep_kernel``), a closed chain in Python (its loops
-        go through the KKT system of ``linkdyn.contact.dynamics.Response``)."""
+        compiled call (``linkdyn.sim._timestep_kernel``), its geom contacts included; a closed
+        chain or a geared model in Python (loops go through the KKT system of
+        ``linkdyn.contact.dynamics.Response``)."""
         from .steps import joint_friction_power
         out = self._step_compiled(q, v, tau, dt, t) if self._compiled else None
         if out is None:
@@ -213,40 +240,60 @@ class TimeStepping:
 
     def _step_compiled(self, q, v, tau, h, t):
         from ._timestep_kernel import timestep_kernel
-        assert self.geoms is None, "the compiled step has no geom contacts: a model with geoms takes the Python step"
         model, cat = self.model, self.catalog
         prev = self.warm[:, 0].copy()
-        q1, v1 = np.empty(model.nq), np.empty(model.nv)
-        vn, gaps1, info = np.empty(cat.size), np.empty(cat.size), np.empty(4)
+        gs = self._gs
+        gprev = tuple(x.copy() for x in gs[:4]) if self.geoms is not None else None
+        q1, v1, vm = np.empty(model.nq), np.empty(model.nv), np.empty(model.nv)
+        vn, gaps1, info = np.empty(cat.size), np.empty(cat.size), np.empty(7)
         timestep_kernel(model._packed, q, v, tau, float(h), self._geo, cat._mask, cat._pair_mu, cat._pair_e,
                         cat._lim_q, cat._lim_v, cat._lim_s, cat._lim_b, self._balls.C, self._balls.I,
-                        cat._ball_va, self._prm, self.warm, q1, v1, self.force, vn, gaps1, info)
-        if info[0] != 0:                 # bad input or a blow-up: the Python step says what
-            self.warm[:, 0] = prev
-            return None
+                        cat._ball_va, self._prm, self.warm, self._gk, gs, q1, v1, vm, self.force, vn, gaps1, info)
         self.stats["lcp_fallbacks"] += int(info[3])
-        if info[2] > FAIL_TOL:           # never applied: the Python step tries once more, then raises
+        if info[0] != 0 or info[2] > FAIL_TOL:
+            # bad input or a blow-up (the Python step says what), or an answer never applied (the
+            # Python step tries once more, then raises): the step is taken again from the same state
             self.warm[:, 0] = prev
+            if gprev is not None:
+                for a, b in zip(gs[:4], gprev):
+                    a[...] = b
             return None
         self.stats["lcp_residual"] = max(self.stats["lcp_residual"], info[2])
         self.stats["last_residual"] = info[2]
+        if info[6]:
+            self.stats["relinearized"] = self.stats.get("relinearized", 0) + int(info[6])
+        ng = int(info[5])
+        con_i, con_f, _, _, gforce, gvn = gs
         events = []
         pushing = self.force[:, 0] > 0.0
         hit = np.flatnonzero(pushing & (vn < -V_REPORT) & (prev <= 0.0))
-        if self.force.any():
-            self.work += self._impulse_work(q, v, v1, tau, h)
-        if pushing.any():
+        gpush = gforce[:ng, 0] > 0.0
+        ghit = np.flatnonzero(gpush & (gvn[:ng] < -V_REPORT) & (con_f[:ng, 0] <= -h * gvn[:ng]))
+        if self.force.any() or gforce[:ng].any():
+            self.work += self._impulse_work(q, v, vm, tau, h)         # at q, before the free joints' carry
+        if pushing.any() or gpush.any():
             self.stats["steps_in_contact"] += 1
-            if len(hit):
+            if len(hit) or len(ghit):
                 self.stats["impacts"] += 1
-                on = np.flatnonzero(pushing)
-                events.append(self._event(q, v, v1, [cat.names[u] for u in hit], [cat.names[u] for u in on],
-                                          self.force[on] * h, t, tau, h))
-        if gaps1.min(initial=np.inf) < -PEN_PROJECT:
+                on, gon = np.flatnonzero(pushing), np.flatnonzero(gpush)
+                gname = self._geom_name
+                events.append(self._event(q, v, vm, [cat.names[u] for u in hit] + [gname(r) for r in ghit],
+                                          [cat.names[u] for u in on] + [gname(r) for r in gon],
+                                          np.concatenate([self.force[on], gforce[gon]]) * h, t, tau, h))
+        gmin = info[4]
+        if min(gaps1.min(initial=np.inf), gmin) < -PEN_PROJECT:
             q1 = self._project(q1, gaps1)
             gaps1 = cat.gaps(q1)
+            gmin = self._geom_min(q1)
         self._gaps = (q1, gaps1)
+        self._geom_end = (q1, gmin)
+        self._gfresh = True
         return q1, v1, events
+
+    def _geom_name(self, r):
+        """The name "geom1/geom2" of the compiled step's geom contact r."""
+        g1, g2 = self._gs[0][r]
+        return f"{self.geoms.names[g1]}/{self.geoms.names[g2]}"
 
     def gaps_after(self, q):
         """The gaps at q, the end of the last step (kept by the step: no second kinematics pass)."""
@@ -256,12 +303,28 @@ class TimeStepping:
         """(size, 3) contact and limit forces of the last step (impulses / h), catalog order."""
         return self.force
 
-    def geom_step(self):
+    @property
+    def geom_force(self):
+        """The last step's geom contact forces (n, 3) as (f_n, f_t1, f_t2) in their frames."""
+        return self._gs[4][:int(self._gs[3][0])] if self._gfresh else self._geom_py[0]
+
+    @property
+    def geom_mu(self):
+        """The last step's geom contacts' friction coefficients (n,)."""
+        return self._gs[1][:int(self._gs[3][0]), 7] if self._gfresh else self._geom_py[2]
+
+    @property
+    def geom_names(self):
+        """The last step's geom contacts' names "geom1/geom2" (n,)."""
+        return [self._geom_name(r) for r in range(int(self._gs[3][0]))] if self._gfresh else self._geom_py[1]
+
+    def geom_step(self, names=True):
         """The last step's geom contacts, which vary in number from step to step (the
         recording's per-sample unit arrays hold the fixed catalog only; ``Simulation`` keeps
         these in ``Recording.extremes``): (the smallest geom distance at the step's end, forces
-        (n, 3) as (f_n, f_t1, f_t2), friction coefficients (n,), names (n,))."""
-        return self._geom_end[1], self.geom_force, self.geom_mu, self.geom_names
+        (n, 3) as (f_n, f_t1, f_t2), friction coefficients (n,), names (n,), or None without
+        ``names``)."""
+        return self._geom_end[1], self.geom_force, self.geom_mu, self.geom_names if names else None
 
     def _impulse_work(self, q, v, v1, tau, h, v_free=None):
         """The energy the step's impulses took or gave, for the ledger (``Simulation.work``).
@@ -308,6 +371,11 @@ class TimeStepping:
             warm.append(self.warm[cand])
         gcon = None
         if self.geoms is not None:
+            if self._gfresh:            # the last step was the compiled one: its contacts warm this one
+                n = int(self._gs[3][0])
+                self._gprev = ((self._gs[0][:n].copy(), self._gs[1][:n].copy()), self._gs[2][:n, 0].copy(),
+                               self._gs[2][:n, 1:].copy()) if n else None
+                self._gfresh = False
             gcon, gu, gend, gwarm = self._geom_units(q, v_free, q_end, h)
             if len(gu):
                 parts.append(gu)
@@ -436,12 +504,19 @@ class TimeStepping:
         """Keep the step's geom contacts: forces, names, and the impulses for the next warm start
         (the friction as a world vector: a contact's tangents turn with its normal)."""
         if con is None or not len(con[0]):
-            self.geom_force, self.geom_names, self.geom_mu, self._gprev = np.zeros((0, 3)), [], np.zeros(0), None
+            self._geom_py, self._gprev = (np.zeros((0, 3)), [], np.zeros(0)), None
+            if self._compiled:
+                self._gs[3][0] = 0
             return
         u = self._gunits
-        self.geom_force, self.geom_names, self.geom_mu = P / h, u.name, u.mu
+        self._geom_py = (P / h, u.name, u.mu)
         Pt = np.einsum("kij,kj->ki", u.frame[:, :, :2], P[:, 1:])
         self._gprev = (con, P[:, 0].copy(), Pt)
+        if self._compiled:              # the compiled step's warm start
+            n = len(P)
+            self._gs[0][:n], self._gs[1][:n] = con
+            self._gs[2][:n, 0], self._gs[2][:n, 1:] = P[:, 0], Pt
+            self._gs[3][0] = n
 
     def _geom_min(self, q):
         """The smallest distance between geoms at q (+inf: none touch)."""
