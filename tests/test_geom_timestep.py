@@ -286,3 +286,32 @@ def test_the_compiled_step_takes_the_python_steps_geom_contacts():
     assert na == nb and na > 400                            # the same contacts, several at a time
     assert np.abs(a - b).max() < 1e-9, np.abs(a - b).max()
     assert wa == pytest.approx(wb, abs=1e-8)
+
+
+def test_a_run_of_many_compiled_steps_books_what_single_steps_book():
+    """``Simulation.run`` takes the ordinary steps of a passive tree many at a time in one
+    compiled call (``TimeStepping.run``) and the others (impacts, projections) one at a time;
+    stepping one by one gives the same states, ledger, events and running extremes."""
+    m, q, v = _tilted_box_drop()
+    sims = [ld.Simulation(m, q, v, dt=DT, contact_method="timestep", record_every=7) for _ in range(2)]
+    single, step = [], sims[0].step
+    sims[0].step = lambda *a: (single.append(sims[0].t), step(*a))
+    sims[0].run(until=0.6, progress=False)
+    assert len(single) < 150                     # most steps were taken by the compiled run
+    for _ in range(600):
+        sims[1].step()
+    sims[1]._record()
+    (a, b) = (s.recording for s in sims)
+    assert len(a.events) == len(b.events) >= 2
+    assert [e.t for e in a.events] == [e.t for e in b.events]
+    sa, sb = a.segments[0].arrays(), b.segments[0].arrays()
+    assert np.array_equal(sa["t"], sb["t"])
+    assert np.abs(sa["q"] - sb["q"]).max() < 1e-12 and np.abs(sa["v"] - sb["v"]).max() < 1e-12
+    assert np.abs(sa["work"] - sb["work"]).max() < 1e-12
+    xa, xb = a.extremes, b.extremes
+    assert xa["steps"] == xb["steps"] == 600 and xa["force_steps"] == xb["force_steps"]
+    for key in ("limit_violation", "penetration", "min_normal_force", "max_cone_ratio", "max_step_contact_work"):
+        assert xa[key] == pytest.approx(xb[key], abs=1e-12), key
+    ua, ub = sims[0]._uni.stats, sims[1]._uni.stats
+    assert ua["steps_in_contact"] == ub["steps_in_contact"] > 300
+    assert ua["impacts"] == ub["impacts"]

@@ -281,6 +281,33 @@ def _polish_better(A, r, kind, mu, normal, lam, res):
     return res
 
 
+#: the fallback's Gauss-Seidel sweeps between two polishes (``step_solve``)
+FALLBACK_ROUND = 200
+
+
+@njit(cache=True)
+def step_solve(A, r, kind, mu, normal, lam, sweeps, tol, fallback_sweeps):
+    """A time step's solve, in place on ``lam`` (the warm start): Gauss-Seidel (``sweeps`` at
+    most) with one polish; where that misses ``tol``, the fallback: Gauss-Seidel carried on
+    (redundant friction rows, e.g. two feet of one rigid body, converge slowly along their null
+    direction) in rounds of FALLBACK_ROUND sweeps, each followed by the polish, until an answer
+    meets tol or ``fallback_sweeps`` are spent (the polish needs only the right active set, which
+    the sweeps find long before they converge).  Returns (the residual, 1.0 if the fallback ran)."""
+    _pgs(A, r, kind, mu, normal, lam, sweeps, 1e-12)
+    res = _residual(A, r, kind, mu, normal, lam)
+    if res > tol:
+        res = _polish_better(A, r, kind, mu, normal, lam, res)
+    if res <= tol:
+        return res, 0.0
+    done = 0
+    while done < fallback_sweeps and res > tol:
+        n = min(FALLBACK_ROUND, fallback_sweeps - done)
+        _pgs(A, r, kind, mu, normal, lam, n, 1e-14)
+        done += n
+        res = _polish_better(A, r, kind, mu, normal, lam, _residual(A, r, kind, mu, normal, lam))
+    return res, 1.0
+
+
 def _polish(A, r, kind, mu, normal, lam, tol):
     """The exact solution on the active set of ``lam`` (None if it breaks a condition): normals
     in contact and friction pairs inside their cone are unknowns of a linear system (least

@@ -384,7 +384,8 @@ def timestep_kernel(buf, q, v, tau, h, geo, mask, pair_mu, pair_e, lim_q, lim_v,
             lam[i] = Pw[unit[i], slot[i]]
         res = 0.0
         for it in range(1 + (relin if ncg else 0)):
-            res = _solve(A, rr, kinds, mus, normals, lam, sweeps, tol, fallback_sweeps, info)
+            res, fell = lcp.step_solve(A, rr, kinds, mus, normals, lam, sweeps, tol, fallback_sweeps)
+            info[3] = max(info[3], fell)
             if it == (relin if ncg else 0):
                 break
             # the curvature was the free motion's: where the answer's own motion would
@@ -493,16 +494,112 @@ def _bounds(Gv, gap, gend, vn, e, h, beta, v_bounce, k, rr):
 
 
 @njit(cache=True)
-def _solve(A, rr, kinds, mus, normals, lam, sweeps, tol, fallback_sweeps, info):
-    """Gauss-Seidel from the warm start with one polish; where that misses tol, the fallback:
-    Gauss-Seidel carried on (redundant friction rows, e.g. two feet of one rigid body, converge
-    slowly along their null direction), then the polish again.  Returns the residual."""
-    lcp._pgs(A, rr, kinds, mus, normals, lam, sweeps, 1e-12)
-    res = lcp._residual(A, rr, kinds, mus, normals, lam)
-    if res > tol:
-        res = lcp._polish_better(A, rr, kinds, mus, normals, lam, res)
-    if res > tol:
-        lcp._pgs(A, rr, kinds, mus, normals, lam, fallback_sweeps, 1e-14)
-        res = lcp._polish_better(A, rr, kinds, mus, normals, lam, lcp._residual(A, rr, kinds, mus, normals, lam))
-        info[3] = 1.0
-    return res
+def run_kernel(buf, q, v, tau, h, nsteps, geo, mask, pair_mu, pair_e, lim_q, lim_v, lim_s, lim_b, bC, bI, ball_va,
+               prm, warm, gk, gs, limit, unit_mu, damping, friction, force, vn, gaps, acc):
+    """Up to nsteps ordinary steps of h with no Python between them (``TimeStepping.run``): a
+    step is ordinary when the kernel took it (status 0), its answer meets FAIL_TOL (prm[8]), no
+    penetration or limit overshoot is left beyond PEN_PROJECT (prm[9]) and no unit is hit
+    faster than V_REPORT (prm[10]); the first step that is not is undone (its warm starts
+    restored) and left to the caller's single step, which locates its event, projects or raises.
+    q, v advance in place.  acc accumulates what ``Simulation`` keeps per step: [steps taken,
+    energy the impulses put in, energy the joints' damping and friction took, the torques' work,
+    largest limit overshoot, deepest penetration, smallest normal force, largest friction/cone
+    ratio, most energy one step's contacts put in, steps with forces, steps in contact, largest residual,
+    steps whose first solve missed its tolerance, relinearizations, the last step's residual]."""
+    mi, mf, ws = unpack_packed(buf)
+    nb, nq, nv = model_sizes(mi)
+    jtype, vadr = mi[1], mi[3]
+    free = np.zeros(nv, dtype=np.bool_)
+    for i in range(1, mi.shape[1]):
+        if jtype[i] == J.FREE:
+            for d in range(vadr[i], vadr[i] + 6):
+                free[d] = True
+    fail_tol, pen, v_report = prm[8], prm[9], prm[10]
+    con_i, con_f, gP, gcount, gforce, gvn = gs
+    size = force.shape[0]
+    q1, v1, vm, vf = np.empty(nq), np.empty(nv), np.empty(nv), np.empty(nv)
+    info = np.empty(7)
+    M = np.empty((nv, nv))
+    a = np.empty(nv)
+    for step in range(nsteps):
+        warm0, ci0, cf0, gP0, n0 = warm.copy(), con_i.copy(), con_f.copy(), gP.copy(), gcount[0]
+        timestep_kernel(buf, q, v, tau, h, geo, mask, pair_mu, pair_e, lim_q, lim_v, lim_s, lim_b, bC, bI, ball_va,
+                        prm, warm, gk, gs, q1, v1, vm, force, vn, gaps, info)
+        ng = int(info[5])
+        special = info[0] != 0 or info[2] > fail_tol or info[4] < -pen
+        for u in range(size):
+            if gaps[u] < -pen or (force[u, 0] > 0.0 and vn[u] < -v_report and warm0[u, 0] <= 0.0):
+                special = True
+        for r in range(ng):
+            if gforce[r, 0] > 0.0 and gvn[r] < -v_report and con_f[r, 0] <= -h * gvn[r]:
+                special = True
+        if special:
+            warm[:] = warm0
+            con_i[:] = ci0
+            con_f[:] = cf0
+            gP[:] = gP0
+            gcount[0] = n0
+            return
+        # the ledger (TimeStepping._impulse_work, Simulation.step): the impulses' work from the free
+        # motion's velocity, the joints' losses at the step's velocity, the torques' work
+        pushing = False
+        forces = False
+        for u in range(size):
+            if force[u, 0] != 0.0 or force[u, 1] != 0.0 or force[u, 2] != 0.0:
+                forces = True
+            if force[u, 0] > 0.0:
+                pushing = True
+        for r in range(ng):
+            if gforce[r, 0] != 0.0 or gforce[r, 1] != 0.0 or gforce[r, 2] != 0.0:
+                forces = True
+            if gforce[r, 0] > 0.0:
+                pushing = True
+        w = 0.0
+        if forces:
+            _aba_kernel(mi, mf, ws, q[::1], v[::1], tau[::1], no_forces(buf), a)
+            free_classical(mi, v, a)
+            for d in range(nv):
+                vf[d] = v[d] + h * a[d]
+            _crba_kernel(mi, mf, ws, q[::1], M)
+            T1, Tf, Tj, Tg = 0.0, 0.0, 0.0, 0.0
+            for r in range(nv):
+                for c in range(nv):
+                    T1 += vm[r] * M[r, c] * vm[c]
+                    Tf += vf[r] * M[r, c] * vf[c]
+                    Tj += (vm[r] - vf[r]) * M[r, c] * (vm[c] - vf[c])
+                    Tg += (vf[r] - v[r]) * M[r, c] * (vf[c] - v[c])
+            w = 0.5 * (T1 - Tf + min(Tj, Tg))
+        loss, tw = 0.0, 0.0
+        for d in range(nv):
+            loss += v1[d] * damping[d] * v1[d] + abs(v1[d]) * friction[d]
+            if not free[d]:
+                tw += tau[d] * h * vm[d]
+        acc[0] += 1.0
+        acc[1] += w
+        acc[2] += h * loss
+        acc[3] += tw
+        # the running extremes (Simulation._watch)
+        for u in range(size):
+            if limit[u]:
+                acc[4] = max(acc[4], -gaps[u])
+            elif np.isfinite(gaps[u]):
+                acc[5] = max(acc[5], -gaps[u])
+        acc[5] = max(acc[5], -info[4])
+        if size or gk[0].shape[0]:
+            acc[9] += 1.0
+        for u in range(size + ng):
+            f0, f1, f2 = (force[u, 0], force[u, 1], force[u, 2]) if u < size else \
+                (gforce[u - size, 0], gforce[u - size, 1], gforce[u - size, 2])
+            mu = unit_mu[u] if u < size else con_f[u - size, 7]
+            acc[6] = min(acc[6], f0)
+            if f0 > 0.0 and mu > 0.0:
+                acc[7] = max(acc[7], np.sqrt(f1 * f1 + f2 * f2) / (mu * f0))
+        acc[8] = max(acc[8], w)
+        if pushing:
+            acc[10] += 1.0
+        acc[11] = max(acc[11], info[2])
+        acc[12] += info[3]
+        acc[13] += info[6]
+        acc[14] = info[2]
+        q[:] = q1
+        v[:] = v1

@@ -496,6 +496,45 @@ class Simulation:
             self._record()
         self._fire_due()
 
+    def _run_compiled(self, limit):
+        """Up to ``limit`` steps of dt in one compiled call (``TimeStepping.run``), for a tree under
+        time stepping with no controller, no constraints and no watches, up to the next recorded
+        sample or scheduled action; the call stops before any step with an event, a projection or
+        an error, which ``step`` then takes.  What ``step`` books per step (the ledger, the
+        running extremes, the time) is booked for the steps taken.  Returns how many (0: none)."""
+        uni = self._uni
+        if (uni is None or not getattr(uni, "_compiled", False) or self.controller is not None or self.constraints
+                or self._watches):
+            return 0
+        chunk = min(limit, self.record_every - self._steps % self.record_every)
+        due = [s.t for s in self._scheduled if not s.done]
+        if due:                                 # stop at the step after which the next action is due
+            chunk = min(chunk, max(0, math.ceil((min(due) - 0.5 * self.dt - self._t_start) / self.dt - self._steps)))
+        if chunk < 2:
+            return 0
+        tau = np.zeros(self.model.nv)
+        q, v, k, x = uni.run(self.q, self.v, tau, self.dt, chunk)
+        if not k:
+            return 0
+        if not (np.isfinite(q).all() and np.isfinite(v).all()):
+            raise FloatingPointError(self._blow_up_message(self.dt, "the state became non-finite"))
+        with _deferred_interrupt():                           # the steps are taken whole or not at all
+            self._work[0] += x["tau_work"] - x["joint_loss"]
+            self._work[1] += x["contact_work"]
+            e = self.recording.extremes
+            for key in ("limit_violation", "penetration", "max_cone_ratio", "max_step_contact_work"):
+                e[key] = max(e[key], x[key])
+            e["min_normal_force"] = min(e["min_normal_force"], x["min_normal_force"])
+            e["steps"] += k
+            e["force_steps"] += int(x["force_steps"])
+            self.q, self.v, self.tau = q, v, tau
+            self._steps += k
+            self.t = self._t_start + self._steps * self.dt
+        if self._steps % self.record_every == 0:
+            self._record()
+        self._fire_due()
+        return k
+
     def _watch(self, q, contact_work):
         """Update the recording's running extremes (``Recording.extremes``) with the step just
         taken: the gaps at its end, the forces of its contacts and limits, the energy they put in."""
@@ -549,10 +588,15 @@ class Simulation:
             except ImportError:
                 bar = None
         try:
-            for _ in range(n):
-                self.step()
+            i = 0
+            while i < n:
+                k = self._run_compiled(n - i)           # ordinary steps, many in one compiled call
+                if not k:
+                    self.step()
+                    k = 1
+                i += k
                 if bar is not None:
-                    bar.update(1)
+                    bar.update(k)
             if last > 0:
                 self.step(last)
                 if bar is not None:

@@ -26,9 +26,9 @@ with the bound b of each unit at gap phi:
 * a unit that will touch within the step and approaches faster than
   ``linkdyn.sim.unilateral.V_BOUNCE`` gets Newton's restitution: b = max(b, -e n v).
 
-The problem is the one ``linkdyn.contact.lcp`` solves (by Gauss-Seidel alone, warm-started
-from the last step) (A = G Z F, the Delassus matrix of the
-rows), and it is the velocity-level form of the acceleration problem of
+The problem is the one ``linkdyn.contact.lcp`` solves (``lcp.step_solve``: Gauss-Seidel
+warm-started from the last step, and the polish of its active set; the Python step and the
+compiled one call the same function) (A = G Z F, the Delassus matrix of the rows), and it is the velocity-level form of the acceleration problem of
 ``linkdyn.contact.dynamics``: the reported forces are P / h.  The scheme is first order in h
 and dissipates a little (sticking and touching are inelastic); in exchange a step costs one
 forward dynamics, one factorization and one small complementarity problem whatever the
@@ -93,7 +93,8 @@ PEN_PROJECT = 1e-5
 #: is met to about 1e-6 of the problem's scale (benchmarks/README), far below the scheme's O(h)
 LCP_SWEEPS, LCP_TOL = 100, 1e-5
 #: where that has not converged (redundant friction rows, e.g. two feet of one rigid body, converge
-#: slowly along their null direction): Gauss-Seidel carried on this far, then the polish again
+#: slowly along their null direction): Gauss-Seidel carried on this far at most, with the polish
+#: after every ``lcp.FALLBACK_ROUND`` sweeps
 FALLBACK_SWEEPS = 20000
 #: an answer whose residual is above this after the fallback is never applied: the step raises
 #: ContactSolverError (the recording so far is kept)
@@ -149,6 +150,7 @@ class TimeStepping:
         self._geom_end = (None, np.inf)
         self._gprev = None          # the last step's geom contacts and impulses (warm start)
         self._gfresh = False        # the last step was the compiled one (its geom contacts are in _gs)
+        self._runargs = None        # run()'s constant arguments, made on its first call
         # a tree is stepped by one compiled call, its geom contacts included (a geared model's reduced
         # coordinates and a closed chain's loops take the Python step)
         self._compiled = model.nloops == 0 and model._full is None and not self.empty
@@ -290,6 +292,50 @@ class TimeStepping:
         self._gfresh = True
         return q1, v1, events
 
+    def run(self, q, v, tau, h, nsteps):
+        """Up to ``nsteps`` steps of h under constant torques tau in one compiled call (a tree
+        only: ``_compiled``), as many as are ordinary: the first step with an event (a unit hit
+        faster than V_REPORT), a penetration to project out, an unsolved problem or bad input is
+        left undone, for ``step`` to take.  Returns (q, v, k, totals): the state after the k
+        steps taken, and what ``Simulation`` books per step, summed or extreme over them (a dict:
+        see ``_timestep_kernel.run_kernel``).  The ledger's terms (``work``, ``joint_loss``) and the
+        solver's statistics are updated here."""
+        from ._timestep_kernel import run_kernel
+        model, cat = self.model, self.catalog
+        if self._runargs is None:
+            self._runargs = (np.ascontiguousarray(cat.is_limit, dtype=np.bool_), np.ascontiguousarray(cat.unit_mu, dtype=float),
+                             np.ascontiguousarray(model.damping, dtype=float), np.ascontiguousarray(model.friction, dtype=float),
+                             np.concatenate([self._prm, [FAIL_TOL, PEN_PROJECT, V_REPORT]]))
+        limit, mu, damping, friction, prm = self._runargs
+        q, v = np.array(q, dtype=float), np.array(v, dtype=float)
+        vn, gaps = np.empty(cat.size), np.empty(cat.size)
+        acc = np.zeros(15)
+        acc[6] = np.inf
+        run_kernel(model._packed, q, v, np.ascontiguousarray(tau, dtype=float), float(h), int(nsteps), self._geo,
+                   cat._mask, cat._pair_mu, cat._pair_e, cat._lim_q, cat._lim_v, cat._lim_s, cat._lim_b, self._balls.C,
+                   self._balls.I, cat._ball_va, prm, self.warm, self._gk, self._gs, limit, mu, damping, friction,
+                   self.force, vn, gaps, acc)
+        k = int(acc[0])
+        if k:
+            self.work += acc[1]
+            self.joint_loss += acc[2]
+            st = self.stats
+            st["steps_in_contact"] += int(acc[10])
+            st["lcp_residual"] = max(st["lcp_residual"], acc[11])
+            st["lcp_fallbacks"] += int(acc[12])
+            if acc[13]:
+                st["relinearized"] = st.get("relinearized", 0) + int(acc[13])
+            st["last_residual"] = acc[14]
+            self._gaps = (q, gaps.copy())
+            gmin = np.inf
+            if self.geoms is not None:
+                gmin = self._geom_min(q)
+            self._geom_end = (q, gmin)
+            self._gfresh = True
+        keys = ("steps", "contact_work", "joint_loss", "tau_work", "limit_violation", "penetration", "min_normal_force",
+                "max_cone_ratio", "max_step_contact_work", "force_steps")
+        return q, v, k, dict(zip(keys, acc[:10].tolist()))
+
     def _geom_name(self, r):
         """The name "geom1/geom2" of the compiled step's geom contact r."""
         g1, g2 = self._gs[0][r]
@@ -393,11 +439,10 @@ class TimeStepping:
             A = G @ ZF
             lam = np.concatenate(warm)[unit, slot]
             for it in range(1 + GEOM_RELINEARIZE * (gcon is not None)):
-                lam, res = lcp.solve(A, r, kinds, mus, normals, lam, max_iter=LCP_SWEEPS, tol=LCP_TOL, exact=False)
-                if res > LCP_TOL:
-                    self.stats["lcp_fallbacks"] += 1
-                    lam, res = lcp.solve(A, r, kinds, mus, normals, lam, max_iter=FALLBACK_SWEEPS, tol=1e-9,
-                                         exact=True)
+                lam = np.array(lam, dtype=float)
+                res, fell = lcp.step_solve(np.ascontiguousarray(A), np.ascontiguousarray(r, dtype=float), kinds, mus,
+                                           normals, lam, LCP_SWEEPS, LCP_TOL, FALLBACK_SWEEPS)
+                self.stats["lcp_fallbacks"] += int(fell)
                 if not res <= FAIL_TOL:
                     raise lcp.ContactSolverError(t, [units.name[u] for u in np.unique(unit)], res, FAIL_TOL,
                                                  FALLBACK_SWEEPS)
