@@ -16,7 +16,14 @@ scheme MuJoCo uses) and, for the incline, also ``"events"`` (located events and 
 with its RK4 integrator (as the MJCF says) and with its default semi-implicit Euler.  The
 ratio column is linkdyn's wall time over MuJoCo's RK4 and Euler ``mj_step`` loops.  Timings
 are medians of ``--repeats`` runs, each from a fresh model (compiled code warmed first).
-Needs ``pip install mujoco``.
+
+* public MJCF robots with their collision geometry (``load_mjcf(..., contacts=False)``: capsules,
+  boxes, spheres and the floor plane; dm_control's and gymnasium's files, where installed),
+  passive from their default pose for 3 s at the file's own time step: wall time per simulated
+  second of linkdyn's time stepping against MuJoCo's default step (semi-implicit Euler, soft
+  contacts) on the same file.  The issue's target is a ratio <= 1 on the humanoids.
+
+Needs ``pip install mujoco`` (and dm_control, gymnasium for the public models).
 """
 from __future__ import annotations
 
@@ -107,6 +114,54 @@ def humanoid(repeats):
           f"{ts / walls['mujoco euler']:.2f}")
 
 
+PUBLIC = [("dm_control", "suite/humanoid.xml"), ("gymnasium", "envs/mujoco/assets/humanoid.xml"),
+          ("gymnasium", "envs/mujoco/assets/ant.xml"), ("dm_control", "suite/hopper.xml"),
+          ("dm_control", "suite/cheetah.xml"), ("dm_control", "suite/walker.xml")]
+
+
+def public_models(repeats, T=3.0):
+    import importlib.util
+    import pathlib
+
+    import mujoco
+    print(f"\npublic MJCF models with their collision geometry, passive from the default pose, {T:g} s: "
+          "wall time per simulated second")
+    print(f"{'model':<22}{'dt':>7}{'mujoco':>10}{'linkdyn':>10}{'ratio':>8}   checks")
+    for pkg, rel in PUBLIC:
+        spec = importlib.util.find_spec(pkg)
+        if spec is None:
+            print(f"{pkg + '/' + rel:<22}  (not installed)")
+            continue
+        path = pathlib.Path(spec.origin).parent / rel
+        mm = mujoco.MjModel.from_xml_path(str(path))
+        dt = mm.opt.timestep
+        n = int(round(T / dt))
+
+        def mj():
+            d = mujoco.MjData(mm)
+            t0 = time.perf_counter()
+            for _ in range(n):
+                mujoco.mj_step(mm, d)
+            return time.perf_counter() - t0, d
+
+        def ours():
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")             # soft contacts become hard ones; q0 inside limits
+                m, info = ld.load_mjcf(path, contacts=False, return_info=True)
+                sim = ld.Simulation(m, info.q0, dt=dt, contact_method="timestep", record_every=100)
+            t0 = time.perf_counter()
+            sim.run(until=T, progress=False)
+            return time.perf_counter() - t0, sim
+
+        ours()                                              # compiled code loaded, collider built once
+        wm = statistics.median(mj()[0] for _ in range(repeats))
+        runs = [ours() for _ in range(repeats)]
+        wl = statistics.median(r[0] for r in runs)
+        ok = runs[-1][1].checks().ok
+        name = f"{pkg.split('_')[0][:3]} {path.stem}"
+        print(f"{name:<22}{dt:>7.3f}{wm / T:>9.4f}s{wl / T:>9.4f}s{wl / wm:>8.1f}   {'ok' if ok else 'FAIL'}")
+
+
 def main(argv=None):
     import mujoco
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -118,6 +173,7 @@ def main(argv=None):
     run_linkdyn(incline_xml(0.3, 0.5), 0.01, "events")
     incline(args.repeats)
     humanoid(args.repeats)
+    public_models(args.repeats)
 
 
 if __name__ == "__main__":
