@@ -151,12 +151,13 @@ def _geom_gaps_after(mi, mf, ws, q, v1, h, gk, cand_gap, R0, p0, con_i, con_f, n
 
 @njit(cache=True)
 def timestep_kernel(buf, q, v, tau, h, geo, mask, pair_mu, pair_e, lim_q, lim_v, lim_s, lim_b, bC, bI, ball_va,
-                    prm, warm, gk, gs, q_out, v_out, v_mid, force, vn_out, gaps_out, info):
+                    prm, warm, gk, gs, extra, q_out, v_out, v_mid, force, vn_out, gaps_out, info):
     """One step of h; ``prm`` = (CANDIDATE, BETA, V_BOUNCE, sweeps, tol, fallback sweeps,
     relinearizations, their tolerance).  The catalog's units (point contacts, limits, ball
     cones) and the geom contacts (``gk``: the collider's buffers gi, gf, pairs, adj, cw, ci, the
     bodies' radii rho, the rows' maps qsrc, qscale, qoff, vsrc, vscale... see TimeStepping;
-    no geoms: ngeom = 0).  ``gs`` carries the geom contacts from step to step: con_i (cap, 2),
+    no geoms: ngeom = 0); ``extra`` (size,) marks catalog units to take into the problem besides
+    the candidates (``TimeStepping``: those a first try of the step left penetrating).  ``gs`` carries the geom contacts from step to step: con_i (cap, 2),
     con_f (cap, 9) the last step's contacts, P (cap, 4) their impulses (P_n, and the friction as a
     world vector), count (1,) how many, and out: gforce (cap, 3) the step's forces [f_n, f_t1,
     f_t2], gvn (cap,) the normal velocities at the step's start.  Outputs: q_out, v_out, v_mid
@@ -209,7 +210,7 @@ def timestep_kernel(buf, q, v, tau, h, geo, mask, pair_mu, pair_e, lim_q, lim_v,
     for u in range(size):
         vn_out[u] = np.nan
         force[u, 0] = force[u, 1] = force[u, 2] = 0.0
-        if g0[u] <= cand_gap or g1[u] <= cand_gap:
+        if g0[u] <= cand_gap or g1[u] <= cand_gap or extra[u]:
             cand[kc] = u
             kc += 1
     cand = cand[:kc]
@@ -505,7 +506,8 @@ def run_kernel(buf, q, v, tau, h, nsteps, geo, mask, pair_mu, pair_e, lim_q, lim
     energy the impulses put in, energy the joints' damping and friction took, the torques' work,
     largest limit overshoot, deepest penetration, smallest normal force, largest friction/cone
     ratio, most energy one step's contacts put in, steps with forces, steps in contact, largest residual,
-    steps whose first solve missed its tolerance, relinearizations, the last step's residual]."""
+    steps whose first solve missed its tolerance, relinearizations, the last step's residual, steps
+    taken again with the units their first try left penetrating]."""
     mi, mf, ws = unpack_packed(buf)
     nb, nq, nv = model_sizes(mi)
     jtype, vadr = mi[1], mi[3]
@@ -519,12 +521,23 @@ def run_kernel(buf, q, v, tau, h, nsteps, geo, mask, pair_mu, pair_e, lim_q, lim
     size = force.shape[0]
     q1, v1, vm, vf = np.empty(nq), np.empty(nv), np.empty(nv), np.empty(nv)
     info = np.empty(7)
+    extra = np.zeros(size, dtype=np.bool_)
     M = np.empty((nv, nv))
     a = np.empty(nv)
     for step in range(nsteps):
         warm0, ci0, cf0, gP0, n0 = warm.copy(), con_i.copy(), con_f.copy(), gP.copy(), gcount[0]
-        timestep_kernel(buf, q, v, tau, h, geo, mask, pair_mu, pair_e, lim_q, lim_v, lim_s, lim_b, bC, bI, ball_va,
-                        prm, warm, gk, gs, q1, v1, vm, force, vn, gaps, info)
+        extra[:] = False
+        for attempt in range(2):
+            timestep_kernel(buf, q, v, tau, h, geo, mask, pair_mu, pair_e, lim_q, lim_v, lim_s, lim_b, bC, bI,
+                            ball_va, prm, warm, gk, gs, extra, q1, v1, vm, force, vn, gaps, info)
+            if attempt == 1 or info[0] != 0 or not _missed(gaps, vn, pen, extra):
+                break
+            warm[:] = warm0                   # again, with the units the first try left penetrating
+            con_i[:] = ci0
+            con_f[:] = cf0
+            gP[:] = gP0
+            gcount[0] = n0
+            acc[15] += 1.0
         ng = int(info[5])
         special = info[0] != 0 or info[2] > fail_tol or info[4] < -pen
         for u in range(size):
@@ -603,3 +616,15 @@ def run_kernel(buf, q, v, tau, h, nsteps, geo, mask, pair_mu, pair_e, lim_q, lim
         acc[14] = info[2]
         q[:] = q1
         v[:] = v1
+
+
+@njit(cache=True)
+def _missed(gaps, vn, pen, extra):
+    """Mark in ``extra`` the units that were not in the step's problem (vn NaN) and end it
+    penetrating beyond pen (a limit the other units' impulses drive a joint into); True if any."""
+    hit = False
+    for u in range(gaps.shape[0]):
+        if gaps[u] < -pen and np.isnan(vn[u]):
+            extra[u] = True
+            hit = True
+    return hit

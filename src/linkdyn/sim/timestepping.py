@@ -244,18 +244,32 @@ class TimeStepping:
         from ._timestep_kernel import timestep_kernel
         model, cat = self.model, self.catalog
         prev = self.warm[:, 0].copy()
+        warm0 = self.warm.copy()
         gs = self._gs
         gprev = tuple(x.copy() for x in gs[:4]) if self.geoms is not None else None
         q1, v1, vm = np.empty(model.nq), np.empty(model.nv), np.empty(model.nv)
         vn, gaps1, info = np.empty(cat.size), np.empty(cat.size), np.empty(7)
-        timestep_kernel(model._packed, q, v, tau, float(h), self._geo, cat._mask, cat._pair_mu, cat._pair_e,
-                        cat._lim_q, cat._lim_v, cat._lim_s, cat._lim_b, self._balls.C, self._balls.I,
-                        cat._ball_va, self._prm, self.warm, self._gk, gs, q1, v1, vm, self.force, vn, gaps1, info)
+        extra = np.zeros(cat.size, dtype=bool)
+        for attempt in range(2):
+            timestep_kernel(model._packed, q, v, tau, float(h), self._geo, cat._mask, cat._pair_mu, cat._pair_e,
+                            cat._lim_q, cat._lim_v, cat._lim_s, cat._lim_b, self._balls.C, self._balls.I,
+                            cat._ball_va, self._prm, self.warm, self._gk, gs, extra, q1, v1, vm, self.force, vn, gaps1,
+                            info)
+            missed = (gaps1 < -PEN_PROJECT) & np.isnan(vn)
+            if attempt or info[0] != 0 or not missed.any():
+                break
+            # again, with the units the first try left penetrating (``_step_python``)
+            self.warm[:] = warm0
+            if gprev is not None:
+                for a, b in zip(gs[:4], gprev):
+                    a[...] = b
+            extra |= missed
+            self.stats["retaken"] = self.stats.get("retaken", 0) + 1
         self.stats["lcp_fallbacks"] += int(info[3])
         if info[0] != 0 or info[2] > FAIL_TOL:
             # bad input or a blow-up (the Python step says what), or an answer never applied (the
             # Python step tries once more, then raises): the step is taken again from the same state
-            self.warm[:, 0] = prev
+            self.warm[:] = warm0
             if gprev is not None:
                 for a, b in zip(gs[:4], gprev):
                     a[...] = b
@@ -309,7 +323,7 @@ class TimeStepping:
         limit, mu, damping, friction, prm = self._runargs
         q, v = np.array(q, dtype=float), np.array(v, dtype=float)
         vn, gaps = np.empty(cat.size), np.empty(cat.size)
-        acc = np.zeros(15)
+        acc = np.zeros(16)
         acc[6] = np.inf
         run_kernel(model._packed, q, v, np.ascontiguousarray(tau, dtype=float), float(h), int(nsteps), self._geo,
                    cat._mask, cat._pair_mu, cat._pair_e, cat._lim_q, cat._lim_v, cat._lim_s, cat._lim_b, self._balls.C,
@@ -326,6 +340,8 @@ class TimeStepping:
             if acc[13]:
                 st["relinearized"] = st.get("relinearized", 0) + int(acc[13])
             st["last_residual"] = acc[14]
+            if acc[15]:
+                st["retaken"] = st.get("retaken", 0) + int(acc[15])
             self._gaps = (q, gaps.copy())
             gmin = np.inf
             if self.geoms is not None:
@@ -401,14 +417,17 @@ class TimeStepping:
                      units=list(touching),
                      loop_impulse=np.zeros((self.model.nloops, 6)) if loop_impulse is None else loop_impulse)
 
-    def _step_python(self, q, v, tau, dt, t):
+    def _step_python(self, q, v, tau, dt, t, extra=None):
         model, cat, h, data = self.model, self.catalog, dt, self.data
+        snapshot = (self.warm.copy(), dict(self.stats), self.work, self._gprev, self._geom_py, self._gfresh,
+                    self._gaps, tuple(x.copy() for x in self._gs[:4]) if self._compiled else ())
         a_free = self._a_free(q, v, tau)
         v_free = v + h * a_free
         q_end = self._advance(q, v_free, h)[0]
         gaps = self._gaps[1] if self._gaps is not None and self._gaps[0] is q else cat.gaps(q)
         gaps_end = cat.gaps(q_end)
-        cand = np.flatnonzero((gaps <= CANDIDATE) | (gaps_end <= CANDIDATE))
+        near = (gaps <= CANDIDATE) | (gaps_end <= CANDIDATE)
+        cand = np.flatnonzero(near if extra is None else near | extra)
         kc = len(cand)
         parts, ends, warm = [], [], []
         if kc:
@@ -485,6 +504,16 @@ class TimeStepping:
         if model.nloops:
             q1, v1 = project(model, q1, v1, data=data)
         gaps1 = cat.gaps(q1)
+        missed = gaps1 < -PEN_PROJECT
+        missed[cand] = False
+        if extra is None and missed.any():
+            # a unit that was not in the problem ends the step penetrating (the other units' impulses
+            # drive a joint into its limit): the step again, with it (as the compiled step)
+            (self.warm, self.stats, self.work, self._gprev, self._geom_py, self._gfresh, self._gaps, gs) = snapshot
+            for a, b in zip(self._gs[:4] if self._compiled else (), gs):
+                a[...] = b
+            self.stats["retaken"] = self.stats.get("retaken", 0) + 1
+            return self._step_python(q, v, tau, dt, t, extra=missed)
         gmin = self._geom_min(q1)
         if min(gaps1.min(initial=np.inf), gmin) < -PEN_PROJECT:
             q1 = self._project(q1, gaps1)
