@@ -315,3 +315,20 @@ def test_a_run_of_many_compiled_steps_books_what_single_steps_book():
     ua, ub = sims[0]._uni.stats, sims[1]._uni.stats
     assert ua["steps_in_contact"] == ub["steps_in_contact"] > 300
     assert ua["impacts"] == ub["impacts"]
+
+
+def test_the_default_method_holds_a_model_whose_contacts_are_geoms():
+    """A ball geom dropped onto a plane geom with the default contact method: "auto" picks time
+    stepping (the event scheme has no collision geometry) and the ball rests on the plane; asking
+    for the event scheme on such a model is an error that says so, not a fall through the floor."""
+    m = ball_on_ground(r=0.1)
+    q = ld.neutral(m)
+    q[2] = 0.5
+    sim = ld.Simulation(m, q)
+    assert sim.contact_method == "timestep"
+    sim.run(until=1.0, progress=False)
+    assert sim.q[2] == pytest.approx(0.1, abs=1e-6)
+    assert sim.recording.extremes["penetration"] <= 1e-6
+    with pytest.raises(ValueError, match="event scheme does not handle collision geometry"):
+        ld.Simulation(m, q, contact_method="events")
+    assert ld.Simulation(m, q, contacts=False, contact_method="events").contact_method == "events"

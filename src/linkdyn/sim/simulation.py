@@ -88,8 +88,9 @@ def _timestep():
 
 #: how joint limits and contacts are simulated: "events" (each touch, release and stick-slip
 #: change located inside the step, RK4 between: exact, slow with many contacts) or "timestep"
-#: (one velocity-level complementarity problem per step, first order: fast whatever the contacts do)
-_CONTACT_METHODS = {"events": _events, "timestep": _timestep}
+#: (one velocity-level complementarity problem per step, first order: fast whatever the contacts do);
+#: "auto" picks one for the model (``Simulation``)
+_CONTACT_METHODS = {"events": _events, "timestep": _timestep, "auto": None}
 
 
 @dataclass
@@ -121,11 +122,15 @@ class Simulation:
     samples just before and after it.  ``sim.recording`` holds the run.
 
     ``limits``, ``contacts``: hold the joint limits and the contacts of the model
-    (``linkdyn.contact``).  ``contact_method``: "events" (default; every impact, touch, release
-    and stick-slip change is located inside the step and the motion between is RK4:
-    ``linkdyn.sim.unilateral``) or "timestep" (a velocity-level complementarity problem per
-    step, as MuJoCo, Bullet and Drake: first order, much faster when many contacts come and go,
-    e.g. a figure standing or lying on the ground: ``linkdyn.sim.timestepping``).
+    (``linkdyn.contact``).  ``contact_method``: "events" (every impact, touch, release and
+    stick-slip change is located inside the step and the motion between is RK4:
+    ``linkdyn.sim.unilateral``; point contacts and limits only), "timestep" (a velocity-level
+    complementarity problem per step, as MuJoCo, Bullet and Drake: first order, much faster when
+    many contacts come and go, e.g. a figure standing or lying on the ground, and the scheme that
+    handles collision geometry, ``ModelBuilder.add_geom``: ``linkdyn.sim.timestepping``) or
+    "auto" (the default): "timestep" when the model's contacts are collision geometry (candidate
+    geom pairs and no point contacts), else "events".  ``sim.contact_method`` says which runs
+    (after a structure change, "auto" picks again for the new model).
 
     ``constraints``: user constraints (``linkdyn.constraints``: a point fixed, a point on a
     plane, a frame fixed, a distance, custom rows) held in every step by
@@ -136,7 +141,7 @@ class Simulation:
     def __init__(self, model: Model, q: ArrayLike | None = None, v: ArrayLike | None = None, dt: float = 1e-3,
                  integrator: str = "rk4", controller: Callable[..., ArrayLike] | None = None,
                  record_every: int = 1, t: float = 0.0, limits: bool = True, contacts: bool = True,
-                 contact_method: str = "events", constraints: Sequence[Constraint] = (),
+                 contact_method: str = "auto", constraints: Sequence[Constraint] = (),
                  baumgarte: tuple[float, float] = (20.0, 20.0)) -> None:
         if contact_method not in _CONTACT_METHODS:
             raise ValueError(f"contact_method: expected one of {list(_CONTACT_METHODS)}, got {contact_method!r}")
@@ -180,6 +185,7 @@ class Simulation:
             self.q, self.v = project(model, self.q, self.v)
         self.limits, self.contacts = bool(limits), bool(contacts)
         self._integrator = integrator
+        self._method_asked = contact_method
         self.contact_method = contact_method
         self._unilateral()
         self._segment = self.recording.start_segment(model)
@@ -193,7 +199,18 @@ class Simulation:
         if getattr(self, "_uni", None) is not None:
             for k, x in self._uni.stats.items():
                 self._stats_done[k] = self._stats_done.get(k, 0) + x
-        uni = _CONTACT_METHODS[self.contact_method]()(self.model, self.limits, self.contacts, self._integrator)
+        full = self.model.full_model
+        geoms = self.contacts and full.ngeom > 0 and len(full.geom_pairs) > 0
+        points = self.contacts and len(self.model.contacts) > 0 and len(self.model.planes) > 0     # add_contact, add_plane
+        method = self._method_asked
+        if method == "auto":
+            method = "timestep" if geoms and not points else "events"
+        elif method == "events" and geoms and not points:
+            raise ValueError(f"contact_method='events': the event scheme does not handle collision geometry yet, and the "
+                             f"contacts of model {self.model.name!r} are geoms ({len(full.geom_pairs)} candidate pairs): "
+                             "use contact_method='timestep' or 'auto' (or contacts=False to simulate without them)")
+        self.contact_method = method
+        uni = _CONTACT_METHODS[method]()(self.model, self.limits, self.contacts, self._integrator)
         self._uni = None if uni.empty else uni
         if self._uni is not None:
             gaps = uni.catalog.gaps(self.q)
