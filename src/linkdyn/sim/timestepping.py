@@ -24,7 +24,10 @@ with the bound b of each unit at gap phi:
 * phi < 0 (a penetration left over, e.g. at the start): b = -(BETA phi + c) / h, a gentle push
   out; deeper than PEN_PROJECT it is projected out at once (``position_correction``);
 * a unit that will touch within the step and approaches faster than
-  ``linkdyn.sim.unilateral.V_BOUNCE`` gets Newton's restitution: b = max(b, -e n v).
+  ``linkdyn.sim.unilateral.V_BOUNCE`` gets Newton's restitution at the touch, not at the step's
+  start: b = max(b, vn+) with vn+ the normal velocity whose end of the step has the rebound's
+  energy along the normal (``_timestep_kernel.restitution_bound``; e |n v| when nothing
+  accelerates the unit).
 
 The problem is the one ``linkdyn.contact.lcp`` solves (``lcp.step_solve``: Gauss-Seidel
 warm-started from the last step, and the polish of its active set; the Python step and the
@@ -76,7 +79,8 @@ from ..contact.rows import CONTACT, UnitCatalog, Units
 from ..loops.data import prepare
 from .._kernels.passes import OK
 from ..model.joints import FREE
-from ._timestep_kernel import free_classical as _free_classical, step_configuration as _step_configuration
+from ._timestep_kernel import free_classical as _free_classical, restitution_bound as _restitution_bound
+from ._timestep_kernel import step_configuration as _step_configuration
 from .steps import project
 from ..recording import Event
 from .unilateral import V_BOUNCE, V_REPORT
@@ -221,8 +225,8 @@ class TimeStepping:
         r = G @ v_free
         curv = np.nan_to_num(self._gaps_end - phi - h * r[:k], posinf=0.0, neginf=0.0)
         b = np.where(phi >= 0.0, -(phi + curv) / h, -(BETA * phi + curv) / h)
-        hit = (units.e > 0) & (vn < -V_BOUNCE) & (phi + h * vn <= 0.0)
-        b[hit] = np.maximum(b[hit], -units.e[hit] * vn[hit])
+        for u in np.flatnonzero((units.e > 0) & (vn < -V_BOUNCE) & (phi + h * vn <= 0.0)):
+            b[u] = max(b[u], _restitution_bound(phi[u], vn[u], (r[u] - vn[u]) / h, units.e[u], h))
         r[:k] -= b
         unit = np.concatenate([np.arange(k), np.repeat(fr, 2)])
         slot = np.concatenate([np.zeros(k, dtype=np.int64), np.tile([1, 2], nf)])
