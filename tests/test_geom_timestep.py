@@ -338,3 +338,34 @@ def test_the_default_method_holds_a_model_whose_contacts_are_geoms():
     with pytest.raises(ValueError, match="event scheme does not handle collision geometry"):
         ld.Simulation(m, q, contact_method="events")
     assert ld.Simulation(m, q, contacts=False, contact_method="events").contact_method == "events"
+
+
+def test_sphere_rolls_down_an_incline_with_five_sevenths_g_sin_theta():
+    """A solid sphere rolling without slip down a 35 deg incline (mu = 0.8 > 2/7 tan th): its
+    centre accelerates at a = 5/7 g sin th (a uniform sphere, I = 2/5 m r^2), its spin keeps
+    w r = v, at every recorded step, to round-off (the 1 % the contact issue asks for; it measured
+    13 % too fast before the free joint's step on R^3 x SO(3)); it neither sinks in nor leaves the plane."""
+    th, r, mu = np.radians(35.0), 0.1, 0.8
+    b = ld.ModelBuilder("rolling")
+    b.add_body("ball", "world", ld.FreeFlyer(), inertia=ball_inertia(1.0, r))
+    b.add_geom("ball", "sphere", [r], name="ball", friction=mu)
+    R = sp.roty(th)
+    b.add_geom("world", "plane", (), placement=(R, np.zeros(3)), name="incline", friction=mu)
+    m = b.build()
+    q = ld.neutral(m)
+    q[:3] = R @ np.array([0.0, 0.0, r])
+    q[3:7] = sp.matrix_to_quat(R)                    # body axes along the incline's
+    sim, rec, arr = sim_run(m, q, until=1.0)
+    assert_checks(sim)
+    a = 5.0 / 7.0 * G * np.sin(th)
+    t = arr["t"]
+    down = R @ np.array([1.0, 0.0, 0.0])             # down the slope (roty tips +x down)
+    x = (arr["q"][:, :3] - q[:3]) @ down
+    v = np.array([sp.quat_to_matrix(qq[3:7]) @ vv[:3] for qq, vv in zip(arr["q"], arr["v"])]) @ down
+    late = t > 0.05
+    assert np.abs(v[late] / (a * t[late]) - 1.0).max() < 1e-12
+    assert np.allclose(x, 0.5 * a * t * (t + DT), rtol=1e-12, atol=1e-15)   # semi-implicit Euler's sum, exactly
+    normal_offset = (arr["q"][:, :3] @ (R @ np.array([0.0, 0.0, 1.0])))
+    assert np.abs(normal_offset - r).max() < 1e-6
+    spin = np.array([sp.quat_to_matrix(qq[3:7]) @ vv[3:] for qq, vv in zip(arr["q"], arr["v"])])
+    assert np.abs(np.linalg.norm(spin[late], axis=1) * r / np.abs(v[late]) - 1.0).max() < 1e-6
