@@ -500,8 +500,9 @@ def test_narrow_phase_either_order():
         p1, p2 = rng.normal(size=3) * 0.2, rng.normal(size=3) * 0.2
         R1, R2 = random_R(rng), random_R(rng)
         s1, s2 = rng.uniform(0.05, 0.3, 3), rng.uniform(0.05, 0.3, 3)
-        n1 = narrow(6, p1, R1, s1, 6, p2, R2, s2, 0.0, out1, 0, poly)
-        n2 = narrow(6, p2, R2, s2, 6, p1, R1, s1, 0.0, out2, 0, poly)
+        nov = np.zeros((0, 3))
+        n1 = narrow(6, p1, R1, s1, nov, 6, p2, R2, s2, nov, 0.0, out1, 0, poly)
+        n2 = narrow(6, p2, R2, s2, nov, 6, p1, R1, s1, nov, 0.0, out2, 0, poly)
         assert n1 == n2
         if n1:
             checked += 1

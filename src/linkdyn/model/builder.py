@@ -215,7 +215,9 @@ class ModelBuilder:
                        name=model.geom_names[g], friction=float(model.geom_friction[g]),
                        restitution=float(model.geom_restitution[g]), contype=int(model.geom_contype[g]),
                        conaffinity=int(model.geom_conaffinity[g]), condim=int(model.geom_condim[g]),
-                       group=int(model.geom_group[g]), priority=int(model.geom_priority[g]))
+                       group=int(model.geom_group[g]), priority=int(model.geom_priority[g]),
+                       vertices=(model.geom_verts[model.geom_vert_adr[g]:model.geom_vert_adr[g] + model.geom_vert_num[g]]
+                                 if code == G.MESH else None))
         for a, c in model.geom_exclude:
             b.exclude(model.body_names[a], model.body_names[c])
         for (g1, g2), mu in zip(model.geom_explicit, model.geom_explicit_friction):
@@ -514,13 +516,16 @@ class ModelBuilder:
     def add_geom(self, body: str | int, shape: str, size: ArrayLike | float | None,
                  placement: ArrayLike | tuple[ArrayLike, ArrayLike] | None = None, *, name: str | None = None,
                  friction: float = 1.0, restitution: float = 0.0, contype: int = 1, conaffinity: int = 1,
-                 condim: int = 3, group: int = 0, priority: int = 0) -> str:
+                 condim: int = 3, group: int = 0, priority: int = 0, vertices: ArrayLike | None = None) -> str:
         """Collision geometry: a ``shape`` of ``size`` fixed to ``body`` (the world too) at
         ``placement`` in the body frame (a position 3-vector, a 4x4 matrix or an (R, p) pair, as
         :meth:`add_frame`).  Shapes and sizes (:mod:`linkdyn.model.geometry`): ``"sphere"``
         (radius,), ``"capsule"`` (radius, half-length along local z), ``"cylinder"`` (radius,
         half-length along z), ``"box"`` (half-extents x, y, z), ``"ellipsoid"`` (semi-axes), and
-        ``"plane"`` (size ``()``): the half-space below the local xy-plane, normal +z.
+        ``"plane"`` (size ``()``): the half-space below the local xy-plane, normal +z, and
+        ``"mesh"`` (size ``()``, ``vertices`` an (n, 3) array in the geom frame): the convex hull
+        of the vertices (only the hull's vertices are kept; a non-convex mesh collides as its hull,
+        as in MuJoCo).
 
         ``friction`` (Coulomb) and ``restitution`` (Newton, in [0, 1]) are the geom's; a pair of
         geoms takes the larger of each (MuJoCo's rule).  ``contype``/``conaffinity`` are MuJoCo's
@@ -547,8 +552,16 @@ class ModelBuilder:
         if any(g["name"] == name for g in self._geoms):
             raise ValueError(f"add_geom: a geom named {name!r} already exists")
         R, p = as_pose(placement, f"add_geom({name!r}).placement")
+        verts = None
+        if code == G.MESH:
+            if vertices is None:
+                raise ValueError(f"{what}: a mesh needs its vertices (an (n, 3) array in the geom frame)")
+            verts = G.convex_hull(vertices, f"{what}.vertices")
+            sz = np.array([float(np.sqrt((verts ** 2).sum(axis=1)).max()), 0.0, 0.0])
+        elif vertices is not None:
+            raise ValueError(f"{what}: vertices are for a mesh only, not a {shape!r}")
         self._geoms.append(dict(name=name, body=bidx, type=code, size=sz, R=R, p=p, friction=mu, restitution=e,
-                                contype=ct, conaffinity=ca, condim=cd, group=gr,
+                                contype=ct, conaffinity=ca, condim=cd, group=gr, verts=verts,
                                 priority=G._integer(priority, f"{what}.priority", lo=-2 ** 31)))
         return name
 

@@ -10,6 +10,9 @@ slots, unused ones zero), with the type codes of MuJoCo's ``mjtGeom``:
     ELLIPSOID 4   (a, b, c)       semi-axes along local x, y, z
     CYLINDER  5   (r, h)          radius, half-length along local z
     BOX       6   (x, y, z)       half-extents
+    MESH      7   (rbound,)       a convex mesh: the convex hull of the vertices given
+                                  (ModelBuilder.add_geom(..., vertices=...)); size[0] is the
+                                  radius of its bounding sphere about the geom frame's origin
 
 The frozen arrays (``ngeom`` geoms, ``npair`` candidate pairs), named as MuJoCo's:
 
@@ -27,6 +30,10 @@ The frozen arrays (``ngeom`` geoms, ``npair`` candidate pairs), named as MuJoCo'
     geom_priority    (ngeom,)       MuJoCo's priority: a pair of different priorities takes the
                                     higher one's friction (equal: the larger friction)
     geom_names       (ngeom,)       names, unique
+    geom_vert_adr    (ngeom,)       a mesh's first vertex in geom_verts (-1: not a mesh) ...
+    geom_vert_num    (ngeom,)       ... its number of vertices (0: not a mesh) ...
+    geom_verts       (nvert, 3)     ... and the vertices of every mesh's convex hull in its geom
+                                    frame (MuJoCo's mesh_vertadr, mesh_vertnum, mesh_vert)
     geom_pairs       (npair, 2)     candidate pairs (g1 < g2): those that pass the contact filter and
                                     the explicit pairs, ascending
     geom_pair_friction (npair,)     the pair's Coulomb coefficient where it is not the larger of the
@@ -55,14 +62,15 @@ import numpy as np
 if TYPE_CHECKING:
     pass
 
-PLANE, SPHERE, CAPSULE, ELLIPSOID, CYLINDER, BOX = 0, 2, 3, 4, 5, 6
+PLANE, SPHERE, CAPSULE, ELLIPSOID, CYLINDER, BOX, MESH = 0, 2, 3, 4, 5, 6, 7
 SHAPES = {"plane": PLANE, "sphere": SPHERE, "capsule": CAPSULE, "ellipsoid": ELLIPSOID,
-          "cylinder": CYLINDER, "box": BOX}
+          "cylinder": CYLINDER, "box": BOX, "mesh": MESH}
 SHAPE_NAMES = {v: k for k, v in SHAPES.items()}
 #: number of size values of each shape, and what they are (for error messages)
 SIZE_ARITY = {PLANE: (0, "none: a plane is unbounded"), SPHERE: (1, "(radius,)"),
               CAPSULE: (2, "(radius, half-length)"), ELLIPSOID: (3, "(a, b, c) semi-axes"),
-              CYLINDER: (2, "(radius, half-length)"), BOX: (3, "(x, y, z) half-extents")}
+              CYLINDER: (2, "(radius, half-length)"), BOX: (3, "(x, y, z) half-extents"),
+              MESH: (0, "none: a mesh is given by its vertices")}
 CONDIMS = (1, 3, 4, 6)
 
 
@@ -103,9 +111,11 @@ def check_size(code: int, size, what="size") -> np.ndarray:
     """The (3,) size array of a shape from the values given (each finite and > 0)."""
     n, meaning = SIZE_ARITY[code]
     out = np.zeros(3)
-    if code == PLANE:
+    if code == PLANE or code == MESH:
         if size is None or (np.ndim(size) == 1 and len(size) == 0):
             return out
+        if code == MESH:
+            raise ValueError(f"{what}: a mesh takes no size (its vertices give it); pass () or None, got {size!r}")
         raise ValueError(f"{what}: a plane takes no size (it is unbounded); pass () or None, got {size!r}")
     if isinstance(size, (str, bytes)) or size is None:
         raise TypeError(f"{what}: expected {n} number(s) {meaning} for a {SHAPE_NAMES[code]}, got {size!r}")
@@ -125,6 +135,27 @@ def check_geom(shape, size, friction, restitution, contype, conaffinity, condim,
             _number(restitution, f"{what}.restitution", lo=0.0, hi=1.0),
             _integer(contype, f"{what}.contype"), _integer(conaffinity, f"{what}.conaffinity"),
             _condim(condim, f"{what}.condim"), _integer(group, f"{what}.group"))
+
+
+def convex_hull(vertices, what="vertices") -> np.ndarray:
+    """The vertices of the convex hull of a point cloud ((n, 3), finite, not all in a plane),
+    in their input order (scipy.spatial.ConvexHull, Barber, Dobkin and Huhdanpaa 1996, qhull)."""
+    from scipy.spatial import ConvexHull, QhullError
+
+    try:
+        v = np.asarray(vertices, dtype=float)
+    except (TypeError, ValueError):
+        raise TypeError(f"{what}: expected an (n, 3) array of numbers, got {type(vertices).__name__}") from None
+    if v.ndim != 2 or v.shape[1] != 3 or v.shape[0] < 4:
+        raise ValueError(f"{what}: expected an (n, 3) array of at least 4 points, got shape {v.shape}")
+    if not np.all(np.isfinite(v)):
+        raise ValueError(f"{what}: the vertices must be finite")
+    try:
+        hull = ConvexHull(v)
+    except QhullError:
+        raise ValueError(f"{what}: the {len(v)} points have no 3-d convex hull (they lie in a plane or "
+                         "on a line)") from None
+    return np.ascontiguousarray(v[np.sort(hull.vertices)])
 
 
 def _condim(x, what):
@@ -222,6 +253,13 @@ def freeze(geoms, exclude, parent, pairs=()) -> dict:
         "geom_exclude": np.array(sorted({(min(a, b), max(a, b)) for a, b in exclude}),
                                  dtype=np.int64).reshape(-1, 2),
     }
+    verts = [np.asarray(g["verts"], dtype=float).reshape(-1, 3) if g["type"] == MESH else np.zeros((0, 3))
+             for g in geoms]
+    num = np.array([len(v) for v in verts], dtype=np.int64)
+    adr = np.concatenate([[0], np.cumsum(num)[:-1]]).astype(np.int64) if n else np.zeros(0, dtype=np.int64)
+    out["geom_vert_num"] = num
+    out["geom_vert_adr"] = np.where(num > 0, adr, -1).astype(np.int64)
+    out["geom_verts"] = np.concatenate(verts, axis=0) if n else np.zeros((0, 3))
     out["geom_explicit"], out["geom_explicit_friction"] = expl, expl_mu
     out["geom_pairs"] = candidate_pairs(out["geom_type"], out["geom_body"], out["geom_contype"],
                                         out["geom_conaffinity"], parent, out["geom_exclude"].tolist(),

@@ -32,7 +32,8 @@ from a virtual link to its real link (-1 elsewhere).
 
 Collision geometry (:mod:`linkdyn.model.geometry`): ``ngeom`` geoms, ``geom_type`` (ngeom,),
 ``geom_body``, ``geom_size`` (ngeom, 3), ``geom_pos``, ``geom_R`` (ngeom, 3, 3), ``geom_friction``,
-``geom_restitution``, ``geom_contype``, ``geom_conaffinity``, ``geom_condim``, ``geom_names`` and
+``geom_restitution``, ``geom_contype``, ``geom_conaffinity``, ``geom_condim``, ``geom_names``, the
+convex meshes' hull vertices ``geom_verts`` (nvert, 3) with ``geom_vert_adr``, ``geom_vert_num`` (ngeom,), and
 the candidate pairs ``geom_pairs`` (npair, 2) that pass the contact filter or were given
 explicitly (``geom_explicit``, their friction ``geom_explicit_friction``; per candidate pair
 ``geom_pair_friction``, -1 where the geoms' larger coefficient applies).

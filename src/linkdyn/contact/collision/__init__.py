@@ -84,11 +84,11 @@ class Collider:
     def __init__(self, model: Model) -> None:
         n, pairs = model.ngeom, np.ascontiguousarray(model.geom_pairs)
         self.model = model
-        self.gi = np.ascontiguousarray(np.column_stack([model.geom_type, model.geom_body]).reshape(n, 2),
-                                       dtype=np.int64)
+        self.gi = np.ascontiguousarray(np.column_stack([model.geom_type, model.geom_body, model.geom_vert_adr,
+                                                        model.geom_vert_num]).reshape(n, 4), dtype=np.int64)
         self.gf = np.concatenate([model.geom_size.ravel(), model.geom_pos.ravel(), model.geom_R.ravel(),
                                   model.geom_friction, model.geom_restitution,
-                                  model.geom_pair_friction]).astype(float)
+                                  model.geom_pair_friction, model.geom_verts.ravel()]).astype(float)
         self.pairs = pairs
         adr = np.zeros(n + 1, dtype=np.int64)
         np.add.at(adr, pairs[:, 0] + 1, 1)

@@ -3,9 +3,10 @@
 
 Buffers (made once per model by :class:`linkdyn.contact.collision.Collider`):
 
-    gi    (ngeom, 2) int    geom type, body
+    gi    (ngeom, 4) int    geom type, body, first vertex in verts, number of vertices (meshes)
     gf    float             size (ngeom, 3) | pos (ngeom, 3) | R (ngeom, 3, 3) | friction (ngeom,) | restitution (ngeom,)
                             | pair friction (npair,): an explicit pair's own, or -1 (model.geom_pair_friction)
+                            | verts (nvert, 3): the meshes' hull vertices in their geom frames (model.geom_verts)
     pairs (npair, 2) int    candidate pairs g1 < g2 (model.geom_pairs)
     adj   int               adr (ngeom + 1,) | partner (npair,) | pair (npair,): for each geom g, its
                             candidate partners h > g, ascending, and the index of the pair (g, h)
@@ -21,15 +22,23 @@ from numba import njit
 
 from ..._kernels.layout import _view, model_sizes, unpack_data
 from ..._kernels.passes import OK, POS, check_q, kinematics_pass
-from ...model.geometry import BOX, CAPSULE, CYLINDER, ELLIPSOID, PLANE, SPHERE
+from ...model.geometry import BOX, CAPSULE, CYLINDER, ELLIPSOID, MESH, PLANE, SPHERE
 from . import _box as B
+from . import _convex as C
 from . import _primitives as P
 
 #: the pairs with a collision function, (type1, type2) with type1 <= type2, and the most
 #: contacts each makes
 MAX_CONTACTS = {(PLANE, SPHERE): 1, (PLANE, CAPSULE): 2, (PLANE, ELLIPSOID): 1, (PLANE, CYLINDER): 4,
                 (PLANE, BOX): 4, (SPHERE, SPHERE): 1, (SPHERE, CAPSULE): 1, (SPHERE, CYLINDER): 1,
-                (SPHERE, BOX): 1, (CAPSULE, CAPSULE): 2, (CAPSULE, BOX): 2, (BOX, BOX): 8}
+                (SPHERE, BOX): 1, (CAPSULE, CAPSULE): 2, (CAPSULE, BOX): 2, (BOX, BOX): 8,
+                # the general convex pairs (GJK / EPA, _convex): one contact with a smooth shape,
+                # up to C.MAXMANIFOLD between two shapes with faces or straight edges
+                (SPHERE, ELLIPSOID): 1, (CAPSULE, ELLIPSOID): 1, (ELLIPSOID, ELLIPSOID): 1,
+                (ELLIPSOID, CYLINDER): 1, (ELLIPSOID, BOX): 1, (CAPSULE, CYLINDER): C.MAXMANIFOLD,
+                (CYLINDER, CYLINDER): C.MAXMANIFOLD, (CYLINDER, BOX): C.MAXMANIFOLD, (PLANE, MESH): 4,
+                (SPHERE, MESH): 1, (CAPSULE, MESH): C.MAXMANIFOLD, (ELLIPSOID, MESH): 1,
+                (CYLINDER, MESH): C.MAXMANIFOLD, (BOX, MESH): C.MAXMANIFOLD, (MESH, MESH): C.MAXMANIFOLD}
 POLY = 2 * 16 * 3
 
 
@@ -38,10 +47,12 @@ def cw_size(ngeom):
 
 
 @njit(cache=True)
-def narrow(t1, p1, R1, s1, t2, p2, R2, s2, margin, out, k, poly):
+def narrow(t1, p1, R1, s1, V1, t2, p2, R2, s2, V2, margin, out, k, poly):
     """The contacts of one pair (t1 <= t2) in rows k... of out; -1 if the pair has no
-    collision function."""
+    collision function.  V1, V2: a mesh's hull vertices in its frame (else empty)."""
     if t1 == PLANE:
+        if t2 == MESH:
+            return C.plane_mesh(p1, R1, s1, p2, R2, s2, V2, margin, out, k)
         if t2 == SPHERE:
             return P.plane_sphere(p1, R1, s1, p2, R2, s2, margin, out, k)
         if t2 == CAPSULE:
@@ -68,6 +79,9 @@ def narrow(t1, p1, R1, s1, t2, p2, R2, s2, margin, out, k, poly):
             return B.capsule_box(p1, R1, s1, p2, R2, s2, margin, out, k)
     elif t1 == BOX and t2 == BOX:
         return B.box_box(p1, R1, s1, p2, R2, s2, margin, out, k, poly)
+    if t1 != PLANE and t2 >= ELLIPSOID:
+        # every other pair of convex shapes: GJK / EPA on the support functions
+        return C.convex_pair(t1, p1, R1, s1, V1, t2, p2, R2, s2, V2, margin, out, k)
     return -1
 
 
@@ -87,7 +101,8 @@ def bounding_boxes(gi, size, xpos, xR, margin, lo, hi):
     """Axis-aligned bounding boxes, each grown by margin / 2 (two boxes then overlap when the
     geoms may be within the margin); a plane's is the whole space.  Exact for every shape:
     half-width along world axis r of a box sum_j |R_rj| s_j, of an ellipsoid
-    sqrt(sum_j (R_rj s_j)^2), of a capsule h |R_r2| + r, of a cylinder h |R_r2| + r sqrt(1 - R_r2^2)."""
+    sqrt(sum_j (R_rj s_j)^2), of a capsule h |R_r2| + r, of a cylinder h |R_r2| + r sqrt(1 - R_r2^2);
+    a mesh's is its bounding sphere's (size[0] about the geom's origin: not tight)."""
     for g in range(gi.shape[0]):
         t = gi[g, 0]
         s0, s1, s2 = size[g, 0], size[g, 1], size[g, 2]
@@ -104,6 +119,8 @@ def bounding_boxes(gi, size, xpos, xR, margin, lo, hi):
                 w = s1 * a2 + s0 * math.sqrt(max(1.0 - a2 * a2, 0.0))
             elif t == ELLIPSOID:
                 w = math.sqrt((a0 * s0) ** 2 + (a1 * s1) ** 2 + (a2 * s2) ** 2)
+            elif t == MESH:
+                w = s0                      # the bounding sphere about the geom's origin
             else:
                 w = a0 * s0 + a1 * s1 + a2 * s2
             w += 0.5 * margin
@@ -189,6 +206,8 @@ def collide_kernel(mi, mf, ws, q, gi, gf, pairs, adj, margin, cw, ci, con_i, con
     R = _view(gf, 6 * n, (n, 3, 3))
     fric, rest = _view(gf, 15 * n, (n,)), _view(gf, 16 * n, (n,))
     pfric = _view(gf, 17 * n, (npair,))
+    nvert = (gf.shape[0] - 17 * n - npair) // 3
+    verts = _view(gf, 17 * n + npair, (nvert, 3))
     xpos, xR = _view(cw, 0, (n, 3)), _view(cw, 3 * n, (n, 3, 3))
     lo, hi = _view(cw, 12 * n, (n, 3)), _view(cw, 15 * n, (n, 3))
     poly = _view(cw, 18 * n, (2, 16, 3))
@@ -204,7 +223,9 @@ def collide_kernel(mi, mf, ws, q, gi, gf, pairs, adj, margin, cw, ci, con_i, con
         g1, g2 = pairs[p, 0], pairs[p, 1]
         if gi[g1, 0] > gi[g2, 0]:           # geom 1 is of the lower type (MuJoCo's order)
             g1, g2 = g2, g1
-        m = narrow(gi[g1, 0], xpos[g1], xR[g1], size[g1], gi[g2, 0], xpos[g2], xR[g2], size[g2],
+        v1 = verts[max(gi[g1, 2], 0):max(gi[g1, 2], 0) + gi[g1, 3]]
+        v2 = verts[max(gi[g2, 2], 0):max(gi[g2, 2], 0) + gi[g2, 3]]
+        m = narrow(gi[g1, 0], xpos[g1], xR[g1], size[g1], v1, gi[g2, 0], xpos[g2], xR[g2], size[g2], v2,
                    margin, con_f, k, poly)
         for c in range(k, k + max(m, 0)):
             con_i[c, 0], con_i[c, 1] = g1, g2
