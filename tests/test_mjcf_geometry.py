@@ -27,7 +27,15 @@ from linkdyn.model.io.mjcf import MJCFError, MJCFWarning, parse_mjcf, q_to_qpos,
 mujoco = pytest.importorskip("mujoco")
 
 TOL = 1e-9
-PRIMITIVE = {0, 2, 3, 4, 5, 6}             # MuJoCo's mjtGeom codes of plane .. box (linkdyn's too)
+PRIMITIVE = {0, 2, 3, 4, 5, 6, 7}          # MuJoCo's mjtGeom codes of plane .. box, mesh (linkdyn's too)
+#: pairs that go through GJK / EPA (or a mesh's vertices on a plane): compared by their deepest
+#: distance to CONVEX_TOL (MuJoCo run with multiccd off and ccd_tolerance 1e-12; its mesh
+#: vertices are single precision); see tests/test_convex.py
+CONVEX_TOL = 1e-6
+
+
+def convex_kind(kind):
+    return (7 in kind or (4 in kind and kind != (0, 4)) or kind in ((3, 5), (5, 5), (5, 6)))
 
 
 # ----------------------------------------------------------------------------------------
@@ -104,7 +112,7 @@ def compare(model, a, b):
     n = 0
     for p in sorted(pairs_b):
         A, B = a[(a[:, :2] == p).all(1)], b[(b[:, :2] == p).all(1)]
-        if kind[p] == BOX_BOX:
+        if kind[p] == BOX_BOX or convex_kind(kind[p]):
             boxes = max(boxes, abs(A[:, 2].min() - B[:, 2].min()))
         elif kind[p] == CAPSULE_BOX:
             x, y = A[np.argmin(A[:, 2])], B[np.argmin(B[:, 2])]
@@ -135,7 +143,7 @@ def lowest(mjm, mjd, geoms):
         R = mjd.geom_xmat[g].reshape(3, 3)
         a = np.abs(R[2])
         w = {2: s[0], 3: s[1] * a[2] + s[0], 5: s[1] * a[2] + s[0] * np.sqrt(max(1 - a[2] ** 2, 0.0)),
-             4: np.sqrt(((a * s) ** 2).sum()), 6: (a * s).sum()}[t]
+             4: np.sqrt(((a * s) ** 2).sum()), 6: (a * s).sum(), 7: mjm.geom_rbound[g]}[t]
         z = min(z, mjd.geom_xpos[g, 2] - w)
     return z
 
@@ -217,6 +225,8 @@ def test_model_files_collide_as_mujoco(path):
     mjm.geom_gap[:] = 0.0
     mjm.pair_margin[:] = 0.0
     mjm.pair_gap[:] = 0.0
+    mjm.opt.disableflags |= mujoco.mjtDisableBit.mjDSBL_MULTICCD     # one GJK / EPA contact (test_convex.py)
+    mjm.opt.ccd_tolerance, mjm.opt.ccd_iterations = 1e-12, 1000
     mjm.geom_sameframe[:] = 0       # MuJoCo's shortcut: a geom within its tolerance of the body's
     #                                 inertial frame takes that frame (dog.xml: 2e-6 rad off its quat)
     if mjm.opt.disableflags & (mujoco.mjtDisableBit.mjDSBL_CONTACT | mujoco.mjtDisableBit.mjDSBL_CONSTRAINT):
@@ -231,7 +241,7 @@ def test_model_files_collide_as_mujoco(path):
         name = mujoco.mj_id2name(mjm, mujoco.mjtObj.mjOBJ_GEOM, k)
         assert name is None or model.geom_names[g] == name
         assert model.geom_type[g] == mjm.geom_type[k]
-        n = {0: 0, 2: 1, 3: 2, 5: 2, 4: 3, 6: 3}[int(mjm.geom_type[k])]
+        n = {0: 0, 2: 1, 3: 2, 5: 2, 4: 3, 6: 3, 7: 0}[int(mjm.geom_type[k])]
         np.testing.assert_allclose(model.geom_size[g, :n], mjm.geom_size[k, :n], rtol=1e-12)
     ours_of = {k: g for g, k in enumerate(mine)}
     mjd = mujoco.MjData(mjm)
@@ -246,7 +256,7 @@ def test_model_files_collide_as_mujoco(path):
         worst, worst_boxes, compared = max(worst, e), max(worst_boxes, eb), compared + n
         touching += len(ours)
         pair_types |= {tuple(sorted((int(model.geom_type[int(a)]), int(model.geom_type[int(b)])))) for a, b in ours[:, :2]}
-    assert worst < TOL and worst_boxes < 1e-6, (worst, worst_boxes)
+    assert worst < TOL and worst_boxes < CONVEX_TOL, (worst, worst_boxes)
     if model.geom_pairs.shape[0]:
         assert touching > 0, f"{path.name}: no contact in 40 states, the test proves nothing"
     print(f"{path.name}: {touching} contacts ({compared} point by point), worst difference {worst:.2e} "
@@ -414,17 +424,29 @@ MESH = """<mujoco><asset><mesh name="tet" vertex="0 0 0 1 0 0 0 1 0 0 0 1"/>
   <body name="a"><freejoint/><geom name="s" size="0.1"/>{body}</body></worldbody></mujoco>"""
 
 
-def test_meshes_skipped_with_one_warning():
-    """Mesh and height-field geoms MuJoCo collides are skipped with one warning that counts
-    them; visual-only meshes (contype and conaffinity 0) are skipped silently."""
+def test_meshes_collide_height_fields_skipped_with_one_warning():
+    """Mesh geoms MuJoCo collides become convex mesh geoms (their hull's vertices, placed as
+    MuJoCo places them); height fields are skipped with one warning; visual-only meshes
+    (contype and conaffinity 0) are skipped silently."""
     xml = MESH.format(world='<geom type="hfield" hfield="h"/>',
-                      body='<geom name="m1" type="mesh" mesh="tet"/><geom name="m2" type="mesh" mesh="tet"/>'
+                      body='<geom name="m1" type="mesh" mesh="tet" pos="0 0 0.5" euler="0 0 90"/>'
                            '<geom type="mesh" mesh="tet" contype="0" conaffinity="0"/>')
     with pytest.warns(MJCFWarning) as rec:
         m = parse_mjcf(xml)
     msgs = [str(w.message) for w in rec if "not collision geometry" in str(w.message)]
-    assert len(msgs) == 1 and "3 geoms" in msgs[0] and "'m1' (mesh)" in msgs[0] and "hfield" in msgs[0]
-    assert m.geom_names == ("s",)
+    assert len(msgs) == 1 and "1 geom " in msgs[0] and "hfield" in msgs[0] and "m1" not in msgs[0]
+    assert m.geom_names == ("s", "m1") and m.geom_vert_num.tolist() == [0, 4]
+    # the world vertices are MuJoCo's (MuJoCo moves a mesh to its centre of mass and principal
+    # axes and the geom frame with it: the same points)
+    mjm = mujoco.MjModel.from_xml_string(xml)
+    mjd = mujoco.MjData(mjm)
+    mujoco.mj_forward(mjm, mjd)
+    g = mujoco.mj_name2id(mjm, mujoco.mjtObj.mjOBJ_GEOM, "m1")
+    k = mjm.geom_dataid[g]
+    vm = mjm.mesh_vert[mjm.mesh_vertadr[k]:mjm.mesh_vertadr[k] + mjm.mesh_vertnum[k]]
+    theirs = mjd.geom_xpos[g] + vm @ mjd.geom_xmat[g].reshape(3, 3).T
+    ours = m.geom_pos[1] + m.geom_verts @ m.geom_R[1].T           # body a at the origin
+    assert np.abs(np.sort(theirs, axis=0) - np.sort(ours, axis=0)).max() < 1e-6      # float32 in MuJoCo
     with warnings.catch_warnings():
         warnings.simplefilter("error", MJCFWarning)
         parse_mjcf(MESH.format(world="", body='<geom type="mesh" mesh="tet" contype="0" conaffinity="0"/>'))

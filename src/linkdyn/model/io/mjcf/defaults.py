@@ -47,6 +47,11 @@ class _Ctx:
     def mesh_properties(self, el, where, name):
         return self.meshes.properties(el, where, name)
 
+    def mesh_vertices(self, el, where, name):
+        """The vertices (n, 3) of ``<asset><mesh name=...>`` in the mesh geom's frame (after the
+        mesh's refpos, refquat and scale), or None (with a warning) when it cannot be read here."""
+        return self.meshes.vertices(el, where, name)
+
 
 class _Attr:
     """The attributes of one element: its own, then those of its default class."""

@@ -8,9 +8,10 @@ import numpy as np
 from .common import _WORLD, MJCFError, _pose, _unique, _warn
 from .contacts import _collision_filter, _contact_section, _read_geoms, _shown, _welds
 
-#: the geom types that become collision geometry, and those that are not collision geometry yet
-_SHAPES = ("plane", "sphere", "capsule", "ellipsoid", "cylinder", "box")
-_LATER = ("mesh", "hfield", "sdf")
+#: the geom types that become collision geometry (a mesh: its convex hull, as MuJoCo collides it),
+#: and those that are not collision geometry yet
+_SHAPES = ("plane", "sphere", "capsule", "ellipsoid", "cylinder", "box", "mesh")
+_LATER = ("hfield", "sdf")
 #: MuJoCo's defaults of the soft-contact parameters (linkdyn's contact is hard)
 _SOFT = {"solref": (0.02, 1.0), "solimp": (0.9, 0.95, 0.001, 0.5, 2.0), "margin": (0.0,), "gap": (0.0,)}
 
@@ -85,6 +86,7 @@ def _collision_geometry(P, b, root):
 
     used = set(by_name)
     index, later, soft = {}, [], {}            # file geom -> linkdyn geom; skipped geoms; soft parameters
+    unread = []                                # mesh geoms whose file cannot be read here
     for k, g in enumerate(geoms):
         if g.type == "invalid" or not (g.contype or g.conaffinity or k in in_pair):
             continue                           # drawing only: MuJoCo never collides it
@@ -93,17 +95,25 @@ def _collision_geometry(P, b, root):
             continue
         a = g.a
         try:
-            if g.type in ("sphere", "plane") and a.has("fromto"):
+            if g.type in ("sphere", "plane", "mesh") and a.has("fromto"):
                 raise a.err(f"fromto cannot be used with a {g.type}")
+            verts = None
+            if g.type == "mesh":
+                if not a.raw("mesh"):
+                    raise a.err("a mesh geom needs a 'mesh' attribute")
+                verts = P.ctx.mesh_vertices(a.el, a.where, a.raw("mesh"))
+                if verts is None:               # unreadable here (warned): MuJoCo collides it
+                    unread.append(f"{g.label} (mesh {a.raw('mesh')!r})")
+                    continue
             R, p, size = a.geom_frame(g.type)
             R, p = _pose(g.R, g.p, R, p)
-            n = {"plane": 0, "sphere": 1, "capsule": 2, "cylinder": 2, "ellipsoid": 3, "box": 3}[g.type]
+            n = {"plane": 0, "sphere": 1, "capsule": 2, "cylinder": 2, "ellipsoid": 3, "box": 3, "mesh": 0}[g.type]
             name = g.name or _unique(f"{g.body}_geom{sum(1 for x in geoms[:k] if x.body == g.body)}", used)
             soft_keys = _soft_set(a, ("solref", "solimp", "margin", "gap"))
             try:
                 b.add_geom(g.body, g.type, tuple(size[:n]), placement=(R, p), name=name, friction=g.friction,
                            contype=g.contype, conaffinity=g.conaffinity, condim=g.condim,
-                           group=int(a.number("group", 0)), priority=g.priority)
+                           group=int(a.number("group", 0)), priority=g.priority, vertices=verts)
             except (ValueError, TypeError) as exc:
                 raise a.err(str(exc)) from None
         except MJCFError as exc:
@@ -151,8 +161,12 @@ def _collision_geometry(P, b, root):
 
     if later:
         _warn(f"{source}: {len(later)} geom{'s' if len(later) > 1 else ''} that MuJoCo collides "
-              f"{'are' if len(later) > 1 else 'is'} not collision geometry in linkdyn yet (meshes, height fields "
-              f"and SDFs have no collision function here; convex meshes come later), skipped: {_shown(later, 4)}")
+              f"{'are' if len(later) > 1 else 'is'} not collision geometry in linkdyn yet (height fields "
+              f"and SDFs have no collision function here), skipped: {_shown(later, 4)}")
+    if unread:
+        _warn(f"{source}: {len(unread)} mesh geom{'s' if len(unread) > 1 else ''} that MuJoCo collides "
+              f"cannot be read here (no trimesh for the mesh file, or MuJoCo's .msh format) and "
+              f"{'are' if len(unread) > 1 else 'is'} not collision geometry, skipped: {_shown(unread, 4)}")
     if problems:
         _warn(f"{source}: {len(problems)} geom{'s' if len(problems) > 1 else ''} cannot be collision geometry "
               f"(MuJoCo refuses such a file), skipped: {_shown((m for _, m in problems), 3)}")

@@ -95,6 +95,7 @@ class _MeshAssets:
 
     def __init__(self, ctx, defaults, root, base_dir, roots=()):
         self.ctx, self.cache, self.els = ctx, {}, {}
+        self.verts = {}                 # name -> the mesh's vertices in its geoms' frame (collision)
         self.roots = roots              # the folders mesh files may be read from (_files.confine)
         meshdir = None
         for el in root.iter("compiler"):
@@ -173,12 +174,21 @@ class _MeshAssets:
             R = _quat_wxyz_matrix(qr / np.linalg.norm(qr))
             V = V @ R                       # the vertices in the frame refquat names
         V = V * a.floats("scale", 3, [1.0, 1.0, 1.0])
+        self.verts[name] = V
         try:
             props = mi.mass_properties(V, F, mode)
         except ValueError as exc:
             raise a.err(str(exc)) from None
         self.cache[name] = props
         return props
+
+
+    def vertices(self, gel, where, name):
+        """The mesh's vertices as its geoms place them (refpos, refquat, scale applied), or None
+        when it cannot be read here (``properties`` warned)."""
+        if name not in self.verts:
+            self.properties(gel, where, name)
+        return self.verts.get(name)
 
 
 def _combine(parts):
