@@ -268,3 +268,53 @@ def test_ellipsoid_rests_on_a_capsule():
     assert x["penetration"] <= 1e-3, x["penetration"]
     z = sim.recording.segments[0].arrays()["q"][:, 2]
     assert np.all(z > 0.05)
+
+
+# --- URDF <collision> ---------------------------------------------------------------------------
+URDF = """<robot name="r">
+  <link name="base"><inertial><mass value="1"/><inertia ixx="1" ixy="0" ixz="0" iyy="1" iyz="0" izz="1"/></inertial>
+    <collision><origin xyz="0 0 -0.05"/><geometry><box size="1 1 0.1"/></geometry></collision></link>
+  <link name="arm"><inertial><mass value="1"/><inertia ixx="1" ixy="0" ixz="0" iyy="1" iyz="0" izz="1"/></inertial>
+    <collision><geometry><cylinder radius="0.05" length="0.4"/></geometry></collision></link>
+  <link name="hand"><inertial><mass value="1"/><inertia ixx="1" ixy="0" ixz="0" iyy="1" iyz="0" izz="1"/></inertial>
+    <collision><origin xyz="0 0 0.1" rpy="0 0 0.3"/><geometry><mesh filename="cube.obj" scale="0.5 0.5 0.5"/></geometry></collision>
+    <collision><origin xyz="0 0 0.2"/><geometry><sphere radius="0.02"/></geometry></collision></link>
+  <joint name="j1" type="revolute"><parent link="base"/><child link="arm"/><origin xyz="0 0 0.3"/><axis xyz="0 1 0"/>
+    <limit lower="-2" upper="2" effort="1" velocity="1"/></joint>
+  <joint name="j2" type="revolute"><parent link="arm"/><child link="hand"/><origin xyz="0 0 -0.42"/><axis xyz="0 1 0"/>
+    <limit lower="-2" upper="2" effort="1" velocity="1"/></joint>
+</robot>"""
+
+
+def test_urdf_collision_elements_become_geoms(tmp_path):
+    """load_urdf(collision=True): box, cylinder, sphere and a mesh (its file's vertices times
+    its scale, as a hull) become geoms on their links; off by default.  The hand's cube hangs
+    into the base's slab at q = 0: the pair (not parent and child) touches, at the depth the
+    geometry gives."""
+    pytest.importorskip("trimesh")
+    cube = [(x, y, z) for x in (-0.1, 0.1) for y in (-0.1, 0.1) for z in (-0.1, 0.1)]
+    faces = [(1, 2, 4), (1, 4, 3), (5, 7, 8), (5, 8, 6), (1, 5, 6), (1, 6, 2), (3, 4, 8), (3, 8, 7),
+             (1, 3, 7), (1, 7, 5), (2, 6, 8), (2, 8, 4)]
+    (tmp_path / "cube.obj").write_text("".join(f"v {x} {y} {z}\n" for x, y, z in cube)
+                                       + "".join(f"f {a} {b_} {c}\n" for a, b_, c in faces))
+    (tmp_path / "r.urdf").write_text(URDF)
+    plain = ld.load_urdf(tmp_path / "r.urdf")
+    assert plain.ngeom == 0
+    m = ld.load_urdf(tmp_path / "r.urdf", collision=True)
+    types = {m.geom_names[g]: int(m.geom_type[g]) for g in range(m.ngeom)}
+    assert sorted(types.values()) == [2, 5, 6, 7]
+    g = int(np.flatnonzero(m.geom_type == 7)[0])
+    V = m.geom_verts[m.geom_vert_adr[g]:m.geom_vert_adr[g] + m.geom_vert_num[g]]
+    assert np.allclose(np.sort(V, axis=0), np.sort(0.5 * np.array(cube), axis=0))
+    assert np.allclose(m.geom_pos[g], [0, 0, 0.1]) and np.allclose(m.geom_R[g], sp.rotz(0.3))
+    assert np.allclose(m.geom_size[m.geom_type == 6][0], [0.5, 0.5, 0.05])
+    assert np.allclose(m.geom_size[m.geom_type == 5][0, :2], [0.05, 0.2])
+    r = ld.contact.collide(m, ld.neutral(m))
+    # the cube (half 0.05, turned 0.3 about z) spans z in [0.3 - 0.42 + 0.1 -+ 0.05] = [-0.07, 0.03]
+    # in the world, inside the slab z in [-0.1, 0] from its top down to -0.07: lifted 0.07 it
+    # is out (the least translation), normal vertical
+    names = {tuple(sorted(p)) for p in r.names()}
+    box, mesh = m.geom_names[int(np.flatnonzero(m.geom_type == 6)[0])], m.geom_names[g]
+    assert names == {tuple(sorted((box, mesh)))}
+    assert r.dist.min() == pytest.approx(-0.07, abs=1e-9)
+    assert np.allclose(np.abs(r.normal[:, 2]), 1.0, atol=1e-9) and 2 <= len(r) <= MAXMANIFOLD

@@ -45,8 +45,9 @@ Mapping (the same as Pinocchio's ``buildModelFromUrdf`` unless stated):
 * ``<dynamics damping friction>`` of revolute, continuous and prismatic joints with
   ``joint_friction=True`` (viscous and Coulomb friction, applied by RNEA and ABA); ignored
   otherwise, as Pinocchio's algorithms do;
-* ``<visual>`` and ``<collision>`` play no part in the dynamics; their geometry (mesh file
-  name and scale, box, cylinder, sphere; origin; material colour) is kept for drawing in
+* ``<visual>`` and ``<collision>`` play no part in the dynamics (unless ``collision=True``:
+  then the ``<collision>`` elements become collision geometry, :func:`load_urdf`); their
+  geometry (mesh file name and scale, box, cylinder, sphere; origin; material colour) is kept for drawing in
   ``model.visuals``, a tuple of :class:`Visual` on the link's frame (an element that cannot be
   read is skipped: drawing never stops a file from loading); a mesh file is allowed (``Visual.path``)
   only inside the model's folder, ``asset_dirs`` or ``package_dirs`` (:func:`load_urdf`);
@@ -140,7 +141,7 @@ _ONE_DOF = ("revolute", "continuous", "prismatic")
 
 def load_urdf(path: str | os.PathLike[str], floating_base: bool = False, gravity: ArrayLike = (0.0, 0.0, -9.81),
               joint_friction: bool = False, mimic: bool = True, asset_dirs: Iterable[str | os.PathLike[str]] | None = None,
-              package_dirs: Iterable[str | os.PathLike[str]] | None = None) -> Model:
+              package_dirs: Iterable[str | os.PathLike[str]] | None = None, collision: bool = False) -> Model:
     """Read the URDF file ``path`` into a :class:`~linkdyn.Model`.
 
     ``floating_base`` puts a free-flyer joint named ``"root_joint"`` between the world and the
@@ -162,17 +163,26 @@ def load_urdf(path: str | os.PathLike[str], floating_base: bool = False, gravity
     model's folder, ``asset_dirs`` or ``package_dirs`` (or ``$ROS_PACKAGE_PATH``): anything else
     is refused (never read, never drawn, never put in a page) with a :class:`URDFWarning`; a
     missing mesh is left to the viewer, which says so.
+
+    ``collision=True`` makes every link's ``<collision>`` elements collision geometry
+    (:meth:`ModelBuilder.add_geom`, with the builder's default filter: no pair within a link or
+    between a parent and its child): box, cylinder, sphere (and capsule, an extension some files
+    use), and a mesh as the convex hull of its file's vertices times its ``scale`` (the mesh
+    file read as above; reading needs the ``[meshes]`` extra: an unreadable mesh is skipped with
+    one :class:`URDFWarning`).  Off by default: a URDF's collision meshes of neighbouring links
+    often overlap, and such a model would then simulate with them.
     """
     path = Path(path)
     data = read_model_file(path, URDFError, what="URDF file")
     return _build(data, str(path), floating_base, gravity, default_name=path.stem, joint_friction=joint_friction,
-                  base_dir=str(path.resolve().parent), mimic=mimic, asset_dirs=asset_dirs, package_dirs=package_dirs)
+                  base_dir=str(path.resolve().parent), mimic=mimic, asset_dirs=asset_dirs, package_dirs=package_dirs,
+                  collision=collision)
 
 
 def parse_urdf(text: str | bytes, floating_base: bool = False, gravity: ArrayLike = (0.0, 0.0, -9.81),
                source: str = "<string>", joint_friction: bool = False, mimic: bool = True,
                asset_dirs: Iterable[str | os.PathLike[str]] | None = None,
-               package_dirs: Iterable[str | os.PathLike[str]] | None = None) -> Model:
+               package_dirs: Iterable[str | os.PathLike[str]] | None = None, collision: bool = False) -> Model:
     """Build a :class:`~linkdyn.Model` from URDF ``text`` (an XML ``str`` or ``bytes``).
 
     ``source`` names the text in error messages.  The text has no folder: its mesh files are
@@ -183,7 +193,7 @@ def parse_urdf(text: str | bytes, floating_base: bool = False, gravity: ArrayLik
         raise TypeError(f"parse_urdf: expected the URDF XML as str or bytes, got {type(text).__name__} "
                         "(use load_urdf for a path)")
     return _build(text, source, floating_base, gravity, default_name="robot", joint_friction=joint_friction,
-                  mimic=mimic, asset_dirs=asset_dirs, package_dirs=package_dirs)
+                  mimic=mimic, asset_dirs=asset_dirs, package_dirs=package_dirs, collision=collision)
 
 
 # --------------------------------------------------------------------------------------------
@@ -382,7 +392,7 @@ def _visual(v, link, role, base_dir, materials):
 
 
 def _build(text, source, floating_base, gravity, default_name, joint_friction=False, base_dir=None, mimic=True,
-           asset_dirs=None, package_dirs=None):
+           asset_dirs=None, package_dirs=None, collision=False):
     ctx = _Ctx(source)
     root = _parse_xml(text, source)
     if root.tag != "robot":
@@ -593,7 +603,55 @@ def _build(text, source, floating_base, gravity, default_name, joint_friction=Fa
         raise URDFError(f"{source}: {exc}") from None
     model.visuals = _visuals(root, link_els, base_dir)
     _allow_meshes(model.visuals, source, base_dir, asset_dirs, package_dirs)
+    if collision and any(v.role == "collision" for v in model.visuals):
+        visuals = model.visuals
+        _collision_geoms(b, visuals, source)
+        try:
+            model = b.build()
+        except ValueError as exc:
+            raise URDFError(f"{source}: {exc}") from None
+        model.visuals = visuals
     return model
+
+
+def _collision_geoms(b, visuals, source):
+    """Every ``<collision>`` element as a geom of builder ``b`` (load_urdf's ``collision``)."""
+    from ._mesh_inertia import load_mesh
+    skipped = []
+    for v in visuals:
+        if v.role != "collision":
+            continue
+        placement = (v.R, v.p)
+        if v.kind == "mesh":
+            if v.path is None:
+                skipped.append(f"{v.filename!r} on {v.frame!r} (missing or refused)")
+                continue
+            try:
+                V, _ = load_mesh(v.path)
+            except ImportError:
+                skipped.append(f"{v.filename!r} on {v.frame!r} (reading mesh files needs trimesh: "
+                               "pip install 'linkdyn[meshes]')")
+                continue
+            except (OSError, ValueError) as exc:
+                skipped.append(f"{v.filename!r} on {v.frame!r} ({exc})")
+                continue
+            try:
+                b.add_geom(v.frame, "mesh", (), placement=placement, vertices=V * v.scale)
+            except ValueError as exc:
+                skipped.append(f"{v.filename!r} on {v.frame!r} ({exc})")
+            continue
+        size = {"box": lambda s: (s[0] / 2, s[1] / 2, s[2] / 2), "sphere": lambda s: (s[0],),
+                "cylinder": lambda s: (s[0], s[1] / 2), "capsule": lambda s: (s[0], s[1] / 2)}.get(v.kind)
+        if size is None:
+            continue
+        try:
+            b.add_geom(v.frame, v.kind, size(v.size), placement=placement)
+        except (TypeError, ValueError) as exc:
+            skipped.append(f"a {v.kind} on {v.frame!r} ({exc})")
+    if skipped:
+        warnings.warn(f"{source}: {len(skipped)} <collision> element{'s' if len(skipped) > 1 else ''} "
+                      "not made collision geometry: " + "; ".join(skipped[:3]) + ("; ..." if len(skipped) > 3 else ""),
+                      URDFWarning, stacklevel=4)
 
 
 def _package_path():
