@@ -318,3 +318,26 @@ def test_urdf_collision_elements_become_geoms(tmp_path):
     assert names == {tuple(sorted((box, mesh)))}
     assert r.dist.min() == pytest.approx(-0.07, abs=1e-9)
     assert np.allclose(np.abs(r.normal[:, 2]), 1.0, atol=1e-9) and 2 <= len(r) <= MAXMANIFOLD
+
+
+def test_cylinder_stands_on_its_cap_on_a_box():
+    """A cylinder standing on its cap on a fixed box, dropped 1 mm: its cap rests on several
+    points (the manifold of the cap's rim inside the box's face), it stays upright and above
+    the box, penetrating 1 mm at most at every step."""
+    r, h = 0.05, 0.1
+    b = ld.ModelBuilder("cyl_on_cap")
+    b.add_geom("world", "box", (0.5, 0.5, 0.05), name="table", friction=0.8)
+    I = ld.Inertia(1.0, [0, 0, 0], np.diag([(3 * r * r + 4 * h * h) / 12, (3 * r * r + 4 * h * h) / 12, r * r / 2]))
+    b.add_body("cyl", "world", ld.FreeFlyer(), inertia=I)
+    b.add_geom("cyl", "cylinder", (r, h), name="cyl", friction=0.8)
+    m = b.build()
+    q = ld.neutral(m)
+    q[2] = 0.05 + h + 1e-3
+    assert len(ld.contact.collide(m, q, 0.01)) >= 3            # the cap on the face: several points
+    sim = _rest(m, q, until=1.0)
+    x = sim.recording.extremes
+    assert x["penetration"] <= 1e-3, x["penetration"]
+    Q = sim.recording.segments[0].arrays()["q"]
+    assert np.all(Q[:, 2] > 0.05 + h - 1e-3)
+    tilt = [np.arccos(np.clip(sp.quat_to_matrix(qq[3:7])[2, 2], -1, 1)) for qq in Q]
+    assert max(tilt) < 1e-3
