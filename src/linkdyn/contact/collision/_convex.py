@@ -456,6 +456,29 @@ def convex_convex(t1, p1, R1, s1, V1, t2, p2, R2, s2, V2, margin, out, k):
     depth, nrm, a, b = epa(t1, p1, R1, s1, V1, t2, p2, R2, s2, V2, W, WA, WB, n)
     if depth < 0.0:
         return 0
+    # EPA's face distance is a lower bound of the depth; the overlap of the two shapes along its
+    # normal, h1(n) + h2(-n), an upper bound (translating shape 2 by it along n separates them).
+    # Where EPA stopped short (its vertex budget: deep overlaps of round shapes with a whole
+    # circle of deepest directions, as two coaxial round shapes), descend on the overlap
+    # h1(n) + h2(-n) by the fixed point n <- w(n) / |w(n)|, w(n) = s1(n) - s2(-n) (at the minimum
+    # w is along n), and report the overlap along the final normal: always a translation that
+    # separates the shapes, never shallower than the truth.
+    w = sub(support(t1, p1, R1, s1, V1, nrm, True), support(t2, p2, R2, s2, V2, scl(nrm, -1.0), True))
+    ov = dot(w, nrm)
+    if ov - depth > EPA_TOL:
+        for _ in range(32):
+            L = norm(w)
+            if L < 1e-300:
+                break
+            cand = scl(w, 1.0 / L)
+            wc = sub(support(t1, p1, R1, s1, V1, cand, True), support(t2, p2, R2, s2, V2, scl(cand, -1.0), True))
+            oc = dot(wc, cand)
+            if oc >= ov - 1e-15:
+                break
+            nrm, w, ov = cand, wc, oc
+        a = support(t1, p1, R1, s1, V1, nrm, True)
+        b = support(t2, p2, R2, s2, V2, scl(nrm, -1.0), True)
+        depth = ov
     put(out, k, -depth, scl(add(a, b), 0.5), nrm)
     return 1
 
