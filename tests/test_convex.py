@@ -374,3 +374,33 @@ def test_degenerate_poses(s1, s2):
         a = np.array(support(t1, p1, R1, z1, V1, n, True))
         b = np.array(support(t2, p2, R2, z2, V2, -n, True))
         assert abs(np.dot(b - a, n) - out[:m, 0].min()) < 1e-4
+
+
+def test_either_order():
+    """GJK / EPA called with the two shapes swapped: the same distance (separated: to twice
+    GJK's 1e-10 m stopping tolerance; overlapping: to 1e-7 m, EPA's polytopes differ) and the
+    normal reversed, to 1e-3 (the distance is flat to first order in the normal at its
+    optimum, so a round shape's normal is known only to about the square root of the distance's
+    tolerance, more on deep overlaps)."""
+    from linkdyn.contact.collision._convex import convex_convex
+    from linkdyn.model.geometry import SHAPES, convex_hull
+    rng = np.random.default_rng(8)
+    o1, o2 = np.zeros((1, 7)), np.zeros((1, 7))
+    for s1, s2 in (("cylinder", "box"), ("ellipsoid", "mesh"), ("capsule", "cylinder"), ("ellipsoid", "ellipsoid")):
+        for _ in range(100):
+            g = []
+            for shape in (s1, s2):
+                V, z = np.zeros((0, 3)), np.zeros(3)
+                if shape == "mesh":
+                    V = convex_hull(random_mesh(rng))
+                    z[0] = np.linalg.norm(V, axis=1).max()
+                else:
+                    k = {"capsule": 2, "cylinder": 2, "box": 3, "ellipsoid": 3}[shape]
+                    z[:k] = rng.uniform(0.05, 0.3, k)
+                g.append((SHAPES[shape], 0.3 * rng.normal(size=3), random_R(rng), z, V))
+            m1 = convex_convex(*g[0], *g[1], 1.0, o1, 0)
+            m2 = convex_convex(*g[1], *g[0], 1.0, o2, 0)
+            assert m1 == m2
+            if m1:
+                assert abs(o1[0, 0] - o2[0, 0]) < 2e-10 or (o1[0, 0] < 0 and abs(o1[0, 0] - o2[0, 0]) < 1e-7)
+                assert np.abs(o1[0, 4:] + o2[0, 4:]).max() < 1e-3

@@ -16,7 +16,10 @@ difference M = A - B = {a - b} contains the origin:
   Bergen 2001, "Proximity queries and penetration depth computation on 3D game objects")
   starts from GJK's tetrahedron around the origin and expands it: the face nearest the
   origin, its normal n and distance d; the support point s_M(n) lies on the boundary when
-  s_M(n).n - d is below the tolerance, and otherwise replaces the faces it sees.
+  s_M(n).n - d is below the tolerance, and otherwise replaces the faces it sees.  Where EPA
+  runs out of vertices first (a deep overlap of two coaxial round shapes has a whole circle of
+  deepest directions), its normal is improved by descending on the overlap along n,
+  h_A(n) + h_B(-n), and that overlap is reported: a translation that separates the shapes.
 
 A sphere and a capsule are a point and a segment (their *cores*) swept by a radius (as in
 coal and MuJoCo): GJK runs on the cores, so a sphere or capsule against anything is exact
