@@ -210,8 +210,9 @@ FILES = suite_files()
 def test_model_files_collide_as_mujoco(path):
     """Each file: linkdyn's geoms are MuJoCo's collidable primitive geoms (names, types,
     sizes); on 40 random states the contacts between them agree with MuJoCo's, pair by pair,
-    to 1e-9 (distance, point, normal; see ``compare``).  MuJoCo's margins and gaps are set to
-    zero (linkdyn's contact is hard), and its ``geom_sameframe`` shortcut is switched off (it
+    to 1e-9 (distance, point, normal; see ``compare``), the geoms' margins included (contacts
+    within the pair's skin, MuJoCo's includemargin).  MuJoCo's gaps and pair margins are set to
+    zero (linkdyn has neither), and its ``geom_sameframe`` shortcut is switched off (it
     puts a geom that is within a tolerance of its body's inertial frame at that frame: 2e-6 rad
     away from the geom's own orientation in dog.xml).  A file that cannot be compared is skipped with the reason."""
     try:
@@ -221,8 +222,7 @@ def test_model_files_collide_as_mujoco(path):
     except (MJCFError, NotImplementedError) as exc:
         pytest.skip(f"linkdyn does not load {path.name}: {exc}")
     mjm = mujoco.MjModel.from_xml_path(str(path))
-    mjm.geom_margin[:] = 0.0
-    mjm.geom_gap[:] = 0.0
+    mjm.geom_gap[:] = 0.0               # (the geoms' margins are kept: linkdyn reads them as their skin)
     mjm.pair_margin[:] = 0.0
     mjm.pair_gap[:] = 0.0
     mjm.opt.disableflags |= mujoco.mjtDisableBit.mjDSBL_MULTICCD     # one GJK / EPA contact (test_convex.py)
@@ -454,7 +454,7 @@ def test_meshes_collide_height_fields_skipped_with_one_warning():
 
 @pytest.mark.parametrize("attrs,warns", [
     ('solref="0.02 1" solimp="0.9 0.95 0.001" margin="0" gap="0"', False),     # MuJoCo's defaults
-    ('solref="0.01 1"', True), ('margin="0.01"', True), ('solimp="0.8 0.9 0.01"', True), ('gap="0.1"', True),
+    ('solref="0.01 1"', True), ('margin="0.01"', False), ('solimp="0.8 0.9 0.01"', True), ('gap="0.1"', True),
 ])
 def test_soft_contact_parameters_warn_once_when_set(attrs, warns):
     xml = MESH.format(world=f'<geom type="plane" size="1 1 1" {attrs}/>', body=f'<geom size="0.2" {attrs}/>')
@@ -463,6 +463,8 @@ def test_soft_contact_parameters_warn_once_when_set(attrs, warns):
         parse_mjcf(xml)
     soft = [str(w.message) for w in rec if "soft-contact" in str(w.message)]
     assert len(soft) == (1 if warns else 0)
+    if attrs == 'margin="0.01"':          # a geom's margin is its skin (MuJoCo's includemargin), kept
+        assert parse_mjcf(xml).geom_margin.tolist() == [0.01, 0.0, 0.01]     # plane, s, the geom
     if warns:
         assert attrs.split("=")[0] in soft[0] and "hard" in soft[0]
 

@@ -266,7 +266,7 @@ def geom_rows_kernel(mi, mf, ws, qsrc, qscale, qoff, vsrc, vscale, q, v, with_dr
             t1, t2 = col(R1, 0), col(R1, 1)
         else:
             t1, t2 = tangents(n)
-        gap[r] = dist
+        gap[r] = dist - con_f[r, 9]          # the pair's skin (MuJoCo's includemargin)
         for k in range(3):
             point[r, k] = x[k]
             frame[r, k, 0], frame[r, k, 1], frame[r, k, 2] = t1[k], t2[k], n[k]

@@ -5,7 +5,7 @@ contact k (geom 1 on body b1, geom 2 on body b2, world point x midway between th
 unit normal n from geom 1 to geom 2, signed distance ``dist``) becomes a unit of
 :class:`linkdyn.contact.rows.Units`, the structure of the point-plane contacts and limits:
 
-* ``gap`` = dist;
+* ``gap`` = dist less the pair's skin (``Contacts.margin``, 0 unless the geoms have margins);
 * the frame [t1, t2, n] (columns), right-handed and orthonormal: when geom 1 is a plane (its
   normal is n), t1, t2 are the plane's own x and y axes, as ``rows.py`` takes a plane's axes
   (body-fixed, so continuous as the plane moves); otherwise the basis of Duff, Burgess,
@@ -140,7 +140,7 @@ def geom_units(model: Model, q: ArrayLike, v: ArrayLike | None = None, contacts:
     gr = geom_rows(model)
     con_i = np.ascontiguousarray(np.column_stack([contacts.geom1, contacts.geom2]).reshape(k, 2), dtype=np.int64)
     con_f = np.ascontiguousarray(np.column_stack([contacts.dist, contacts.pos, contacts.normal, contacts.friction,
-                                                  contacts.restitution]).reshape(k, 9), dtype=float)
+                                                  contacts.restitution, contacts.margin]).reshape(k, 10), dtype=float)
     if k > gr.gap.shape[0]:                     # more contacts than the collider makes: not from it
         raise ValueError(f"contacts: {k} contacts, more than the model's collider can find ({gr.gap.shape[0]})")
     vv = s.v if with_drift else None

@@ -281,12 +281,12 @@ def _polish_better(A, r, kind, mu, normal, lam, res):
     return res
 
 
-#: the fallback's Gauss-Seidel sweeps between two polishes (``step_solve``)
+#: the fallback's Gauss-Seidel sweeps between two polishes (``_step_solve``)
 FALLBACK_ROUND = 200
 
 
 @njit(cache=True)
-def step_solve(A, r, kind, mu, normal, lam, sweeps, tol, fallback_sweeps):
+def _step_solve(A, r, kind, mu, normal, lam, sweeps, tol, fallback_sweeps):
     """A time step's solve, in place on ``lam`` (the warm start): Gauss-Seidel (``sweeps`` at
     most) with one polish; where that misses ``tol``, the fallback: Gauss-Seidel carried on
     (redundant friction rows, e.g. two feet of one rigid body, converge slowly along their null

@@ -216,6 +216,7 @@ class ModelBuilder:
                        restitution=float(model.geom_restitution[g]), contype=int(model.geom_contype[g]),
                        conaffinity=int(model.geom_conaffinity[g]), condim=int(model.geom_condim[g]),
                        group=int(model.geom_group[g]), priority=int(model.geom_priority[g]),
+                       margin=float(model.geom_margin[g]),
                        vertices=(model.geom_verts[model.geom_vert_adr[g]:model.geom_vert_adr[g] + model.geom_vert_num[g]]
                                  if code == G.MESH else None))
         for a, c in model.geom_exclude:
@@ -516,7 +517,8 @@ class ModelBuilder:
     def add_geom(self, body: str | int, shape: str, size: ArrayLike | float | None,
                  placement: ArrayLike | tuple[ArrayLike, ArrayLike] | None = None, *, name: str | None = None,
                  friction: float = 1.0, restitution: float = 0.0, contype: int = 1, conaffinity: int = 1,
-                 condim: int = 3, group: int = 0, priority: int = 0, vertices: ArrayLike | None = None) -> str:
+                 condim: int = 3, group: int = 0, priority: int = 0, margin: float = 0.0,
+                 vertices: ArrayLike | None = None) -> str:
         """Collision geometry: a ``shape`` of ``size`` fixed to ``body`` (the world too) at
         ``placement`` in the body frame (a position 3-vector, a 4x4 matrix or an (R, p) pair, as
         :meth:`add_frame`).  Shapes and sizes (:mod:`linkdyn.model.geometry`): ``"sphere"``
@@ -532,11 +534,13 @@ class ModelBuilder:
         filter bits (two geoms may touch when ``contype_a & conaffinity_b`` or
         ``contype_b & conaffinity_a`` is non-zero), ``condim`` the contact's dimension (1, 3, 4
         or 6), ``group`` a free label, ``priority`` MuJoCo's: a pair of geoms of different
-        priorities takes the higher one's friction instead of the larger.  Geoms on bodies merged over Fixed joints move to the
-        merged body with the composed placement.  Returns the geom's name.
+        priorities takes the higher one's friction instead of the larger.  ``margin`` (m, >= 0) is
+        MuJoCo's: a skin around the geom; a pair's contact holds the two surfaces apart at the sum of
+        their margins (MuJoCo's ``includemargin``) instead of touching.  Geoms on bodies merged over
+        Fixed joints move to the merged body with the composed placement.  Returns the geom's name.
 
-        The detection (:func:`linkdyn.contact.collide`) is there; the simulation does not use
-        these geoms yet (it uses :meth:`add_contact` and :meth:`add_plane`)."""
+        :func:`linkdyn.contact.collide` finds their contacts; time stepping simulates with them
+        (``Simulation(contact_method="auto" | "timestep")``)."""
         bidx = self._body_index(body, "add_geom.body")
         what = f"add_geom({name!r})" if name is not None else f"add_geom(body {self._bodies[bidx].name!r})"
         code, sz, mu, e, ct, ca, cd, gr = G.check_geom(shape, size, friction, restitution, contype, conaffinity,
@@ -560,9 +564,10 @@ class ModelBuilder:
             sz = np.array([float(np.sqrt((verts ** 2).sum(axis=1)).max()), 0.0, 0.0])
         elif vertices is not None:
             raise ValueError(f"{what}: vertices are for a mesh only, not a {shape!r}")
+        skin = G._number(margin, f"{what}.margin (m)", lo=0.0, hi=1e3)
         self._geoms.append(dict(name=name, body=bidx, type=code, size=sz, R=R, p=p, friction=mu, restitution=e,
                                 contype=ct, conaffinity=ca, condim=cd, group=gr, verts=verts,
-                                priority=G._integer(priority, f"{what}.priority", lo=-2 ** 31)))
+                                priority=G._integer(priority, f"{what}.priority", lo=-2 ** 31), margin=skin))
         return name
 
     def exclude(self, body_a: str | int, body_b: str | int) -> None:

@@ -29,6 +29,8 @@ The frozen arrays (``ngeom`` geoms, ``npair`` candidate pairs), named as MuJoCo'
     geom_group       (ngeom,)       a free label (visibility groups, as MuJoCo's)
     geom_priority    (ngeom,)       MuJoCo's priority: a pair of different priorities takes the
                                     higher one's friction (equal: the larger friction)
+    geom_margin      (ngeom,)       contact skin (m, MuJoCo's margin): a pair's contact holds its
+                                    geoms apart at the sum of their margins (MuJoCo's includemargin)
     geom_names       (ngeom,)       names, unique
     geom_vert_adr    (ngeom,)       a mesh's first vertex in geom_verts (-1: not a mesh) ...
     geom_vert_num    (ngeom,)       ... its number of vertices (0: not a mesh) ...
@@ -250,6 +252,7 @@ def freeze(geoms, exclude, parent, pairs=()) -> dict:
         "geom_condim": np.array([g["condim"] for g in geoms], dtype=np.int64),
         "geom_group": np.array([g["group"] for g in geoms], dtype=np.int64),
         "geom_priority": np.array([g.get("priority", 0) for g in geoms], dtype=np.int64),
+        "geom_margin": np.array([g.get("margin", 0.0) for g in geoms], dtype=float),
         "geom_exclude": np.array(sorted({(min(a, b), max(a, b)) for a, b in exclude}),
                                  dtype=np.int64).reshape(-1, 2),
     }

@@ -145,7 +145,7 @@ def _geom_gaps_after(mi, mf, ws, q, v1, h, gk, cand_gap, R0, p0, con_i, con_f, n
     j = np.empty(ncg, dtype=np.int64)
     match(con_i, con_f, ncg, ei, ef, n, 3.0 * disp + 1e-9, j)
     for r in range(ncg):
-        out[r] = ef[j[r], 0] if j[r] >= 0 else np.nan
+        out[r] = ef[j[r], 0] - ef[j[r], 9] if j[r] >= 0 else np.nan
     return OK
 
 
@@ -158,7 +158,7 @@ def timestep_kernel(buf, q, v, tau, h, geo, mask, pair_mu, pair_e, lim_q, lim_v,
     bodies' radii rho, the rows' maps qsrc, qscale, qoff, vsrc, vscale... see TimeStepping;
     no geoms: ngeom = 0); ``extra`` (size,) marks catalog units to take into the problem besides
     the candidates (``TimeStepping``: those a first try of the step left penetrating).  ``gs`` carries the geom contacts from step to step: con_i (cap, 2),
-    con_f (cap, 9) the last step's contacts, P (cap, 4) their impulses (P_n, and the friction as a
+    con_f (cap, 10) the last step's contacts, P (cap, 4) their impulses (P_n, and the friction as a
     world vector), count (1,) how many, and out: gforce (cap, 3) the step's forces [f_n, f_t1,
     f_t2], gvn (cap,) the normal velocities at the step's start.  Outputs: q_out, v_out, v_mid
     (the velocity the impulses leave, at q: v_out before the free joints' carry into their new
@@ -217,7 +217,7 @@ def timestep_kernel(buf, q, v, tau, h, geo, mask, pair_mu, pair_e, lim_q, lim_v,
     # the geom contacts that may touch within the step (TimeStepping._geom_units): detected at q
     # with a margin covering the step, their distance at the free motion's end by detection there
     cap = con_i.shape[0]
-    ci_now, cf_now = np.empty((cap, 2), dtype=np.int64), np.empty((cap, 9))
+    ci_now, cf_now = np.empty((cap, 2), dtype=np.int64), np.empty((cap, 10))
     ncg = 0
     R0, p0 = np.empty((nb, 3, 3)), np.empty((nb, 3))
     disp = 0.0
@@ -298,7 +298,7 @@ def timestep_kernel(buf, q, v, tau, h, geo, mask, pair_mu, pair_e, lim_q, lim_v,
             if st != OK:
                 info[0] = st
                 return
-            ei, ef = np.empty((cap, 2), dtype=np.int64), np.empty((cap, 9))
+            ei, ef = np.empty((cap, 2), dtype=np.int64), np.empty((cap, 10))
             ne = collide_kernel(mi, mf, ws, q_end, gi, gf, pairs, adj, cand_gap + 4.0 * disp, cw, ci, ei, ef)
             if ne < 0:
                 info[0] = -ne
@@ -309,7 +309,7 @@ def timestep_kernel(buf, q, v, tau, h, geo, mask, pair_mu, pair_e, lim_q, lim_v,
                 s = 0.0
                 for d in range(nv):
                     s += N[kc + r, d] * v_free[d]
-                gend[kc + r] = ef[j[r], 0] if j[r] >= 0 else gap[kc + r] + h * s + 0.5 * h * h * dn[r]
+                gend[kc + r] = ef[j[r], 0] - ef[j[r], 9] if j[r] >= 0 else gap[kc + r] + h * s + 0.5 * h * h * dn[r]
                 mu[kc + r] = cf_now[r, 7]
                 e[kc + r] = cf_now[r, 8]
             # the warm start: the last step's impulse of the matched contact (friction as a world vector)
@@ -385,7 +385,7 @@ def timestep_kernel(buf, q, v, tau, h, geo, mask, pair_mu, pair_e, lim_q, lim_v,
             lam[i] = Pw[unit[i], slot[i]]
         res = 0.0
         for it in range(1 + (relin if ncg else 0)):
-            res, fell = lcp.step_solve(A, rr, kinds, mus, normals, lam, sweeps, tol, fallback_sweeps)
+            res, fell = lcp._step_solve(A, rr, kinds, mus, normals, lam, sweeps, tol, fallback_sweeps)
             info[3] = max(info[3], fell)
             if it == (relin if ncg else 0):
                 break
@@ -455,7 +455,7 @@ def timestep_kernel(buf, q, v, tau, h, geo, mask, pair_mu, pair_e, lim_q, lim_v,
             warm[u, 0] = warm[u, 1] = warm[u, 2] = 0.0
     for r in range(ncg):
         con_i[r, 0], con_i[r, 1] = ci_now[r, 0], ci_now[r, 1]
-        for s in range(9):
+        for s in range(10):
             con_f[r, s] = cf_now[r, s]
     gcount[0] = ncg
     v_mid[:] = v1
@@ -473,7 +473,7 @@ def timestep_kernel(buf, q, v, tau, h, geo, mask, pair_mu, pair_e, lim_q, lim_v,
             info[0] = -n
             return
         for r in range(n):
-            info[4] = min(info[4], cf_now[r, 0])
+            info[4] = min(info[4], cf_now[r, 0] - cf_now[r, 9])
 
 
 @njit(cache=True)

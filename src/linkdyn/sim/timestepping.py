@@ -29,7 +29,7 @@ with the bound b of each unit at gap phi:
   energy along the normal (``_timestep_kernel.restitution_bound``; e |n v| when nothing
   accelerates the unit).
 
-The problem is the one ``linkdyn.contact.lcp`` solves (``lcp.step_solve``: Gauss-Seidel
+The problem is the one ``linkdyn.contact.lcp`` solves (``lcp._step_solve``: Gauss-Seidel
 warm-started from the last step, and the polish of its active set; the Python step and the
 compiled one call the same function) (A = G Z F, the Delassus matrix of the rows), and it is the velocity-level form of the acceleration problem of
 ``linkdyn.contact.dynamics``: the reported forces are P / h.  The scheme is first order in h
@@ -126,7 +126,7 @@ def _geom_buffers(geoms, nbody):
         gk = tuple(np.array(x, dtype=i64 if np.asarray(x).dtype.kind in "iu" else float, order="C") for x in gk)
         gk = gk[:4] + (c.cw, c.ci) + gk[6:]          # the collider's own scratch (sweep order kept)
         cap = c.maxcon
-    gs = (np.zeros((cap, 2), i64), np.zeros((cap, 9)), np.zeros((cap, 4)), np.zeros(1, i64), np.zeros((cap, 3)),
+    gs = (np.zeros((cap, 2), i64), np.zeros((cap, 10)), np.zeros((cap, 4)), np.zeros(1, i64), np.zeros((cap, 3)),
           np.zeros(cap))
     return gk, gs
 
@@ -288,7 +288,7 @@ class TimeStepping:
         pushing = self.force[:, 0] > 0.0
         hit = np.flatnonzero(pushing & (vn < -V_REPORT) & (prev <= 0.0))
         gpush = gforce[:ng, 0] > 0.0
-        ghit = np.flatnonzero(gpush & (gvn[:ng] < -V_REPORT) & (con_f[:ng, 0] <= -h * gvn[:ng]))
+        ghit = np.flatnonzero(gpush & (gvn[:ng] < -V_REPORT) & (con_f[:ng, 0] - con_f[:ng, 9] <= -h * gvn[:ng]))
         if self.force.any() or gforce[:ng].any():
             self.work += self._impulse_work(q, v, vm, tau, h)         # at q, before the free joints' carry
         if pushing.any() or gpush.any():
@@ -463,7 +463,7 @@ class TimeStepping:
             lam = np.concatenate(warm)[unit, slot]
             for it in range(1 + GEOM_RELINEARIZE * (gcon is not None)):
                 lam = np.array(lam, dtype=float)
-                res, fell = lcp.step_solve(np.ascontiguousarray(A), np.ascontiguousarray(r, dtype=float), kinds, mus,
+                res, fell = lcp._step_solve(np.ascontiguousarray(A), np.ascontiguousarray(r, dtype=float), kinds, mus,
                                            normals, lam, LCP_SWEEPS, LCP_TOL, FALLBACK_SWEEPS)
                 self.stats["lcp_fallbacks"] += int(fell)
                 if not res <= FAIL_TOL:
@@ -552,7 +552,7 @@ class TimeStepping:
         end = gc.collide(q_end, margin + 2.0 * disp)
         j = gc.match(con, end, 3.0 * disp + 1e-9)
         gap_end = units.gap + h * (units.N @ v_free) + 0.5 * h * h * units.drift_n
-        gap_end[j >= 0] = end[1][j[j >= 0], 0]
+        gap_end[j >= 0] = end[1][j[j >= 0], 0] - end[1][j[j >= 0], 9]       # less the pair's skin
         warm = np.zeros((k, 3))
         if self._gprev is not None:
             pcon, Pn, Pt = self._gprev
@@ -574,7 +574,7 @@ class TimeStepping:
             end = gc.collide(q1, CANDIDATE + 4.0 * disp)
             j = gc.match(self._gcon, end, 3.0 * disp + 1e-9)
             g = np.full(len(j), np.nan)
-            g[j >= 0] = end[1][j[j >= 0], 0]
+            g[j >= 0] = end[1][j[j >= 0], 0] - end[1][j[j >= 0], 9]
             out.append(g)
         return np.concatenate(out)
 
@@ -601,7 +601,7 @@ class TimeStepping:
         if self.geoms is None:
             return np.inf
         _, f = self.geoms.collide(q, 0.0)
-        return float(f[:, 0].min(initial=np.inf))
+        return float((f[:, 0] - f[:, 9]).min(initial=np.inf))
 
     def _project(self, q, gaps):
         """Project the penetrations out; the potential energy this changes goes to ``work``."""

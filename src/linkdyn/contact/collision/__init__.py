@@ -7,7 +7,8 @@ computed at build time), and a narrow phase of primitive pairs.  Each contact ha
 cylinder < box < mesh, the lower index between equal types), the signed distance ``dist`` (negative:
 penetration), the world point ``pos`` midway between the two surfaces, the unit ``normal``
 from geom 1 to geom 2, and the pair's ``friction`` and ``restitution`` (the larger of the two
-geoms', as MuJoCo; an explicit pair's own friction when :meth:`ModelBuilder.add_pair` gave one).  Contacts with ``dist <= margin`` are reported (as MuJoCo: ``<=``).
+geoms', as MuJoCo; an explicit pair's own friction when :meth:`ModelBuilder.add_pair` gave one).  Contacts with ``dist <= margin`` plus the pair's skin (the geoms' own margins,
+``ModelBuilder.add_geom(margin=)``, MuJoCo's ``includemargin``) are reported (as MuJoCo: ``<=``).
 
 Pairs with a collision function (at most this many contacts each):
 
@@ -58,8 +59,10 @@ class Contacts:
     """The contacts of :func:`collide` (n of them): ``geom1``, ``geom2`` (n,) geom indices,
     ``dist`` (n,) signed distances (negative: penetration), ``pos`` (n, 3) world points midway
     between the surfaces, ``normal`` (n, 3) unit normals from geom 1 to geom 2, ``friction``
-    and ``restitution`` (n,) of each pair.  ``len(contacts)`` is n; ``names()`` the geom names."""
-    __slots__ = ("model", "geom1", "geom2", "dist", "pos", "normal", "friction", "restitution")
+    and ``restitution`` (n,) of each pair, ``margin`` (n,) the pair's skin (the sum of the two geoms'
+    margins, MuJoCo's ``includemargin``: the contact holds the surfaces that far apart, its gap is
+    ``dist - margin``).  ``len(contacts)`` is n; ``names()`` the geom names."""
+    __slots__ = ("model", "geom1", "geom2", "dist", "pos", "normal", "friction", "restitution", "margin")
 
     def __init__(self, model: Model, con_i: NDArray[np.int64], con_f: NDArray[np.float64]) -> None:
         self.model = model
@@ -67,6 +70,7 @@ class Contacts:
         self.dist = con_f[:, 0].copy()
         self.pos, self.normal = con_f[:, 1:4].copy(), con_f[:, 4:7].copy()
         self.friction, self.restitution = con_f[:, 7].copy(), con_f[:, 8].copy()
+        self.margin = con_f[:, 9].copy()
 
     def __len__(self) -> int:
         return len(self.dist)
@@ -96,7 +100,8 @@ class Collider:
                                                         model.geom_vert_num]).reshape(n, 4), dtype=np.int64)
         self.gf = np.concatenate([model.geom_size.ravel(), model.geom_pos.ravel(), model.geom_R.ravel(),
                                   model.geom_friction, model.geom_restitution,
-                                  model.geom_pair_friction, model.geom_verts.ravel()]).astype(float)
+                                  model.geom_pair_friction, pair_skin(model),
+                                  model.geom_verts.ravel()]).astype(float)
         self.pairs = pairs
         adr = np.zeros(n + 1, dtype=np.int64)
         np.add.at(adr, pairs[:, 0] + 1, 1)
@@ -111,7 +116,7 @@ class Collider:
         self.cw = np.zeros(_pipeline.cw_size(n))
         self.ci = np.concatenate([np.arange(n), np.zeros(len(pairs))]).astype(np.int64)
         self.con_i = np.zeros((self.maxcon, 2), dtype=np.int64)
-        self.con_f = np.zeros((self.maxcon, 9))
+        self.con_f = np.zeros((self.maxcon, 10))
         self.args = (self.gi, self.gf, self.pairs, self.adj, self.cw, self.ci, self.con_i, self.con_f)
         if self.missing:
             g = model.geom_names
@@ -126,6 +131,19 @@ class Collider:
                               self.cw, self.ci, self.con_i, self.con_f)
 
 
+def pair_skin(model: Model) -> NDArray[np.float64]:
+    """(npair,) each candidate pair's skin (MuJoCo's includemargin): the sum of its two geoms'
+    margins, or 0 for an explicit pair (``add_pair``: MuJoCo's ``<pair>`` takes its own margin,
+    0 by default, not the geoms')."""
+    pairs, m = np.asarray(model.geom_pairs).reshape(-1, 2), np.asarray(model.geom_margin, dtype=float)
+    skin = m[pairs[:, 0]] + m[pairs[:, 1]]
+    explicit = {(int(a), int(b)) for a, b in np.asarray(model.geom_explicit).reshape(-1, 2)}
+    for k, (a, b) in enumerate(pairs.tolist()):
+        if (a, b) in explicit:
+            skin[k] = 0.0
+    return skin
+
+
 def collider(model: Model) -> Collider:
     """The model's :class:`Collider` (made on first use, with the warning about missing pairs;
     a geared model's is its full tree's)."""
@@ -137,7 +155,8 @@ def collider(model: Model) -> Collider:
 
 def collide(model: Model, q: ArrayLike, margin: float = 0.0) -> Contacts:
     """The contacts between the model's geoms at configuration ``q`` (one state, (nq,)) with a
-    signed distance ``dist <= margin`` (``margin`` >= 0, in metres): a :class:`Contacts`.
+    signed distance ``dist <= margin + skin`` (``margin`` >= 0, in metres; ``skin`` the pair's, the
+    sum of the two geoms' own margins, 0 unless they were given): a :class:`Contacts`.
 
     See :mod:`linkdyn.contact.collision` for the pairs, the conventions and the pairs not
     implemented yet (which warn once per model)."""

@@ -6,6 +6,8 @@ Buffers (made once per model by :class:`linkdyn.contact.collision.Collider`):
     gi    (ngeom, 4) int    geom type, body, first vertex in verts, number of vertices (meshes)
     gf    float             size (ngeom, 3) | pos (ngeom, 3) | R (ngeom, 3, 3) | friction (ngeom,) | restitution (ngeom,)
                             | pair friction (npair,): an explicit pair's own, or -1 (model.geom_pair_friction)
+                            | pair skin (npair,): the sum of the geoms' margins, 0 for an explicit pair
+                              (collision.pair_skin: MuJoCo's includemargin)
                             | verts (nvert, 3): the meshes' hull vertices in their geom frames (model.geom_verts)
     pairs (npair, 2) int    candidate pairs g1 < g2 (model.geom_pairs)
     adj   int               adr (ngeom + 1,) | partner (npair,) | pair (npair,): for each geom g, its
@@ -13,7 +15,8 @@ Buffers (made once per model by :class:`linkdyn.contact.collision.Collider`):
     cw    float             xpos (ngeom, 3) | xR (ngeom, 3, 3) | lo (ngeom, 3) | hi (ngeom, 3) | poly (2, 16, 3)
     ci    int               order (ngeom,): the sweep order, kept from call to call | hit (npair,)
     con_i (maxcon, 2) int   geom1, geom2 of each contact
-    con_f (maxcon, 9)       dist, pos (3), normal (3), friction, restitution
+    con_f (maxcon, 10)      dist, pos (3), normal (3), friction, restitution, the pair's skin (the
+                            sum of the two geoms' margins: MuJoCo's includemargin)
 """
 import math
 
@@ -206,8 +209,9 @@ def collide_kernel(mi, mf, ws, q, gi, gf, pairs, adj, margin, cw, ci, con_i, con
     R = _view(gf, 6 * n, (n, 3, 3))
     fric, rest = _view(gf, 15 * n, (n,)), _view(gf, 16 * n, (n,))
     pfric = _view(gf, 17 * n, (npair,))
-    nvert = (gf.shape[0] - 17 * n - npair) // 3
-    verts = _view(gf, 17 * n + npair, (nvert, 3))
+    skin = _view(gf, 17 * n + npair, (npair,))
+    nvert = (gf.shape[0] - 17 * n - 2 * npair) // 3
+    verts = _view(gf, 17 * n + 2 * npair, (nvert, 3))
     xpos, xR = _view(cw, 0, (n, 3)), _view(cw, 3 * n, (n, 3, 3))
     lo, hi = _view(cw, 12 * n, (n, 3)), _view(cw, 15 * n, (n, 3))
     poly = _view(cw, 18 * n, (2, 16, 3))
@@ -223,13 +227,15 @@ def collide_kernel(mi, mf, ws, q, gi, gf, pairs, adj, margin, cw, ci, con_i, con
         g1, g2 = pairs[p, 0], pairs[p, 1]
         if gi[g1, 0] > gi[g2, 0]:           # geom 1 is of the lower type (MuJoCo's order)
             g1, g2 = g2, g1
+        s = skin[p]
         v1 = verts[max(gi[g1, 2], 0):max(gi[g1, 2], 0) + gi[g1, 3]]
         v2 = verts[max(gi[g2, 2], 0):max(gi[g2, 2], 0) + gi[g2, 3]]
         m = narrow(gi[g1, 0], xpos[g1], xR[g1], size[g1], v1, gi[g2, 0], xpos[g2], xR[g2], size[g2], v2,
-                   margin, con_f, k, poly)
+                   margin + s, con_f, k, poly)
         for c in range(k, k + max(m, 0)):
             con_i[c, 0], con_i[c, 1] = g1, g2
             con_f[c, 7] = pfric[p] if pfric[p] >= 0.0 else max(fric[g1], fric[g2])
             con_f[c, 8] = max(rest[g1], rest[g2])
+            con_f[c, 9] = s
         k += max(m, 0)
     return k

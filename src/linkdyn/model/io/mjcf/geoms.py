@@ -109,11 +109,12 @@ def _collision_geometry(P, b, root):
             R, p = _pose(g.R, g.p, R, p)
             n = {"plane": 0, "sphere": 1, "capsule": 2, "cylinder": 2, "ellipsoid": 3, "box": 3, "mesh": 0}[g.type]
             name = g.name or _unique(f"{g.body}_geom{sum(1 for x in geoms[:k] if x.body == g.body)}", used)
-            soft_keys = _soft_set(a, ("solref", "solimp", "margin", "gap"))
+            soft_keys = _soft_set(a, ("solref", "solimp", "gap"))
             try:
                 b.add_geom(g.body, g.type, tuple(size[:n]), placement=(R, p), name=name, friction=g.friction,
                            contype=g.contype, conaffinity=g.conaffinity, condim=g.condim,
-                           group=int(a.number("group", 0)), priority=g.priority, vertices=verts)
+                           group=int(a.number("group", 0)), priority=g.priority, margin=a.nonneg("margin", 0.0),
+                           vertices=verts)
             except (ValueError, TypeError) as exc:
                 raise a.err(str(exc)) from None
         except MJCFError as exc:
@@ -173,6 +174,6 @@ def _collision_geometry(P, b, root):
     if soft:
         parts = [f"{key} ({_shown(v, 3)})" for key, v in sorted(soft.items())]
         _warn(f"{source}: MuJoCo's soft-contact parameters are set ({'; '.join(parts)}); linkdyn's contact is hard "
-              f"(no solref, solimp, margin or gap): ignored")
+              f"(no solref, solimp or gap; a geom's margin is kept as its skin, a <pair>'s is not): ignored")
     return _Settle(mj_pairs, pairs) if index else None
 
