@@ -404,3 +404,49 @@ def test_either_order():
             if m1:
                 assert abs(o1[0, 0] - o2[0, 0]) < 2e-10 or (o1[0, 0] < 0 and abs(o1[0, 0] - o2[0, 0]) < 1e-7)
                 assert np.abs(o1[0, 4:] + o2[0, 4:]).max() < 1e-3
+
+
+def test_mjcf_mesh_file_geom_on_a_floor_as_mujoco(tmp_path):
+    """An MJCF mesh geom read from an OBJ file (through the loader's confined mesh reader, with
+    the asset's scale): it collides with the floor as MuJoCo's plane-mesh does (deepest point
+    to 1e-7 m, MuJoCo's vertices being float32), on random poses of its free body."""
+    pytest.importorskip("trimesh")
+    V = random_mesh(np.random.default_rng(12), 24)
+    from scipy.spatial import ConvexHull
+    hull = ConvexHull(V)
+    faces = [f if np.dot(np.cross(V[f[1]] - V[f[0]], V[f[2]] - V[f[0]]), V[f[0]] - V.mean(0)) > 0 else f[::-1]
+             for f in hull.simplices]                   # outward (MuJoCo's inertia reads the faces)
+    (tmp_path / "rock.obj").write_text("".join(f"v {float(x)!r} {float(y)!r} {float(z)!r}\n" for x, y, z in V)
+                                       + "".join(f"f {a + 1} {b + 1} {c + 1}\n" for a, b, c in faces))
+    xml = """<mujoco><asset><mesh name="rock" file="rock.obj" scale="1.5 1 0.8"/></asset>
+      <worldbody><geom name="floor" type="plane" size="0 0 1"/>
+      <body name="b" pos="0 0 0.3"><freejoint/><geom name="rock" type="mesh" mesh="rock" pos="0.01 0 0.02"
+        euler="10 20 30"/></body></worldbody></mujoco>"""
+    (tmp_path / "rock.xml").write_text(xml)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        m = ld.load_mjcf(tmp_path / "rock.xml")
+    assert list(m.geom_type) == [0, 7]
+    assert np.allclose(np.sort(m.geom_verts, axis=0), np.sort(convex_hull_of(V * [1.5, 1, 0.8]), axis=0))
+    mjm = mujoco.MjModel.from_xml_path(str(tmp_path / "rock.xml"))
+    mjd = mujoco.MjData(mjm)
+    from linkdyn.model.io.mjcf import qpos_to_q
+    rng = np.random.default_rng(1)
+    touched = 0
+    for _ in range(30):
+        qpos = mjm.qpos0.copy()
+        qpos[2] = rng.uniform(-0.05, 0.3)
+        qpos[3:7] = (lambda x: x / np.linalg.norm(x))(rng.normal(size=4))
+        mjd.qpos[:] = qpos
+        mujoco.mj_forward(mjm, mjd)
+        r = ld.contact.collide(m, qpos_to_q(m, qpos))
+        assert (mjd.ncon > 0) == (len(r) > 0)
+        if len(r):
+            touched += 1
+            assert abs(min(c.dist for c in mjd.contact[:mjd.ncon]) - r.dist.min()) < 1e-7
+    assert touched > 5
+
+
+def convex_hull_of(P):
+    from linkdyn.model.geometry import convex_hull
+    return convex_hull(P)
