@@ -687,3 +687,21 @@ def test_explicit_pairs_as_mujoco():
     b.add_pair("gb", "gt")
     with pytest.raises(ValueError, match="both geoms are on body 'b'"):
         b.build()
+
+
+def test_a_pair_within_its_skin_is_not_pruned_by_the_broad_phase():
+    """Two spheres 8 cm apart with margins of 5 cm each (a skin of 10 cm, MuJoCo's includemargin):
+    the contact is found at margin 0 (the bounding boxes grow by the skin), its gap dist - skin
+    is -2 cm; without the margins it is not a contact."""
+    for margin, found in ((0.05, True), (0.0, False)):
+        b = ld.ModelBuilder("skin", gravity=[0, 0, 0])
+        for name, x in (("a", 0.0), ("b", 0.28)):
+            b.add_body(name, "world", ld.FreeFlyer(), inertia=ld.Inertia(1.0, [0, 0, 0], np.eye(3) * 1e-2))
+            b.add_geom(name, "sphere", [0.1], name=name, margin=margin)
+        m = b.build()
+        q = ld.neutral(m)
+        q[7] = 0.28
+        c = ld.contact.collide(m, q)
+        assert len(c) == int(found)
+        if found:
+            assert c.dist[0] == pytest.approx(0.08) and c.margin[0] == pytest.approx(0.1)

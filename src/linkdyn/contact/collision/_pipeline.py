@@ -217,7 +217,10 @@ def collide_kernel(mi, mf, ws, q, gi, gf, pairs, adj, margin, cw, ci, con_i, con
     poly = _view(cw, 18 * n, (2, 16, 3))
     order, hit = ci[:n], ci[n:n + npair]
     geom_poses(oR, op, gi, size, pos, R, xpos, xR)
-    bounding_boxes(gi, size, xpos, xR, margin, lo, hi)
+    wide = 0.0                          # the largest skin: no pair within its own is pruned
+    for p in range(npair):
+        wide = max(wide, skin[p])
+    bounding_boxes(gi, size, xpos, xR, margin + wide, lo, hi)
     sweep_and_prune(lo, hi, order, adj, hit)
     k = 0
     for p in range(npair):
