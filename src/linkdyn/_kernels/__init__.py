@@ -266,6 +266,35 @@ def _ours_rel(py_func):
         return None
 
 
+# ------------------------------------------------------------- one signature, lazily
+def njit_on_first_use(signature, **options):
+    """``@njit(signature, **options)``, compiled when first called instead of when defined.
+
+    Numba compiles a function given an explicit signature at decoration time, that is at
+    import.  This decorator gives the same result on first use: the first call (from Python,
+    or the first kernel that is typed against it) compiles ``signature`` and nothing else,
+    whatever argument types that call has, then compilation is disabled, so every later
+    caller's arguments are converted to it as with an eager signature (one compiled version
+    for all callers).  ``import linkdyn`` then compiles nothing.
+    """
+    from numba import njit
+    from numba.core.compiler_lock import global_compiler_lock
+
+    def decorate(func):
+        disp = njit(**options)(func)
+        compile_one = disp.compile
+
+        def compile(_requested=None):
+            with global_compiler_lock:
+                entry = compile_one(signature)
+                disp.disable_compile()
+                return entry
+
+        disp.compile = compile
+        return disp
+    return decorate
+
+
 # ------------------------------------------------------------------- numba's hooks
 def _install():
     try:

@@ -17,6 +17,7 @@ import numpy as np
 
 from numba import njit, types
 
+from . import njit_on_first_use
 from .kinds import FREE, PRISMATIC, REVOLUTE, SPHERICAL
 from .jcalc import jcalc, rodrigues
 from .layout import axis_ids, model_sizes, subtree_ends, unpack_data, unpack_model
@@ -212,19 +213,19 @@ def _matmul3(A, B, out):
 
 # One compiled signature for every caller (explicit: arrays of any layout convert to these), so
 # that the pass, the biggest piece of code in linkdyn, compiles once and not once per caller's
-# array layouts or literal flags (~13 s each on a cold cache)
+# array layouts or literal flags (~13 s each on a cold cache); compiled on first use, not at import
 _ARR = types.Array(types.float64, 1, "A")
 _PASS_SIG = (types.Array(types.int64, 2, "C", readonly=True), types.Array(types.float64, 1, "C", readonly=True),
              types.Array(types.float64, 1, "C"), _ARR, _ARR, _ARR, types.int64, types.boolean, types.boolean)
 
 
-@njit(types.void(*_PASS_SIG, types.int64), cache=True)
+@njit_on_first_use(types.void(*_PASS_SIG, types.int64), cache=True)
 def support_pass(mi, mf, ws, q, v, a, level, world, with_gravity, target):
     """``forward_pass`` of the bodies that support body ``target``."""
     forward_pass(mi, mf, ws, q, v, a, level, world, with_gravity, target)
 
 
-@njit(types.void(*_PASS_SIG), cache=True)
+@njit_on_first_use(types.void(*_PASS_SIG), cache=True)
 def kinematics_pass(mi, mf, ws, q, v, a, level, world, with_gravity):
     """``forward_pass`` of every body (through ``support_pass``: the pass is compiled once, not
     once per entry; callers pass ``np.int64``/``np.bool_`` flags and mutable arrays so that Numba
