@@ -17,6 +17,7 @@ in which their condition became true (their time is accurate to one step).
 from __future__ import annotations
 
 import contextlib
+import functools
 import inspect
 import math
 import signal
@@ -27,7 +28,7 @@ from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 import numpy as np
 
-from .. import structure
+from .. import _kernels, structure
 from ..dynamics.energy import kinetic_energy, potential_energy
 from ..kinematics import frame_pose
 from ..model.configuration import difference, neutral
@@ -541,22 +542,27 @@ class Simulation:
         n = int(math.floor((until - self.t) / self.dt + 1e-9))
         rest = until - (self.t + n * self.dt)
         last = rest if rest > 1e-9 * self.dt else 0.0
+        total = n + (last > 0)
+        want_bar = progress or (progress is None and n > 2000)
         bar = None
-        if progress or (progress is None and n > 2000):
-            try:
-                from tqdm.auto import tqdm
-                bar = tqdm(total=n + (last > 0), unit="step", desc=f"simulating to t = {until:g} s", leave=False)
-            except ImportError:
-                bar = None
+        notices = _kernels._CompileNotice
+        printer = notices.printer
         try:
-            for _ in range(n):
-                self.step()
+            for k in range(total):
+                if k < n:
+                    self.step()
+                else:
+                    self.step(last)
                 if bar is not None:
                     bar.update(1)
-            if last > 0:
-                self.step(last)
-                if bar is not None:
-                    bar.update(1)
+                elif want_bar and k + 1 < total:
+                    # the bar starts after the first step, which compiles the step's kernels on a
+                    # cold cache (its notice on a line of its own, seconds to a minute that would
+                    # make the bar's first estimate of the time left absurd); a later compile's
+                    # notice is written above the bar
+                    bar = _progress_bar(total, k + 1, until)
+                    if bar is not None:
+                        notices.printer = functools.partial(bar.write, file=bar.fp)
         except KeyboardInterrupt:
             msg = f"interrupted at t = {self.t:.4f} s; the recording keeps the run so far"
             if bar is not None:
@@ -565,6 +571,7 @@ class Simulation:
                 import sys
                 print(msg, file=sys.stderr)
         finally:
+            notices.printer = printer
             if bar is not None:
                 bar.close()
             self._record()
@@ -598,3 +605,14 @@ class Simulation:
     def __repr__(self):
         return (f"<Simulation t={self.t:.4f} s, model {self.model.name!r} ({self.model.nloops} loops), "
                 f"{len(self.recording.events)} events>")
+
+
+def _progress_bar(total, done, until):
+    """A tqdm bar of ``total`` steps of which ``done`` are taken (None without tqdm)."""
+    try:
+        from tqdm.auto import tqdm
+    except ImportError:
+        return None
+    import sys
+    return tqdm(total=total, initial=done, unit="step", desc=f"simulating to t = {until:g} s", leave=False,
+                file=sys.stderr)
