@@ -59,14 +59,16 @@ _SUBMODULES = ("analysis", "constraints", "contact", "control", "dynamics", "kin
                "recording", "sim", "spatial", "structure", "viz", "symbolic", "distributed", "interop")
 
 if TYPE_CHECKING:       # what the names above are, for type checkers (never run)
-    from . import (analysis, constraints, contact, control, distributed, dynamics, interop, kinematics, loops,
-                   model, models, recording, sim, spatial, structure, symbolic, viz)
     from .analysis import (IKError, analytic_jacobian, inverse_kinematics, manipulability,
                            manipulability_ellipsoid, plot_manipulability_ellipses, plot_manipulability_ellipsoid,
                            planar_2link_ik, task_acceleration)
     from .constraints import ConstrainedDynamicsDerivatives, constrained_dynamics, constrained_dynamics_derivatives
-    from .dynamics import (aba, aba_derivatives, crba, generalized_gravity, kinetic_energy, mass_matrix,
-                           mechanical_energy, nonlinear_effects, potential_energy, rnea, rnea_derivatives)
+    # (aba, crba and rnea from the modules that define them: each shares its name with its module)
+    from .dynamics import (aba_derivatives, generalized_gravity, kinetic_energy, mechanical_energy,
+                           nonlinear_effects, potential_energy, rnea_derivatives)
+    from .dynamics.aba import aba
+    from .dynamics.crba import crba, mass_matrix
+    from .dynamics.rnea import rnea
     from .dynamics.cholesky import mass_matrix_cholesky, solve_mass_matrix
     from .dynamics.lagrange import coriolis_matrix, lagrangian_terms, mass_matrix_derivative
     from .dynamics.regressor import base_parameters, identify, inertial_parameters, joint_torque_regressor
@@ -83,6 +85,8 @@ if TYPE_CHECKING:       # what the names above are, for type checkers (never run
     from .model.tangent import difference_jacobians, integrate_jacobians
     from .models.dh import DHLink, from_dh
     from .sim import Simulation
+    from . import (analysis, constraints, contact, control, distributed, dynamics, interop, kinematics,  # noqa: I001
+                   loops, model, models, recording, sim, spatial, structure, symbolic, viz)
 
 #: ``from linkdyn import *``: the public names and the packages ``import linkdyn`` used to load
 #: (not viz, symbolic, distributed or interop, which load heavy optional libraries)
