@@ -11,7 +11,8 @@ less).  Reference imports (numpy, numba, Pinocchio, MuJoCo) are timed the same w
     python benchmarks/bench_coldstart.py --repeat 5 --swing-repeat 3
     python benchmarks/bench_coldstart.py --no-swing
 
-The sources measured are this checkout's (``src/`` is put first on the children's path).
+The sources measured are this checkout's (``src/`` is put first on the children's path), or
+another's with ``--src`` (to compare before and after a change).
 """
 from __future__ import annotations
 
@@ -75,7 +76,7 @@ print(json.dumps(dict(import_=t1 - t0, scene=t2 - t1, call=t3 - t2, call_cpu=c3 
 
 def _child(code, cache, **fmt):
     env = dict(os.environ, LINKDYN_CACHE_DIR=str(cache),
-               PYTHONPATH=os.pathsep.join([str(SRC)] + ([os.environ["PYTHONPATH"]] if os.environ.get("PYTHONPATH")
+               PYTHONPATH=os.pathsep.join([str(_child.src)] + ([os.environ["PYTHONPATH"]] if os.environ.get("PYTHONPATH")
                                                         else [])))
     out = subprocess.run([sys.executable, "-c", code.format(**fmt) if fmt else code], capture_output=True,
                          text=True, env=env, timeout=1800)
@@ -101,7 +102,9 @@ def main(argv=None):
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--swing-repeat", type=int, default=1, help="cold runs of the swing's first step (each ~1 min)")
     ap.add_argument("--no-swing", action="store_true")
+    ap.add_argument("--src", type=pathlib.Path, default=SRC, help="the src/ folder whose linkdyn is measured")
     args = ap.parse_args(argv)
+    _child.src = args.src.resolve()
     base = pathlib.Path(tempfile.mkdtemp(prefix="linkdyn-coldstart-"))
     lines = []
 

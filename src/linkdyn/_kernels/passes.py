@@ -46,7 +46,14 @@ def joint_torque(armature, damping, friction, qd, qdd):
     return armature * qdd + damping * qd + friction * s
 
 
-@njit(cache=True)
+# The input checks take one signature each (compiled on first use): their callers pass q, v, a
+# in both layouts and the flag as a literal or not, and each combination was a compile of its own
+# (four of check_inputs in the swing demo)
+_MI = types.Array(types.int64, 2, "C", readonly=True)
+_VEC = types.Array(types.float64, 1, "A")
+
+
+@njit_on_first_use(types.int64(_MI, _VEC), cache=True)
 def check_q(mi, q):
     """BAD_SHAPE if q is not of length nq, BAD_Q if it has a NaN/inf, BAD_QUAT if a
     quaternion is not of unit norm, else OK."""
@@ -65,7 +72,7 @@ def check_q(mi, q):
     return OK
 
 
-@njit(cache=True)
+@njit_on_first_use(types.int64(_MI, _VEC, _VEC, _VEC, types.boolean), cache=True)
 def check_inputs(mi, q, v, a, need_a):
     """Check q, v (length nv) and, if ``need_a``, a (length nv)."""
     st = check_q(mi, q)
