@@ -132,7 +132,7 @@ def main(argv=None):
         for _ in range(args.repeat):
             warm_cache = _empty(base)
             cold.append(_child(RNEA, warm_cache))
-        keys = ("import_", "model", "call", "call_cpu", "wall")
+        keys = ("import_", "model", "call", "call_cpu", "wall", "cpu")
         report("first rnea (human_figure_16), empty cache", cold, keys)
         report("import linkdyn, warm cache", [_child(IMPORT, warm_cache, module="linkdyn")
                                                for _ in range(args.repeat)])
@@ -144,7 +144,7 @@ def main(argv=None):
             for _ in range(args.swing_repeat):
                 warm_cache = _empty(base)
                 cold.append(_child(SWING, warm_cache))
-            keys = ("import_", "scene", "call", "call_cpu", "wall")
+            keys = ("import_", "scene", "call", "call_cpu", "wall", "cpu")
             report("swing demo: first step, empty cache", cold, keys)
             report("swing demo: first step, warm cache", [_child(SWING, warm_cache) for _ in range(args.repeat)],
                    keys)

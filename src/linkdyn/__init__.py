@@ -18,7 +18,6 @@ called.  The first import of any of linkdyn's modules sets up the kernels' cache
 from __future__ import annotations
 
 import importlib
-import importlib.util
 import sys
 from typing import TYPE_CHECKING
 
