@@ -266,6 +266,35 @@ def _ours_rel(py_func):
         return None
 
 
+# ------------------------------------------------------------- one signature, lazily
+def njit_on_first_use(signature, **options):
+    """``@njit(signature, **options)``, compiled when first called instead of when defined.
+
+    Numba compiles a function given an explicit signature at decoration time, that is at
+    import.  This decorator gives the same result on first use: the first call (from Python,
+    or the first kernel that is typed against it) compiles ``signature`` and nothing else,
+    whatever argument types that call has, then compilation is disabled, so every later
+    caller's arguments are converted to it as with an eager signature (one compiled version
+    for all callers).  ``import linkdyn`` then compiles nothing.
+    """
+    from numba import njit
+    from numba.core.compiler_lock import global_compiler_lock
+
+    def decorate(func):
+        disp = njit(**options)(func)
+        compile_one = disp.compile
+
+        def compile(_requested=None):
+            with global_compiler_lock:
+                entry = compile_one(signature)
+                disp.disable_compile()
+                return entry
+
+        disp.compile = compile
+        return disp
+    return decorate
+
+
 # ------------------------------------------------------------------- numba's hooks
 def _install():
     try:
@@ -374,6 +403,17 @@ class _CompileNotice:
     count = 0
     quiet = False         # ``linkdyn warmup`` shows its own progress bar
     unsaved = False       # a kernel could not be written to a (read-only) cache
+    #: prints a notice on a line of its own (default: stderr); a progress bar that is showing
+    #: sets its own ``write`` here, so that a notice goes above the bar, not into its line
+    printer = None
+
+
+def _say(text):
+    """Print a compile notice on a line of its own (through ``_CompileNotice.printer`` if set)."""
+    if _CompileNotice.printer is not None:
+        _CompileNotice.printer(text)
+    else:
+        print(text, file=sys.stderr, flush=True)
 
 
 def _ours(ev) -> bool:
@@ -394,13 +434,12 @@ def _make_announcer():
                 _CompileNotice.first = _CompileNotice.last_note = now
                 where = (f"once (they are cached in {cache_dir()})" if cache_dir() is not None
                          else "in memory (no trusted cache folder: they are not kept)")
-                print(f"linkdyn: compiling kernels for this machine, {where}; "
-                      "this can take a minute or more. `linkdyn warmup` compiles them all at once.",
-                      file=sys.stderr, flush=True)
+                _say(f"linkdyn: compiling kernels for this machine, {where}; "
+                     "this can take a minute or more. `linkdyn warmup` compiles them all at once.")
             elif now - _CompileNotice.last_note > 15.0:
                 _CompileNotice.last_note = now
-                print(f"linkdyn: still compiling ({_CompileNotice.count} kernels in "
-                      f"{now - _CompileNotice.first:.0f} s so far)", file=sys.stderr, flush=True)
+                _say(f"linkdyn: still compiling ({_CompileNotice.count} kernels in "
+                     f"{now - _CompileNotice.first:.0f} s so far)")
 
         def on_end(self, ev):
             if _ours(ev):

@@ -17,6 +17,7 @@ import numpy as np
 
 from numba import njit, types
 
+from . import njit_on_first_use
 from .kinds import FREE, PRISMATIC, REVOLUTE, SPHERICAL
 from .jcalc import jcalc, rodrigues
 from .layout import axis_ids, model_sizes, subtree_ends, unpack_data, unpack_model
@@ -45,7 +46,14 @@ def joint_torque(armature, damping, friction, qd, qdd):
     return armature * qdd + damping * qd + friction * s
 
 
-@njit(cache=True)
+# The input checks take one signature each (compiled on first use): their callers pass q, v, a
+# in both layouts and the flag as a literal or not, and each combination was a compile of its own
+# (four of check_inputs in the swing demo)
+_MI = types.Array(types.int64, 2, "C", readonly=True)
+_VEC = types.Array(types.float64, 1, "A")
+
+
+@njit_on_first_use(types.int64(_MI, _VEC), cache=True)
 def check_q(mi, q):
     """BAD_SHAPE if q is not of length nq, BAD_Q if it has a NaN/inf, BAD_QUAT if a
     quaternion is not of unit norm, else OK."""
@@ -64,7 +72,7 @@ def check_q(mi, q):
     return OK
 
 
-@njit(cache=True)
+@njit_on_first_use(types.int64(_MI, _VEC, _VEC, _VEC, types.boolean), cache=True)
 def check_inputs(mi, q, v, a, need_a):
     """Check q, v (length nv) and, if ``need_a``, a (length nv)."""
     st = check_q(mi, q)
@@ -212,19 +220,19 @@ def _matmul3(A, B, out):
 
 # One compiled signature for every caller (explicit: arrays of any layout convert to these), so
 # that the pass, the biggest piece of code in linkdyn, compiles once and not once per caller's
-# array layouts or literal flags (~13 s each on a cold cache)
+# array layouts or literal flags (~13 s each on a cold cache); compiled on first use, not at import
 _ARR = types.Array(types.float64, 1, "A")
 _PASS_SIG = (types.Array(types.int64, 2, "C", readonly=True), types.Array(types.float64, 1, "C", readonly=True),
              types.Array(types.float64, 1, "C"), _ARR, _ARR, _ARR, types.int64, types.boolean, types.boolean)
 
 
-@njit(types.void(*_PASS_SIG, types.int64), cache=True)
+@njit_on_first_use(types.void(*_PASS_SIG, types.int64), cache=True)
 def support_pass(mi, mf, ws, q, v, a, level, world, with_gravity, target):
     """``forward_pass`` of the bodies that support body ``target``."""
     forward_pass(mi, mf, ws, q, v, a, level, world, with_gravity, target)
 
 
-@njit(types.void(*_PASS_SIG), cache=True)
+@njit_on_first_use(types.void(*_PASS_SIG), cache=True)
 def kinematics_pass(mi, mf, ws, q, v, a, level, world, with_gravity):
     """``forward_pass`` of every body (through ``support_pass``: the pass is compiled once, not
     once per entry; callers pass ``np.int64``/``np.bool_`` flags and mutable arrays so that Numba

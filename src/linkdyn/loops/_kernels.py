@@ -15,10 +15,11 @@ Loops are packed as ``li`` (nl, 4) int64 [a, b, first cut velocity, cut nv] and 
 """
 import math
 
-from numba import njit, prange
+from numba import njit, prange, types
 
 import numpy as np
 
+from .._kernels import njit_on_first_use
 from .._kernels.batch import chunk, pick
 from .._kernels.layout import _view, model_sizes, unpack_data, unpack_model
 from .._kernels.passes import ACC, OK, POS, SINGULAR, VEL, check_inputs, kinematics_pass
@@ -84,7 +85,17 @@ def log6(R, p, out):
     out[3], out[4], out[5] = wx, wy, wz
 
 
-@njit(cache=True)
+# One signature for its callers (compiled on first use): from Python q and v are C-contiguous,
+# from constrained_solve any layout, and each was a compile of its own (2.1 s of CPU each)
+_C = dict(layout="C", readonly=True)
+_LOOP_TERMS_SIG = types.void(types.Array(types.int64, 2, **_C), types.Array(types.float64, 1, **_C),
+                             types.Array(types.float64, 1, "C"), types.Array(types.int64, 2, **_C),
+                             types.Array(types.float64, 2, **_C), types.Array(types.float64, 1, "A"),
+                             types.Array(types.float64, 1, "A"), types.int64, types.Array(types.float64, 2, "C"),
+                             types.Array(types.float64, 2, "C"), types.Array(types.float64, 1, "C"))
+
+
+@njit_on_first_use(_LOOP_TERMS_SIG, cache=True)
 def loop_terms(mi, mf, ws, li, lf, q, v, level, e, JL, g):
     """Fill, for every loop k, e[k] (6), and for ``level`` >= VEL JL[6k:6k+6] (6, nv); for
     ``level`` == ACC also g[6k:6k+6] = J'_L q'.  The kinematics pass runs here (q'' = 0, no

@@ -17,6 +17,7 @@ in which their condition became true (their time is accurate to one step).
 from __future__ import annotations
 
 import contextlib
+import functools
 import inspect
 import math
 import signal
@@ -27,7 +28,7 @@ from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 import numpy as np
 
-from .. import structure
+from .. import _kernels, structure
 from ..dynamics.energy import kinetic_energy, potential_energy
 from ..kinematics import frame_pose
 from ..model.configuration import difference, neutral
@@ -597,27 +598,33 @@ class Simulation:
         n = int(math.floor((until - self.t) / self.dt + 1e-9))
         rest = until - (self.t + n * self.dt)
         last = rest if rest > 1e-9 * self.dt else 0.0
+        total = n + (last > 0)
+        want_bar = progress or (progress is None and n > 2000)
         bar = None
-        if progress or (progress is None and n > 2000):
-            try:
-                from tqdm.auto import tqdm
-                bar = tqdm(total=n + (last > 0), unit="step", desc=f"simulating to t = {until:g} s", leave=False)
-            except ImportError:
-                bar = None
+        notices = _kernels._CompileNotice
+        printer = notices.printer
         try:
             i = 0
-            while i < n:
-                k = self._run_compiled(n - i)           # ordinary steps, many in one compiled call
-                if not k:
-                    self.step()
+            while i < total:
+                if i < n:
+                    k = 0 if want_bar and i == 0 else self._run_compiled(n - i)     # (the first alone: the bar)
+                    if not k:                   # ordinary steps, many in one compiled call, or one step
+                        self.step()
+                        k = 1
+                else:
+                    self.step(last)
                     k = 1
                 i += k
                 if bar is not None:
                     bar.update(k)
-            if last > 0:
-                self.step(last)
-                if bar is not None:
-                    bar.update(1)
+                elif want_bar and i < total:
+                    # the bar starts after the first step, which compiles the step's kernels on a
+                    # cold cache (its notice on a line of its own, seconds to a minute that would
+                    # make the bar's first estimate of the time left absurd); a later compile's
+                    # notice is written above the bar
+                    bar = _progress_bar(total, i, until)
+                    if bar is not None:
+                        notices.printer = functools.partial(bar.write, file=bar.fp)
         except KeyboardInterrupt:
             msg = f"interrupted at t = {self.t:.4f} s; the recording keeps the run so far"
             if bar is not None:
@@ -626,6 +633,7 @@ class Simulation:
                 import sys
                 print(msg, file=sys.stderr)
         finally:
+            notices.printer = printer
             if bar is not None:
                 bar.close()
             self._record()
@@ -659,3 +667,14 @@ class Simulation:
     def __repr__(self):
         return (f"<Simulation t={self.t:.4f} s, model {self.model.name!r} ({self.model.nloops} loops), "
                 f"{len(self.recording.events)} events>")
+
+
+def _progress_bar(total, done, until):
+    """A tqdm bar of ``total`` steps of which ``done`` are taken (None without tqdm)."""
+    try:
+        from tqdm.auto import tqdm
+    except ImportError:
+        return None
+    import sys
+    return tqdm(total=total, initial=done, unit="step", desc=f"simulating to t = {until:g} s", leave=False,
+                file=sys.stderr)
