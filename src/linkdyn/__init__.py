@@ -18,7 +18,7 @@ from .analysis import (IKError, analytic_jacobian, inverse_kinematics, manipulab
                        plot_manipulability_ellipses, plot_manipulability_ellipsoid, planar_2link_ik,
                        task_acceleration)
 from .dynamics import (aba, aba_derivatives, crba, generalized_gravity, kinetic_energy, mass_matrix, mechanical_energy,
-                       nonlinear_effects, potential_energy, rnea, rnea_derivatives)
+                       nonlinear_effects, passive_forces, potential_energy, rnea, rnea_derivatives)
 from .dynamics.cholesky import mass_matrix_cholesky, solve_mass_matrix
 from .dynamics.lagrange import coriolis_matrix, lagrangian_terms, mass_matrix_derivative
 from .dynamics.regressor import base_parameters, identify, inertial_parameters, joint_torque_regressor

@@ -64,8 +64,11 @@ Mapping (the supported subset)
   force); ``frictionloss`` -> linkdyn's Coulomb ``friction`` (``tau += friction * sign(v)``; MuJoCo
   treats it as a soft constraint that can also hold the joint at rest: the two agree while the
   joint slides); ``joint_friction=False`` leaves damping and friction out; ``ref`` (see above);
-  ``actuatorfrcrange`` -> ``effort_limit`` (the larger magnitude).  ``stiffness`` (joint springs)
-  is not modelled (warning).
+  ``actuatorfrcrange`` -> ``effort_limit`` (the larger magnitude).  ``stiffness`` -> ``stiffness``
+  and ``springref`` -> ``spring_ref`` (joint springs, as MuJoCo's passive force: the reference is
+  ``springref`` for a hinge or slide, in the compiler's angle unit for a hinge, and the joint's
+  ``qpos0`` for a ball or free joint; read whatever ``joint_friction`` says).  ``springdamper``
+  (a spring from a time constant) is not modelled (warning).
 * ``<inertial pos quat.. mass diaginertia|fullinertia>``; without it (``inertiafromgeom="auto"``)
   or always (``"true"``) the body's mass properties are computed from its geoms as MuJoCo does:
   ``sphere``, ``capsule``, ``cylinder``, ``box``, ``ellipsoid`` (``size`` or ``fromto``), solid,

@@ -113,8 +113,8 @@ def _build(text, source, base_dir, gravity, joint_friction, return_info, default
     P.finish_inertia()
     if P.stiff:
         shown = ", ".join(repr(n) for n in P.stiff[:8]) + (", ..." if len(P.stiff) > 8 else "")
-        _warn(f"{source}: joint stiffness (springs) is not modelled; ignored for {len(P.stiff)} joint"
-              f"{'s' if len(P.stiff) > 1 else ''}: {shown}")
+        _warn(f"{source}: a joint's springdamper (stiffness and damping from a time constant and damping ratio) "
+              f"is not modelled; ignored for {len(P.stiff)} joint{'s' if len(P.stiff) > 1 else ''}: {shown}")
     if gravity is None:
         gravity = file_gravity if file_gravity is not None else (0.0, 0.0, -9.81)
     name = root.get("model") or default_name
@@ -127,8 +127,10 @@ def _build(text, source, base_dir, gravity, joint_friction, return_info, default
     used_joints = set(P.joint_names)
     q0_mj = []                  # MuJoCo's qpos0
 
-    def terms(j, nv):
+    def terms(j, nv, spring_ref=None):
         kw = dict(armature=[j.armature] * nv)
+        if j.stiffness != 0.0:      # MuJoCo's qpos_spring: springref (hinge, slide), qpos0 (ball, free)
+            kw.update(stiffness=j.stiffness, spring_ref=spring_ref)
         if joint_friction:
             kw.update(damping=[j.damping] * nv, friction=[j.frictionloss] * nv)
         if np.isfinite(j.effort):
@@ -149,10 +151,10 @@ def _build(text, source, base_dir, gravity, joint_friction, return_info, default
             continue
         j0 = bd.joints[0]
         if j0.type == "free":
-            call(bd, b.add_body, bd.name, _WORLD, J.FreeFlyer(), placement=None, inertia=inertia,
-                 joint_name=j0.name, **terms(j0, 6))
             Rw, pw = bd.W
             w, x, y, z = _matrix_to_quat_wxyz(Rw)
+            call(bd, b.add_body, bd.name, _WORLD, J.FreeFlyer(), placement=None, inertia=inertia,
+                 joint_name=j0.name, **terms(j0, 6, [*pw, x, y, z, w]))
             q0_mj.extend([*pw, w, x, y, z])
             continue
         prev, T = bd.parent, (bd.R, bd.p)
@@ -170,7 +172,7 @@ def _build(text, source, base_dir, gravity, joint_friction, return_info, default
             placement = _pose(*_pose(*T, _I3, j.pos), *off)
             at_origin = not np.any(j.pos)
             carrier = bd.name if (last and at_origin) else _unique(f"{bd.name}::{j.name}", used_bodies)
-            kw = terms(j, joint.nv)
+            kw = terms(j, joint.nv, [j.springref] if j.type in ("hinge", "slide") else None)
             if j.type in ("hinge", "slide"):
                 kw.update(lower=[j.lower], upper=[j.upper])
             call(bd, b.add_body, carrier, prev, joint, placement=placement,

@@ -28,6 +28,8 @@ class _Joint:
     frictionloss: float
     effort: float
     ball_max: float | None = None     # a ball joint's range "0 X": X in radians
+    stiffness: float = 0.0            # the joint's spring (MuJoCo's jnt_stiffness)
+    springref: float = 0.0            # a hinge's or slide's spring reference (qpos_spring), radians for a hinge
 
 
 @dataclass
@@ -77,7 +79,7 @@ class _Parser:
         self.joint_names = set()
         self.joint_info = {}        # name -> _Joint
         self.site_info = {}         # name -> (body name, R, p)
-        self.stiff = []             # joints with a spring (stiffness), reported once
+        self.stiff = []             # joints with springdamper (a spring from a time constant), reported once
         self.geoms = []             # (element, body name, R, p of its frame in the body, childclass, where)
         self.flags = {}             # <option><flag ...> values that matter for contacts
 
@@ -347,9 +349,10 @@ class _Parser:
                     lo, hi = ang(r[0]), ang(r[1])
             elif a.has("range"):
                 a.floats("range", 2)
-        if el.tag == "joint":
-            if a.has("stiffness") and a.number("stiffness") != 0.0:
-                self.stiff.append(name)
+        stiff = a.nonneg("stiffness") if el.tag == "joint" else 0.0
+        springref = ang(a.number("springref", 0.0)) if el.tag == "joint" and jtype in ("hinge", "slide") else 0.0
+        if el.tag == "joint" and a.has("springdamper") and np.any(a.floats("springdamper", 2) != 0.0):
+            self.stiff.append(name)
         arm = a.nonneg("armature") if el.tag == "joint" else 0.0
         damp = a.nonneg("damping") if el.tag == "joint" else 0.0
         fl = a.nonneg("frictionloss") if el.tag == "joint" else 0.0
@@ -360,7 +363,7 @@ class _Parser:
             if fr[0] > fr[1]:
                 raise a.err(f"{a.desc('actuatorfrcrange', a.raw('actuatorfrcrange'))}: lower above upper")
             effort = float(np.max(np.abs(fr)))
-        j = _Joint(name, jtype, pos, axis, ref, lo, hi, arm, damp, fl, effort, ball_max)
+        j = _Joint(name, jtype, pos, axis, ref, lo, hi, arm, damp, fl, effort, ball_max, stiff, springref)
         self.joint_info[name] = j
         return j
 
