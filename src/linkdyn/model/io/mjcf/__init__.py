@@ -74,9 +74,10 @@ Mapping (the supported subset)
   ``sphere``, ``capsule``, ``cylinder``, ``box``, ``ellipsoid`` (``size`` or ``fromto``), solid,
   ``density`` (default 1000) or ``mass``, geoms whose ``group`` is inside ``inertiagrouprange``.
   ``mesh`` geoms as MuJoCo's compiler does (the mesh's ``inertia="legacy|convex|exact|shell"``,
-  ``scale``, ``refpos``, ``refquat``; files read with trimesh, ``pip install 'linkdyn[meshes]'``,
-  or ``vertex``/``face`` given inline; without trimesh, or for MuJoCo's ``.msh`` format, the
-  geom is left out with a warning); ``plane``, ``hfield`` and ``sdf`` geoms carry no mass;
+  ``scale``, ``refpos``, ``refquat``; STL, OBJ and MuJoCo's binary ``.msh`` files read by
+  linkdyn itself, other formats through trimesh, ``pip install 'linkdyn[meshes]'`` (without it
+  such a geom is left out with a warning naming the missing package), or ``vertex``/``face``
+  given inline; a corrupt mesh file is an error naming the file); ``plane``, ``hfield`` and ``sdf`` geoms carry no mass;
   ``shellinertia`` on a primitive geom is refused.
 * ``<site>`` -> a frame named after the site on its body (unnamed sites are skipped; a site
   whose name is taken by a body gets ``"<name>_site"``, with a warning).
