@@ -252,7 +252,7 @@ def _mass_matrix(model, q):
     """M(q) (armature included) by composite rigid bodies (Featherstone 2008, sec. 6.2, in
     NumPy: the model layer has no compiled CRBA) for the joints MJCF makes (revolute,
     prismatic, spherical, free, fixed)."""
-    nb, nv = model.nbody, model.nv
+    nb = model.nbody
     Ic = np.array(model.inertia, dtype=float)
     X = np.zeros((nb, 6, 6))            # motion transform from the parent's frame to the body's
     for i in range(1, nb):
