@@ -125,9 +125,8 @@ def _build(text, source, base_dir, gravity, joint_friction, return_info, default
     q0_mj = []                  # MuJoCo's qpos0
 
     def terms(j, nv, spring_ref=None):
-        kw = dict(armature=[j.armature] * nv)
-        if j.stiffness != 0.0:      # MuJoCo's qpos_spring: springref (hinge, slide), qpos0 (ball, free)
-            kw.update(stiffness=j.stiffness, spring_ref=spring_ref)
+        # MuJoCo's qpos_spring: springref (hinge, slide), qpos0 (ball, free), with or without a spring
+        kw = dict(armature=[j.armature] * nv, stiffness=j.stiffness, spring_ref=spring_ref)
         if joint_friction:
             kw.update(damping=[j.damping] * nv, friction=[j.frictionloss] * nv)
         if np.isfinite(j.effort):
@@ -191,6 +190,7 @@ def _build(text, source, base_dir, gravity, joint_friction, return_info, default
             b.add_frame(fname, body, placement=(R, p))
 
     _equalities(P, b, root, taken, used_joints)
+    _tendon_springs_warning(P, root)
     settle = _collision_geometry(P, b, root)
     if contacts:
         _contact_geometry(P, b, root)
@@ -222,6 +222,23 @@ def _build(text, source, base_dir, gravity, joint_friction, return_info, default
                 raise a.err(f"qpos has {len(raw)} numbers, the model has nq = {nq_mj} (MuJoCo's layout)")
             keys[kname] = qpos_to_q(model, a.floats("qpos", nq_mj))
     return model, MJCFInfo(q0=q0, keyframes=keys)
+
+
+def _tendon_springs_warning(P, root):
+    """One warning naming the tendons whose spring or damper (``stiffness``, ``damping``, MuJoCo's
+    tendon passive force) linkdyn leaves out: joint springs are modelled, tendon springs are not."""
+    left = []
+    for ten in root.findall("tendon"):
+        for k, el in enumerate([*ten.findall("fixed"), *ten.findall("spatial")]):
+            name = el.get("name") or f"<{el.tag}> number {k + 1}"
+            where = f"<{el.tag} name={name!r}>"
+            a = _Attr(P.ctx, el, where, P.defaults.of(el, "tendon", None, where))
+            if a.number("stiffness", 0.0) != 0.0 or a.number("damping", 0.0) != 0.0:
+                left.append(name)
+    if left:
+        _warn(f"{P.ctx.source}: tendon springs and dampers (a tendon's stiffness, damping) are not modelled; "
+              f"left out for {len(left)} tendon{'s' if len(left) > 1 else ''}: {', '.join(map(repr, left[:8]))}"
+              f"{', ...' if len(left) > 8 else ''}")
 
 
 def _springdampers(b, model, sprung, q0_mj, joint_friction):
