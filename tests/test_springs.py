@@ -199,9 +199,17 @@ def test_pickling_rebuilding_and_gears_keep_the_springs():
     geared = bld.build()
     assert geared.nv == 2
     np.testing.assert_allclose(geared.stiffness, [2.0 + 4.0 * 3.0, 1.5])        # G^T K G on the diagonal
+    G = geared.coupling_matrix()
     for q, v, a in states(geared):
         tau = ld.rnea(geared, q, v, a)
         np.testing.assert_allclose(ld.aba(geared, q, v, tau), a, atol=1e-10)
+        qf, vf = geared.expand(q, v)
+        np.testing.assert_allclose(ld.passive_forces(geared, q, v), G.T @ ld.passive_forces(geared.full_model, qf, vf),
+                                   atol=1e-13)
+        # the follower's spring at q_b = -2 q_a + 0.1, seen by the leader: 2 (q_a - 0.4) + (-2) 3 (q_b + 0.2)
+        qa = q[0]
+        assert -ld.passive_forces(geared, q, 0 * v)[0] == pytest.approx(
+            2.0 * (qa - 0.4) - 2.0 * 3.0 * (-2.0 * qa + 0.1 + 0.2), rel=1e-12)
         # the energy's gradient along the reduced coordinates is the reduced springs' torque (no gravity moment
         # would cancel it: compare the whole generalized gravity)
         np.testing.assert_allclose(ld.generalized_gravity(geared, q),
