@@ -11,8 +11,8 @@ For a joint of stiffness k (``model.stiffness``, per dof) and reference configur
 * spherical: r = log(q_ref^-1 q) (the rotation vector, |r| <= pi, in the joint's child frame),
   tau_s = k r,                                   U = 1/2 k |r|^2;
   (r is an eigenvector of the inverse right Jacobian J_r^-1(r) with eigenvalue 1, so
-  dU/dt = k r . J_r^-1(r) w = k r . w: tau_s is exactly the gradient of U; Sola, Deray and
-  Atchuthan 2018, eq. 144);
+  dU/dt = k r . J_r^-1(r) w = k r . w: tau_s is exactly the gradient of U; Barfoot 2017,
+  sec. 7.1.5);
 * free: the translation as Euclidean in the world frame, seen by the body-frame velocity
   (tau_lin = R^T K (p - p_ref)), the rotation as a spherical joint;
 * planar (v in the child frame): tau_xy = R(theta)^T K (xy - xy_ref), tau_theta = k (theta - theta_ref).
@@ -134,8 +134,8 @@ def spring_energy(mi, mf, q, r):
 @njit(inline="always", cache=True)
 def _add_jr_inv(r, k, dq, o):
     """dq[o:o+3, o:o+3] += k J_r^-1(r), the inverse right Jacobian of SO(3):
-    I + 1/2 [r]x + (1/t^2 - (1 + cos t) / (2 t sin t)) [r]x^2, t = |r| (Sola, Deray and
-    Atchuthan 2018, eq. 144)."""
+    I + 1/2 [r]x + (1/t^2 - (1 + cos t) / (2 t sin t)) [r]x^2, t = |r| (Barfoot 2017,
+    sec. 7.1.5)."""
     t2 = r[0] * r[0] + r[1] * r[1] + r[2] * r[2]
     if t2 < 1e-8:
         c = 1.0 / 12.0 + t2 / 720.0

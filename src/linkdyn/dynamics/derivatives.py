@@ -50,8 +50,8 @@ cross product with J_k).  Steps, as labelled in the code:
 
 The joints' own torques tau_J = armature a + damping v + friction sign(v) add the armature to the
 diagonal of M and the damping to that of dtau/dv, and a joint's spring tau_s(q) its block
-d tau_s/dq to dtau/dq (k for a one-dof joint; k J_r^-1(r) for a ball, Sola, Deray and Atchuthan
-2018, eq. 144; see linkdyn._kernels.springs); Coulomb friction friction * sign(v) is constant
+d tau_s/dq to dtau/dq (k for a one-dof joint; k J_r^-1(r) for a ball, Barfoot
+2017, sec. 7.1.5; see linkdyn._kernels.springs); Coulomb friction friction * sign(v) is constant
 away from v = 0, so it adds nothing to either derivative (at v = 0 it is not differentiable; the
 derivative given there is that of the smooth part).
 """
