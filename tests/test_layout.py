@@ -13,8 +13,9 @@ def _model_views(mi, mf):
     """Every packed field in table order: the int rows, then the float segments."""
     parent, jtype, qadr, vadr, jnq, jnv, axis, axis2, R_tree, p_tree, inertia, armature, g = layout.unpack_model(mi, mf)
     damping, friction = layout.unpack_joint_terms(mi, mf)
+    stiffness, spring_ref = layout.unpack_springs(mi, mf)
     return (parent, jtype, qadr, vadr, jnq, jnv, layout.axis_ids(mi), layout.subtree_ends(mi),
-            axis, axis2, R_tree, p_tree, inertia, armature, g, damping, friction)
+            axis, axis2, R_tree, p_tree, inertia, armature, g, damping, friction, stiffness, spring_ref)
 
 
 @njit
@@ -22,9 +23,25 @@ def _data_views(ws, nb, nv):
     return layout.unpack_data(ws, nb, nv)
 
 
+def _sprung(seed):
+    """random_tree's model with a spring on every joint (distinct values, so that an offset is seen)."""
+    m = ld.models.random_tree(7, floating=bool(seed), seed=seed, joint_terms=True)
+    b = ld.ModelBuilder.from_model(m)
+    rng = np.random.default_rng(seed)
+    for spec in b._bodies[1:]:
+        spec.stiffness = rng.uniform(1, 2, spec.joint.nv)
+        if spec.joint.kind in ld.model.joints.QUAT_OFFSET:
+            spec.stiffness[-3:] = spec.stiffness[-1]
+        spec.spring_ref = rng.uniform(-1, 1, spec.joint.nq)      # the layout test: any numbers
+    return b.build()
+
+
 @pytest.mark.parametrize("seed", [0, 1])
 def test_unpack_model_matches_model_attributes(seed):
-    m = ld.models.random_tree(7, floating=bool(seed), seed=seed)
+    m = _sprung(seed)
+    assert m.stiffness.all()
+    np.testing.assert_array_equal(np.concatenate([m.jnt_spring_ref[i, :m.jnt_nq[i]] for i in range(m.nbody)]),
+                                  m.spring_ref)
     got = _model_views(m._mi, m._mf)
     names = layout.INT_FIELDS + tuple(name for name, _ in layout.FLOAT_FIELDS)
     assert len(got) == len(names)

@@ -9,6 +9,7 @@ four-bar and against MuJoCo's constraint residuals; malformed and hostile files 
 MJCFError naming the element.
 """
 import os
+import warnings
 
 import numpy as np
 import pytest
@@ -527,10 +528,9 @@ def test_inertiafromgeom_modes_and_mesh_warning():
             '<geom type="mesh" mesh="m"/><geom size="0.1"/></body></worldbody></mujoco>')
     with pytest.raises(MJCFError, match="without base_dir, so the mesh file 'm.stl' cannot be looked up"):
         parse_mjcf(mesh)
-    # MuJoCo's own binary .msh format is not read: left out with a warning
-    with pytest.warns(MJCFWarning, match=".msh format"):
-        m = parse_mjcf(mesh.replace("m.stl", "m.msh"), base_dir=".")
-    assert m.inertia[1, 0, 0] == pytest.approx(4.18879, rel=1e-5)
+    # MuJoCo's own binary .msh format is read like STL: a missing one is an error naming it
+    with pytest.raises(MJCFError, match="cannot read the mesh file .*m.msh.*no such file"):
+        parse_mjcf(mesh.replace("m.stl", "m.msh"), base_dir=".")
 
 
 def _l_prism():
@@ -551,9 +551,9 @@ def _l_prism():
 def test_mesh_geoms_give_mujocos_mass_properties(mj, tmp_path, mode):
     """A body's inertia from a non-convex mesh geom (file and inline vertices, scale, refpos,
     refquat, geom pose, density or mass) equals what MuJoCo compiles, in every inertia mode."""
-    trimesh = pytest.importorskip("trimesh")
+    from test_mesh_inertia import write_stl
     V, F = _l_prism()
-    trimesh.Trimesh(V, F, process=False).export(tmp_path / "L.stl")
+    write_stl(tmp_path / "L.stl", V, F)
     verts = " ".join(f"{x:.17g}" for x in V.ravel())
     faces = " ".join(str(int(i)) for i in F.ravel())
     xml = f"""<mujoco><compiler meshdir="."/><asset>
@@ -577,26 +577,34 @@ def test_mesh_geoms_give_mujocos_mass_properties(mj, tmp_path, mode):
         np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-9 * np.abs(want).max(), err_msg=f"{mode} {name}")
 
 
-def test_mesh_geom_without_trimesh_is_left_out_with_a_warning(tmp_path, monkeypatch):
+def test_mesh_geom_without_trimesh(tmp_path, monkeypatch):
+    """STL, OBJ and MSH need no optional package; another format without trimesh is left out
+    of the inertia with a warning naming the package it needs."""
     import builtins
     real_import = builtins.__import__
 
     def no_trimesh(name, *args, **kwargs):
-        if name == "trimesh":
+        if name == "trimesh" or name.startswith("trimesh."):
             raise ImportError("no trimesh")
         return real_import(name, *args, **kwargs)
 
     monkeypatch.setattr(builtins, "__import__", no_trimesh)
-    (tmp_path / "m.stl").write_text("solid x\nendsolid x\n")
-    text = ('<mujoco><asset><mesh name="m" file="m.stl"/></asset><worldbody><body name="b"><joint/>'
-            '<geom type="mesh" mesh="m"/><geom size="0.1"/></body></worldbody></mujoco>')
-    with pytest.warns(MJCFWarning, match=r"needs trimesh \(pip install 'linkdyn\[meshes\]'\)"):
-        m = parse_mjcf(text, base_dir=tmp_path)
+    from test_mesh_inertia import write_stl
+    V, F = _l_prism()
+    write_stl(tmp_path / "m.stl", V, F)
+    (tmp_path / "m.ply").write_bytes(b"ply\n")
+    text = ('<mujoco><asset><mesh name="m" file="m.{}"/></asset><worldbody><body name="b"><joint/>'
+            '<geom type="mesh" mesh="m" contype="0" conaffinity="0"/><geom size="0.1"/></body></worldbody></mujoco>')
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        m = parse_mjcf(text.format("stl"), base_dir=tmp_path)
+    assert m.inertia[1, 0, 0] > 4.18879 + 1.0        # the sphere's 4.19 kg and the prism's
+    with pytest.warns(MJCFWarning, match=r"m.ply: reading .ply mesh files needs trimesh, which is not installed"):
+        m = parse_mjcf(text.format("ply"), base_dir=tmp_path)
     assert m.inertia[1, 0, 0] == pytest.approx(4.18879, rel=1e-5)
 
 
 def test_a_missing_or_special_mesh_file_is_an_error(tmp_path):
-    pytest.importorskip("trimesh")
     text = ('<mujoco><asset><mesh name="m" file="{}"/></asset><worldbody><body name="b"><joint/>'
             '<geom type="mesh" mesh="m"/></body></worldbody></mujoco>')
     with pytest.raises(MJCFError, match="cannot read the mesh file .*gone.stl"):
@@ -1235,8 +1243,10 @@ def test_unsupported_features_raise_not_implemented(text, match):
 def test_features_that_cannot_be_represented_warn():
     m = parse_mjcf(body('<joint type="ball" range="0 60"/>' + GOOD_INERTIAL))   # now a swing cone (no warning)
     assert np.isinf(m.lower).all() and m.joints[1].swing == pytest.approx(np.radians(60))
-    with pytest.warns(MJCFWarning, match="stiffness"):
-        parse_mjcf(body('<joint stiffness="3"/>' + GOOD_INERTIAL))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")                  # a joint spring is modelled: no warning
+        m = parse_mjcf(body('<joint stiffness="3" springref="0.2"/>' + GOOD_INERTIAL))
+    assert m.stiffness.tolist() == [3.0] and m.spring_ref.tolist() == [np.radians(0.2)]   # degrees by default
     with pytest.warns(MJCFWarning, match="the name is taken by a body"):
         m = parse_mjcf(body('<joint/><site name="b"/>' + GOOD_INERTIAL))
     assert "b_site" in m.frame_names

@@ -29,7 +29,8 @@ _LAZY = {
                      "manipulability_ellipsoid", "plot_manipulability_ellipses", "plot_manipulability_ellipsoid",
                      "planar_2link_ik", "task_acceleration"), "analysis"),
     **dict.fromkeys(("aba", "aba_derivatives", "crba", "generalized_gravity", "kinetic_energy", "mass_matrix",
-                     "mechanical_energy", "nonlinear_effects", "potential_energy", "rnea", "rnea_derivatives"),
+                     "mechanical_energy", "nonlinear_effects", "passive_forces", "potential_energy", "rnea",
+                     "rnea_derivatives"),
                     "dynamics"),
     **dict.fromkeys(("mass_matrix_cholesky", "solve_mass_matrix"), "dynamics.cholesky"),
     **dict.fromkeys(("coriolis_matrix", "lagrangian_terms", "mass_matrix_derivative"), "dynamics.lagrange"),
@@ -64,7 +65,7 @@ if TYPE_CHECKING:       # what the names above are, for type checkers (never run
     from .constraints import ConstrainedDynamicsDerivatives, constrained_dynamics, constrained_dynamics_derivatives
     # (aba, crba and rnea from the modules that define them: each shares its name with its module)
     from .dynamics import (aba_derivatives, generalized_gravity, kinetic_energy, mechanical_energy,
-                           nonlinear_effects, potential_energy, rnea_derivatives)
+                           nonlinear_effects, passive_forces, potential_energy, rnea_derivatives)
     from .dynamics.aba import aba
     from .dynamics.crba import crba, mass_matrix
     from .dynamics.rnea import rnea

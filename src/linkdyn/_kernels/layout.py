@@ -40,6 +40,8 @@ FLOAT_FIELDS = (
     ("gravity", lambda nb, nv: (3,)),          # gravity in the world frame
     ("damping", lambda nb, nv: (nv,)),         # viscous friction: tau += damping * v
     ("friction", lambda nb, nv: (nv,)),        # Coulomb friction: tau += friction * sign(v)
+    ("stiffness", lambda nb, nv: (nv,)),       # joint springs: tau += stiffness * (q - spring_ref) (passes.spring_torques)
+    ("jnt_spring_ref", lambda nb, nv: (nb, 7)),  # each joint's spring reference configuration, first jnt_nq slots
 )
 
 # --- workspace segments of ws ------------------------------------------------------------
@@ -201,6 +203,14 @@ def unpack_joint_terms(mi, mf):
     nb, nq, nv = model_sizes(mi)
     o = 54 * nb + nv + 3
     return _view(mf, o, (nv,)), _view(mf, o + nv, (nv,))
+
+
+@njit(inline="always", cache=True)
+def unpack_springs(mi, mf):
+    """(stiffness (nv,), jnt_spring_ref (nb, 7)): the joints' springs (after the joint terms)."""
+    nb, nq, nv = model_sizes(mi)
+    o = 54 * nb + 3 * nv + 3
+    return _view(mf, o, (nv,)), _view(mf, o + nv, (nb, 7))
 
 
 @njit(inline="always", cache=True)

@@ -181,7 +181,7 @@ def _constraint_solve(buf, lam, cw, q, v, tau, alpha, beta, out):
     for d in range(nv):
         zero[d] = 0.0
     kinematics_pass(mi, mf, ws, q, v, zero, np.int64(ACC), np.bool_(True), np.bool_(False))
-    _rnea_from_kinematics(mi, mf, ws, v, zero, no_forces(buf), np.bool_(True), b)
+    _rnea_from_kinematics(mi, mf, ws, q, v, zero, no_forces(buf), np.bool_(True), b)
     _crba_from_kinematics(mi, mf, ws, H)
     # 3: the rows, their bias J' v and error c (err, 0 where there is no target)
     for r in range(m):

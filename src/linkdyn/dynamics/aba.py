@@ -28,6 +28,7 @@ from .._kernels.passes import (BAD_F, OK, OVERFLOW, SINGULAR, VEL, all_finite as
 from .._kernels.spatial_nb import (dot6 as _dot6, force_cross_add as _force_cross_add, mat6_vec as _mat6_vec,
     motion_inv_act as _motion_inv_act)
 from ..model.gears import reduced
+from .._kernels.springs import add_spring_torques as _add_spring_torques
 from ._articulated import _articulate, _spd_inverse  # noqa: F401 (_spd_inverse: used by contact.inertia)
 from .geared_aba import aba_geared
 
@@ -60,14 +61,17 @@ def _aba_kernel(mi, mf, ws, q, v, tau, fext, qdd):
         if fext.shape[0] > 0:
             for k in range(6):
                 pA[i, k] -= fext[i, k]
-    # pass 2
+    # pass 2 (u starts as -tau_s, the joints' springs)
+    for d in range(nv):
+        u[d] = 0.0
+    _add_spring_torques(mi, mf, q, -1.0, W3[0], W3[1, 0], u)
     D = W6[0]
     for i in range(nb - 1, 0, -1):
         va, ni = vadr[i], jnv[i]
         for d in range(va, va + ni):
             _mat6_vec(IA[i], S[d], U[d])                         # U = I^A S
-            # u = tau - tau_J(q', q''=0) - S^T p^A  (the armature is in D below)
-            u[d] = tau[d] - _joint_torque(0.0, damping[d], friction[d], v[d], 0.0) - _dot6(S[d], pA[i])
+            # u = tau - tau_J(q, q', q''=0) - S^T p^A  (the armature is in D below)
+            u[d] += tau[d] - _joint_torque(0.0, damping[d], friction[d], v[d], 0.0) - _dot6(S[d], pA[i])
         if not _articulate(i, va, ni, parent, IA, pA, S, U, Dinv, u, c, tmp, D, armature, liR, lip):
             return SINGULAR
     # pass 3: a_0 = -g

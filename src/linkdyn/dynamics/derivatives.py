@@ -49,7 +49,9 @@ cross product with J_k).  Steps, as labelled in the code:
        dAv_k += oX_i d(S'q')/dv_k,  dtau_l/dq_k += (oX_i dS_l/dq_k)^T F_i  (l, k of one joint).
 
 The joints' own torques tau_J = armature a + damping v + friction sign(v) add the armature to the
-diagonal of M and the damping to that of dtau/dv; Coulomb friction friction * sign(v) is constant
+diagonal of M and the damping to that of dtau/dv, and a joint's spring tau_s(q) its block
+d tau_s/dq to dtau/dq (k for a one-dof joint; k J_r^-1(r) for a ball, Barfoot
+2017, sec. 7.1.5; see linkdyn._kernels.springs); Coulomb friction friction * sign(v) is constant
 away from v = 0, so it adds nothing to either derivative (at v = 0 it is not differentiable; the
 derivative given there is that of the smooth part).
 """
@@ -71,6 +73,7 @@ from .._kernels.passes import (ACC, BAD_F, OK, OVERFLOW, _compose_pose, all_fini
 from .._kernels.spatial_nb import (dot6 as _dot, force_act_add as _force_act_add, force_cross_add as _force_cross_add,
     mat6_vec as _mat6_vec,
     motion_act as _motion_act, rigid_inertia_to_parent_add as _rigid_inertia_to_parent_add)
+from .._kernels.springs import spring_stiffness_add as _spring_stiffness_add
 from .._kernels.joint_derivatives import _joint_S_partials, joint_columns as _joint_columns
 from .._kernels.kinds import SPHERICAL_ZYX, UNIVERSAL
 from .aba import _aba_kernel
@@ -296,6 +299,8 @@ def _derivatives_from_kinematics(mi, mf, ws, dws, q, v, a, fext, compose, dq, dv
     for d in range(nv):
         M[d, d] += armature[d]
         dv[d, d] += damping[d]
+    # the joints' springs: d tau_s/dq, one block per joint (linkdyn._kernels.springs)
+    _spring_stiffness_add(mi, mf, q, W3[0], W3[1, 0], dq)
 
 
 @njit(cache=True)

@@ -1,6 +1,9 @@
 """Kinetic and potential energy (Spong, Hutchinson and Vidyasagar 2006, ch. 7, the Lagrangian L = T - U).
 
-    T = 1/2 sum_i v_i^T I_i v_i  (= 1/2 v^T M(q) v)        U = -sum_i m_i g . c_i
+    T = 1/2 sum_i v_i^T I_i v_i  (= 1/2 v^T M(q) v)        U = -sum_i m_i g . c_i + U_s(q)
+
+with U_s the joint springs' energy, 1/2 k (q - q_ref)^2 for a one-dof joint
+(:mod:`linkdyn._kernels.springs`).
 """
 from __future__ import annotations
 
@@ -15,6 +18,7 @@ from .._kernels.batch import chunk as _chunk, pick as _pick
 from .._kernels.layout import (model_sizes as _model_sizes, unpack_data as _unpack_data, unpack_model as _unpack_model,
     unpack_packed as _unpack_packed)
 from .._kernels.passes import OK, OVERFLOW, VEL, check_inputs as _check_inputs, kinematics_pass as _kinematics_pass
+from .._kernels.springs import spring_energy as _spring_energy
 from .._kernels.spatial_nb import dot6 as _dot6, mat6_vec as _mat6_vec
 
 from typing import TYPE_CHECKING
@@ -48,6 +52,7 @@ def _energy_kernel(mi, mf, ws, q, v, out):
             Ug -= g[r] * mc
     for d in range(nv):
         T += 0.5 * armature[d] * v[d] * v[d]
+    Ug += _spring_energy(mi, mf, q, W3[1, 0])
     out[0] = T
     out[1] = Ug
     return OK if math.isfinite(T) and math.isfinite(Ug) else OVERFLOW
@@ -92,7 +97,8 @@ def kinetic_energy(model: Model, q: ArrayLike, v: ArrayLike) -> float | NDArray[
 
 @reduced(None)
 def potential_energy(model: Model, q: ArrayLike) -> float | NDArray[np.float64]:
-    """U = -sum_i m_i g . c_i, zero at the world origin (float, or (N,) for a stack)."""
+    """U = -sum_i m_i g . c_i (zero at the world origin) plus the joint springs' energy
+    1/2 k (q - q_ref)^2 (float, or (N,) for a stack)."""
     if vectors(q):
         out = np.empty(2)
         if _energy.fn(model._packed, q, model._zero_v, out) == OK:

@@ -47,6 +47,7 @@ from .._kernels.spatial_nb import (dot6 as _dot6, force_act_add as _force_act_ad
 from ._articulated import _articulate
 from .crba import crba
 from .rnea import rnea
+from .._kernels.springs import add_spring_torques as _add_spring_torques
 
 
 @njit(cache=True)
@@ -99,7 +100,10 @@ def _geared_aba_kernel(mi, mf, ws, gi, gf, gws, q, v, tau, fext, qdd):
         if fext.shape[0] > 0:
             for k in range(6):
                 pA[i, k] -= fext[i, k]
-    # pass 2
+    # pass 2 (u starts as -tau_s, the springs of the full tree's joints)
+    for d in range(nvf):
+        u[d] = 0.0
+    _add_spring_torques(mi, mf, qf, -1.0, W3[0], W3[1, 0], u)
     D = W6[0]
     for i in range(nb - 1, 0, -1):
         if gdof[i] >= 0:
@@ -135,6 +139,7 @@ def _geared_aba_kernel(mi, mf, ws, gi, gf, gws, q, v, tau, fext, qdd):
                 _mat6_vec(IA[m], gJ[m], U[dm])                               # I^_c J^_c
                 Dg += _dot6(gJ[m], U[dm]) + r * r * armature[dm]
                 ug -= r * _joint_torque(0.0, damping[dm], friction[dm], vf[dm], 0.0)
+                ug += r * u[dm]                                              # - r tau_s (read before u[s0] is set)
                 _mat6_vec(IA[m], gC[m], tmp[1])                              # I^_c C^_c + Z^_c
                 for e in range(6):
                     tmp[1, e] += pA[m, e]
@@ -161,7 +166,7 @@ def _geared_aba_kernel(mi, mf, ws, gi, gf, gws, q, v, tau, fext, qdd):
         va, ni = vadr[i], jnv[i]
         for d in range(va, va + ni):
             _mat6_vec(IA[i], S[d], U[d])
-            u[d] = tf[d] - _joint_torque(0.0, damping[d], friction[d], vf[d], 0.0) - _dot6(S[d], pA[i])
+            u[d] += tf[d] - _joint_torque(0.0, damping[d], friction[d], vf[d], 0.0) - _dot6(S[d], pA[i])
         if not _articulate(i, va, ni, parent, IA, pA, S, U, Dinv, u, c, tmp, D, armature, liR, lip):
             return SINGULAR
     # pass 3: a_0 = -g

@@ -302,7 +302,7 @@ class LagrangianTerms(NamedTuple):
     """The terms of D(q) q'' + C(q, q') q' + G(q) + F(q') = tau (Spong, Hutchinson and Vidyasagar 2006, ch. 7, 5.94)."""
     D: np.ndarray   #: joint-space inertia (nv, nv), armature included (eq. 5.50)
     C: np.ndarray   #: Coriolis matrix (nv, nv), Christoffel form where v = q' (eqs. 5.64-5.65)
-    G: np.ndarray   #: gravity torques (nv,) (dU/dq of eq. 5.59)
+    G: np.ndarray   #: gravity and joint-spring torques (nv,) (dU/dq of eq. 5.59, U with the springs' energy)
     F: np.ndarray   #: joint friction torques damping q' + friction sign(q') (nv,) (eq. 5.94)
 
 

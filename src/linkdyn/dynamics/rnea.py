@@ -7,8 +7,10 @@ propagation); the same steps as spatial_v2's ``ID.m``:
                f_i = I_i a_i + v_i x* I_i v_i - f_i^ext
     backward:  tau_i = S_i^T f_i + tau_J,i,   f_p += X_i^* f_i
 
-with the joint's own torque tau_J = armature q'' + damping q' + friction sign(q') (rotor
-inertia, viscous and Coulomb friction, Spong, Hutchinson and Vidyasagar 2006, ch. 7; zero unless the model has them).
+with the joint's own torque tau_J = armature q'' + damping q' + friction sign(q') + tau_s(q) (rotor
+inertia, viscous and Coulomb friction, Spong, Hutchinson and Vidyasagar 2006, ch. 7, and the joint's
+spring, tau_s = stiffness (q - spring_ref) for a one-dof joint, see linkdyn._kernels.springs; zero
+unless the model has them).
 
 External forces are per body, in the body frame (Pinocchio's convention).
 """
@@ -24,6 +26,7 @@ from .._kernels.layout import (model_sizes as _model_sizes, no_forces as _no_for
     unpack_joint_terms as _unpack_joint_terms, unpack_model as _unpack_model, unpack_packed as _unpack_packed)
 from .._kernels.passes import (ACC, BAD_F, OK, OVERFLOW, all_finite as _all_finite, check_inputs as _check_inputs, joint_torque as _joint_torque,
     kinematics_pass as _kinematics_pass)
+from .._kernels.springs import add_spring_torques as _add_spring_torques
 from .._kernels.spatial_nb import (dot6 as _dot6, force_act_add as _force_act_add, force_cross_add as _force_cross_add, mat6_vec as _mat6_vec)
 
 from typing import TYPE_CHECKING
@@ -43,7 +46,7 @@ def _rnea_kernel(mi, mf, ws, q, v, a, fext, tau):
     if not _all_finite(fext):
         return BAD_F
     _kinematics_pass(mi, mf, ws, q, v, a, np.int64(ACC), np.bool_(False), np.bool_(True))
-    _rnea_from_kinematics(mi, mf, ws, v[::1], a[::1], fext, np.bool_(False), tau)
+    _rnea_from_kinematics(mi, mf, ws, q, v[::1], a[::1], fext, np.bool_(False), tau)
     return OK if _all_finite(tau) else OVERFLOW          # finite input, too large for float64
 
 
@@ -55,7 +58,7 @@ def _rnea_packed(buf, q, v, a, tau):
 
 
 @njit(cache=True)
-def _rnea_from_kinematics(mi, mf, ws, v, a, fext, add_gravity, tau):
+def _rnea_from_kinematics(mi, mf, ws, q, v, a, fext, add_gravity, tau):
     """The force passes of RNEA on the velocities and accelerations a kinematics pass left in
     ``ws``.  With ``add_gravity`` that pass ran without gravity, and gravity is added here, as
     each body's acceleration [-R_i^T g; 0] (the world's a_0 = [-g; 0] seen in body i)."""
@@ -85,6 +88,8 @@ def _rnea_from_kinematics(mi, mf, ws, v, a, fext, add_gravity, tau):
         # f_parent += X_i^* f_i
         if parent[i] > 0:
             _force_act_add(liR[i], lip[i], frc[i], frc[parent[i]])
+    # tau_J += tau_s, the joints' springs (linkdyn._kernels.springs)
+    _add_spring_torques(mi, mf, q, 1.0, W3[0], W3[1, 0], tau)
 
 
 @njit(parallel=True, cache=True)
@@ -147,7 +152,8 @@ def nonlinear_effects(model: Model, q: ArrayLike, v: ArrayLike) -> NDArray[np.fl
 
 @reduced("force")
 def generalized_gravity(model: Model, q: ArrayLike) -> NDArray[np.float64]:
-    """g(q): the joint torques that hold the model still against gravity."""
+    """g(q): the joint torques that hold the model still against gravity (and the joints'
+    springs, if the model has any: g = dU/dq with U :func:`linkdyn.potential_energy`)."""
     if type(q) is _ND and q.dtype is _F64 and q.ndim == 1:
         tau = _empty(model.nv)
         if _rnea_entry.fn(model._packed, q, model._zero_v, model._zero_v, tau) == OK:

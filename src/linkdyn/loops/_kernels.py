@@ -332,7 +332,7 @@ def constrained_solve(mi, mf, ws, li, lf, lam, lw, q, v, tau, mode, alpha, beta,
     if mode == FD:
         for d in range(nv):
             t[d] = 0.0
-        _rnea_from_kinematics(mi, mf, ws, v[::1], t[::1], _view(lw, 0, (0, 6)), np.bool_(True), b)   # b = C v + g (+ joint friction)
+        _rnea_from_kinematics(mi, mf, ws, q[::1], v[::1], t[::1], _view(lw, 0, (0, 6)), np.bool_(True), b)   # b = C v + g (+ joint friction)
         for d in range(nv):
             x[d] = tau[d] - b[d]
     else:

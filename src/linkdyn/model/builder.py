@@ -129,6 +129,32 @@ class _BodySpec:
     armature: np.ndarray
     damping: np.ndarray
     friction: np.ndarray
+    stiffness: np.ndarray
+    spring_ref: np.ndarray
+
+
+def _spring_ref(name, joint, ref):
+    """A joint's spring reference configuration (nq,): its neutral one by default (zeros, identity
+    quaternions); a given quaternion must be finite and nonzero (it is normalized)."""
+    nq = joint.nq
+    out = np.zeros(nq)
+    if joint.kind in J.QUAT_OFFSET:
+        out[J.QUAT_OFFSET[joint.kind] + 3] = 1.0
+    if ref is None:
+        return out
+    a = np.array(ref, dtype=float).reshape(-1)
+    if a.shape != (nq,):
+        raise ValueError(f"add_body({name!r}).spring_ref: expected {nq} values (a configuration of a "
+                         f"{joint.kind_name} joint), got {a.size}")
+    if not np.isfinite(a).all():
+        raise ValueError(f"add_body({name!r}).spring_ref: expected finite values, got {a.tolist()}")
+    if joint.kind in J.QUAT_OFFSET:
+        o = J.QUAT_OFFSET[joint.kind]
+        n = np.linalg.norm(a[o:o + 4])
+        if n == 0.0:
+            raise ValueError(f"add_body({name!r}).spring_ref: the quaternion [x, y, z, w] is zero")
+        a[o:o + 4] /= n
+    return a
 
 
 class ModelBuilder:
@@ -140,7 +166,7 @@ class ModelBuilder:
         if self.gravity.shape != (3,) or not np.isfinite(self.gravity).all():
             raise ValueError(f"gravity: expected a finite 3-vector, got {gravity!r}")
         self._bodies = [_BodySpec(world_name, -1, J.Fixed(), "", np.eye(3), np.zeros(3), np.zeros((6, 6)),
-                                  *(np.zeros(0) for _ in range(7)))]
+                                  *(np.zeros(0) for _ in range(9)))]
         self._index = {world_name: 0}
         self._joint_names = set()
         self._frames = []          # (name, body index, R, p)
@@ -178,7 +204,8 @@ class ModelBuilder:
                        placement=(model.R_tree[i], model.p_tree[i]), inertia=np.array(model.inertia[i]),
                        joint_name=model._joint_names[i], lower=model.lower[qs], upper=model.upper[qs],
                        velocity_limit=model.velocity_limit[vs], effort_limit=model.effort_limit[vs],
-                       armature=model.armature[vs], damping=model.damping[vs], friction=model.friction[vs])
+                       armature=model.armature[vs], damping=model.damping[vs], friction=model.friction[vs],
+                       stiffness=model.stiffness[vs], spring_ref=model.spring_ref[qs])
         weld_frames = {lp.name for lp in model.loops if lp.virtual is None}
         bodies = set(model.body_names)
         for k, fname in enumerate(model.frame_names):
@@ -237,7 +264,8 @@ class ModelBuilder:
     def add_body(self, name: str, parent: str | int = "world", joint: J.Joint | None = None, placement: ArrayLike | tuple[ArrayLike, ArrayLike] | None = None,
                  inertia: Inertia | ArrayLike | None = None, joint_name: str | None = None,
                  lower: ArrayLike | None = None, upper: ArrayLike | None = None, velocity_limit: ArrayLike | None = None, effort_limit: ArrayLike | None = None,
-                 armature: ArrayLike | None = None, damping: ArrayLike | None = None, friction: ArrayLike | None = None) -> int:
+                 armature: ArrayLike | None = None, damping: ArrayLike | None = None, friction: ArrayLike | None = None,
+                 stiffness: ArrayLike | None = None, spring_ref: ArrayLike | None = None) -> int:
         """Add body ``name`` under ``parent`` through ``joint`` (default: fixed).
 
         ``placement`` is the joint frame in the parent body frame (the body frame coincides
@@ -246,6 +274,13 @@ class ModelBuilder:
         and per velocity (``velocity_limit``/``effort_limit``/``armature``, size nv).
         ``damping`` (viscous, ``tau += damping * v``) and ``friction`` (Coulomb,
         ``tau += friction * sign(v)``), size nv, enter RNEA and ABA alike (Spong, Hutchinson and Vidyasagar 2006, ch. 7).
+        ``stiffness`` (a number or nv values >= 0) and ``spring_ref`` (a configuration of the
+        joint, nq values; default its neutral one) make a joint spring, ``tau += stiffness *
+        (q - spring_ref)`` for a one-dof joint; a spherical joint's spring acts on the rotation
+        vector of spring_ref^-1 q and a free joint's on the world position and that rotation
+        vector, as MuJoCo's (see :mod:`linkdyn._kernels.springs`); a spherical (or a free joint's
+        rotational) stiffness must be one number.  The spring's energy 1/2 k (q - q_ref)^2 is
+        potential energy (:func:`linkdyn.potential_energy`).
         Returns the body's index in the builder.
         """
         if not isinstance(name, str) or not name:
@@ -306,11 +341,17 @@ class ModelBuilder:
                          vec(velocity_limit, nv, np.inf, "velocity_limit"),
                          vec(effort_limit, nv, np.inf, "effort_limit"),
                          vec(armature, nv, 0.0, "armature"),
-                         vec(damping, nv, 0.0, "damping"), vec(friction, nv, 0.0, "friction"))
-        for what in ("armature", "damping", "friction"):
+                         vec(damping, nv, 0.0, "damping"), vec(friction, nv, 0.0, "friction"),
+                         vec(np.full(nv, float(stiffness)) if np.ndim(stiffness) == 0 and stiffness is not None
+                             else stiffness, nv, 0.0, "stiffness"),
+                         _spring_ref(name, joint, spring_ref))
+        for what in ("armature", "damping", "friction", "stiffness"):
             x = getattr(spec, what)
             if not np.isfinite(x).all() or (x < 0).any():
                 raise ValueError(f"add_body({name!r}).{what}: expected finite values >= 0, got {x.tolist()}")
+        if joint.kind in J.QUAT_OFFSET and len(set(spec.stiffness[-3:].tolist())) > 1:
+            raise ValueError(f"add_body({name!r}).stiffness: a {joint.kind_name} joint's rotational stiffness is one "
+                             f"number (its spring acts on a rotation vector), got {spec.stiffness[-3:].tolist()}")
         self._bodies.append(spec)
         self._index[name] = len(self._bodies) - 1
         self._joint_names.add(joint_name)
@@ -387,6 +428,7 @@ class ModelBuilder:
         spec.lower, spec.upper = np.full(nq, -np.inf), np.full(nq, np.inf)
         spec.velocity, spec.effort = np.full(nv, np.inf), np.full(nv, np.inf)
         spec.armature, spec.damping, spec.friction = np.zeros(nv), np.zeros(nv), np.zeros(nv)
+        spec.stiffness, spec.spring_ref = np.zeros(nv), _spring_ref(spec.name, joint, None)
 
     def add_gear(self, follower: str, leader: str, ratio: float, offset: float = 0.0) -> None:
         """Couple two one-dof joints by a gear: q_follower = ratio * q_leader + offset.

@@ -232,6 +232,10 @@ def apply(model):
     model.armature = _readonly(G.T ** 2 @ np.asarray(full.armature))
     model.damping = _readonly(G.T ** 2 @ np.asarray(full.damping))
     model.friction = _readonly(np.abs(G.T) @ np.asarray(full.friction))
+    # springs: r^2 k seen at the reduced dof (the stiffness of G^T K G); the reference of the kept
+    # coordinates (the full tree's springs are what the kernels apply, on q_full = G q + o)
+    model.stiffness = _readonly(G.T ** 2 @ np.asarray(full.stiffness))
+    model.spring_ref = _readonly(np.array(full.spring_ref)[c.keep_q])
     model.dof_body = _readonly(np.array(full.dof_body)[c.keep_v])
     model.dof_parent = _readonly(np.full(c.nv, -1, dtype=np.int64))     # not tree-sparse: unused
     model._zero_v = _readonly(np.zeros(c.nv))

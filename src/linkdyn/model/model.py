@@ -20,6 +20,8 @@ on one movable joint, also numbered ``i``.  Shapes, with ``nb = nbody``:
     armature    (nv,)       rotor inertia on the diagonal of the mass matrix
     damping     (nv,)       viscous friction coefficients: tau += damping * v
     friction    (nv,)       Coulomb friction levels: tau += friction * sign(v)
+    stiffness   (nv,)       joint springs: tau += stiffness * (q - spring_ref) (linkdyn._kernels.springs)
+    spring_ref  (nq,)       the springs' reference configuration (jnt_spring_ref (nb, 7): per joint)
     gravity     (3,)        gravity in the world frame
     frame_body  (nf,)       body that carries each frame
     frame_R     (nf, 3, 3)  frame pose in that body
@@ -177,6 +179,9 @@ class Model:
         f["gravity"][:] = gravity
         f["damping"][:] = np.concatenate([b.damping for b in bodies]) if nv else []
         f["friction"][:] = np.concatenate([b.friction for b in bodies]) if nv else []
+        f["stiffness"][:] = np.concatenate([b.stiffness for b in bodies]) if nv else []
+        for i, b in enumerate(bodies):
+            f["jnt_spring_ref"][i, :len(b.spring_ref)] = b.spring_ref
         # one buffer: the model (read-only views) and the workspace of single-state calls
         self._packed, mi, mf, self._ws = layout.pack(mi, mf, layout.data_size(nb, nv))
         self._mi, self._mf = _readonly(mi), _readonly(mf)
@@ -188,6 +193,7 @@ class Model:
         for name_, view in layout.views(self._mf, layout.FLOAT_FIELDS, nb, nv).items():
             setattr(self, name_, view)
 
+        self.spring_ref = _readonly(np.concatenate([b.spring_ref for b in bodies]))
         self.lower = _readonly(np.concatenate([b.lower for b in bodies]))
         self.upper = _readonly(np.concatenate([b.upper for b in bodies]))
         self.velocity_limit = _readonly(np.concatenate([b.velocity for b in bodies]))

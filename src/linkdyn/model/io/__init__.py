@@ -6,8 +6,8 @@
   qpos / qvel conversions), a package with one module per concern;
 * BVH (motion capture skeletons) will come here too;
 * shared by the formats: ``safexml`` (untrusted XML parsed with defusedxml), ``_files``
-  (bounded reads of regular files only) and ``_mesh_inertia`` (mesh mass properties as
-  MuJoCo's compiler computes them).
+  (bounded reads of regular files only) and ``_mesh_inertia`` (the STL, OBJ and MSH readers and
+  mesh mass properties as MuJoCo's compiler computes them).
 
 Layering: this package builds models, so it may import :mod:`linkdyn.spatial`,
 ``linkdyn._kernels`` and the rest of :mod:`linkdyn.model` (``builder``, ``joints``, ``model``),

@@ -64,16 +64,20 @@ Mapping (the supported subset)
   force); ``frictionloss`` -> linkdyn's Coulomb ``friction`` (``tau += friction * sign(v)``; MuJoCo
   treats it as a soft constraint that can also hold the joint at rest: the two agree while the
   joint slides); ``joint_friction=False`` leaves damping and friction out; ``ref`` (see above);
-  ``actuatorfrcrange`` -> ``effort_limit`` (the larger magnitude).  ``stiffness`` (joint springs)
-  is not modelled (warning).
+  ``actuatorfrcrange`` -> ``effort_limit`` (the larger magnitude).  ``stiffness`` -> ``stiffness``
+  and ``springref`` -> ``spring_ref`` (joint springs, as MuJoCo's passive force: the reference is
+  ``springref`` for a hinge or slide, in the compiler's angle unit for a hinge, and the joint's
+  ``qpos0`` for a ball or free joint; read whatever ``joint_friction`` says).  ``springdamper``
+  (a spring from a time constant) is not modelled (warning).
 * ``<inertial pos quat.. mass diaginertia|fullinertia>``; without it (``inertiafromgeom="auto"``)
   or always (``"true"``) the body's mass properties are computed from its geoms as MuJoCo does:
   ``sphere``, ``capsule``, ``cylinder``, ``box``, ``ellipsoid`` (``size`` or ``fromto``), solid,
   ``density`` (default 1000) or ``mass``, geoms whose ``group`` is inside ``inertiagrouprange``.
   ``mesh`` geoms as MuJoCo's compiler does (the mesh's ``inertia="legacy|convex|exact|shell"``,
-  ``scale``, ``refpos``, ``refquat``; files read with trimesh, ``pip install 'linkdyn[meshes]'``,
-  or ``vertex``/``face`` given inline; without trimesh, or for MuJoCo's ``.msh`` format, the
-  geom is left out with a warning); ``plane``, ``hfield`` and ``sdf`` geoms carry no mass;
+  ``scale``, ``refpos``, ``refquat``; STL, OBJ and MuJoCo's binary ``.msh`` files read by
+  linkdyn itself, other formats through trimesh, ``pip install 'linkdyn[meshes]'`` (without it
+  such a geom is left out with a warning naming the missing package), or ``vertex``/``face``
+  given inline; a corrupt mesh file is an error naming the file); ``plane``, ``hfield`` and ``sdf`` geoms carry no mass;
   ``shellinertia`` on a primitive geom is refused.
 * ``<site>`` -> a frame named after the site on its body (unnamed sites are skipped; a site
   whose name is taken by a body gets ``"<name>_site"``, with a warning).

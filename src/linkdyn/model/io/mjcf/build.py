@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from .... import spatial
 from ... import joints as J
 from ...builder import Inertia, ModelBuilder
 from .common import _GEOM_TYPES, _I3, _WORLD, _Z3, MJCFError, MJCFInfo, _axis_angle, _pose, _unique, _warn
@@ -111,10 +112,6 @@ def _build(text, source, base_dir, gravity, joint_friction, return_info, default
     except RecursionError:
         raise MJCFError(f"{source}: the XML is nested too deeply") from None
     P.finish_inertia()
-    if P.stiff:
-        shown = ", ".join(repr(n) for n in P.stiff[:8]) + (", ..." if len(P.stiff) > 8 else "")
-        _warn(f"{source}: joint stiffness (springs) is not modelled; ignored for {len(P.stiff)} joint"
-              f"{'s' if len(P.stiff) > 1 else ''}: {shown}")
     if gravity is None:
         gravity = file_gravity if file_gravity is not None else (0.0, 0.0, -9.81)
     name = root.get("model") or default_name
@@ -127,8 +124,9 @@ def _build(text, source, base_dir, gravity, joint_friction, return_info, default
     used_joints = set(P.joint_names)
     q0_mj = []                  # MuJoCo's qpos0
 
-    def terms(j, nv):
-        kw = dict(armature=[j.armature] * nv)
+    def terms(j, nv, spring_ref=None):
+        # MuJoCo's qpos_spring: springref (hinge, slide), qpos0 (ball, free), with or without a spring
+        kw = dict(armature=[j.armature] * nv, stiffness=j.stiffness, spring_ref=spring_ref)
         if joint_friction:
             kw.update(damping=[j.damping] * nv, friction=[j.frictionloss] * nv)
         if np.isfinite(j.effort):
@@ -149,10 +147,10 @@ def _build(text, source, base_dir, gravity, joint_friction, return_info, default
             continue
         j0 = bd.joints[0]
         if j0.type == "free":
-            call(bd, b.add_body, bd.name, _WORLD, J.FreeFlyer(), placement=None, inertia=inertia,
-                 joint_name=j0.name, **terms(j0, 6))
             Rw, pw = bd.W
             w, x, y, z = _matrix_to_quat_wxyz(Rw)
+            call(bd, b.add_body, bd.name, _WORLD, J.FreeFlyer(), placement=None, inertia=inertia,
+                 joint_name=j0.name, **terms(j0, 6, [*pw, x, y, z, w]))
             q0_mj.extend([*pw, w, x, y, z])
             continue
         prev, T = bd.parent, (bd.R, bd.p)
@@ -170,7 +168,7 @@ def _build(text, source, base_dir, gravity, joint_friction, return_info, default
             placement = _pose(*_pose(*T, _I3, j.pos), *off)
             at_origin = not np.any(j.pos)
             carrier = bd.name if (last and at_origin) else _unique(f"{bd.name}::{j.name}", used_bodies)
-            kw = terms(j, joint.nv)
+            kw = terms(j, joint.nv, [j.springref] if j.type in ("hinge", "slide") else None)
             if j.type in ("hinge", "slide"):
                 kw.update(lower=[j.lower], upper=[j.upper])
             call(bd, b.add_body, carrier, prev, joint, placement=placement,
@@ -192,6 +190,7 @@ def _build(text, source, base_dir, gravity, joint_friction, return_info, default
             b.add_frame(fname, body, placement=(R, p))
 
     _equalities(P, b, root, taken, used_joints)
+    _tendon_springs_warning(P, root)
     settle = _collision_geometry(P, b, root)
     if contacts:
         _contact_geometry(P, b, root)
@@ -200,6 +199,9 @@ def _build(text, source, base_dir, gravity, joint_friction, return_info, default
         model = b.build()
         if settle is not None:
             model = settle(b, model, source)
+        sprung = {j.name: j for bd in P.bodies for j in bd.joints if j.springdamper is not None}
+        if sprung:
+            model = _springdampers(b, model, sprung, np.array(q0_mj, dtype=float), joint_friction)
     except ValueError as exc:
         raise MJCFError(f"{source}: {exc}") from None
     model.visuals = _geom_visuals(P, base_dir)
@@ -220,6 +222,104 @@ def _build(text, source, base_dir, gravity, joint_friction, return_info, default
                 raise a.err(f"qpos has {len(raw)} numbers, the model has nq = {nq_mj} (MuJoCo's layout)")
             keys[kname] = qpos_to_q(model, a.floats("qpos", nq_mj))
     return model, MJCFInfo(q0=q0, keyframes=keys)
+
+
+def _tendon_springs_warning(P, root):
+    """One warning naming the tendons whose spring or damper (``stiffness``, ``damping``, MuJoCo's
+    tendon passive force) linkdyn leaves out: joint springs are modelled, tendon springs are not."""
+    left = []
+    for ten in root.findall("tendon"):
+        for k, el in enumerate([*ten.findall("fixed"), *ten.findall("spatial")]):
+            name = el.get("name") or f"<{el.tag}> number {k + 1}"
+            where = f"<{el.tag} name={name!r}>"
+            a = _Attr(P.ctx, el, where, P.defaults.of(el, "tendon", None, where))
+            if a.number("stiffness", 0.0) != 0.0 or a.number("damping", 0.0) != 0.0:
+                left.append(name)
+    if left:
+        _warn(f"{P.ctx.source}: tendon springs and dampers (a tendon's stiffness, damping) are not modelled; "
+              f"left out for {len(left)} tendon{'s' if len(left) > 1 else ''}: {', '.join(map(repr, left[:8]))}"
+              f"{', ...' if len(left) > 8 else ''}")
+
+
+def _springdampers(b, model, sprung, q0_mj, joint_friction):
+    """MuJoCo's ``springdamper="timeconst dampratio"``: a joint's stiffness and damping set so
+    that it is a mass-spring-damper of that time constant and damping ratio, k = m0 /
+    (timeconst dampratio)^2 and b = 2 m0 / timeconst, with m0 = 1 / (M^-1)_dd at qpos0 (the
+    joint's effective inertia, MuJoCo's 1 / dof_invweight0: for a ball the mean of (M^-1)_dd over
+    its dofs, for a free joint over its translations; checked against MuJoCo in the tests).
+    ``b`` is rebuilt with them."""
+    full = model.full_model
+    Minv_diag = np.diag(np.linalg.inv(_mass_matrix(full, qpos_to_q(full, q0_mj))))
+    specs = {s.joint_name: s for s in b._bodies}
+    for i in range(1, full.nbody):
+        j = sprung.get(full._joint_names[i])
+        if j is None or full.jnt_nv[i] == 0:
+            continue
+        va, n = int(full.jnt_vadr[i]), int(full.jnt_nv[i])
+        m0 = 1.0 / np.mean(Minv_diag[va:va + min(n, 3)])
+        tc, ratio = j.springdamper
+        spec = specs[j.name]
+        spec.stiffness = np.full(n, m0 / (tc * tc * ratio * ratio))
+        if joint_friction:
+            spec.damping = np.full(n, 2.0 * m0 / tc)
+    return b.build()
+
+
+def _mass_matrix(model, q):
+    """M(q) (armature included) by composite rigid bodies (Featherstone 2008, sec. 6.2, in
+    NumPy: the model layer has no compiled CRBA) for the joints MJCF makes (revolute,
+    prismatic, spherical, free, fixed)."""
+    nb = model.nbody
+    Ic = np.array(model.inertia, dtype=float)
+    X = np.zeros((nb, 6, 6))            # motion transform from the parent's frame to the body's
+    for i in range(1, nb):
+        kind, qa = int(model.jnt_type[i]), int(model.jnt_qadr[i])
+        RJ, pJ = np.eye(3), np.zeros(3)
+        if kind == J.REVOLUTE:
+            RJ = _axis_angle(np.asarray(model.jnt_axis[i]), float(q[qa]))
+        elif kind == J.PRISMATIC:
+            pJ = np.asarray(model.jnt_axis[i]) * float(q[qa])
+        elif kind == J.SPHERICAL:
+            RJ = spatial.quat_to_matrix(q[qa:qa + 4])
+        elif kind == J.FREE:
+            RJ, pJ = spatial.quat_to_matrix(q[qa + 3:qa + 7]), np.array(q[qa:qa + 3])
+        R, p = model.R_tree[i] @ RJ, model.p_tree[i] + model.R_tree[i] @ pJ
+        px = np.array([[0.0, -p[2], p[1]], [p[2], 0.0, -p[0]], [-p[1], p[0], 0.0]])
+        X[i, :3, :3], X[i, :3, 3:], X[i, 3:, 3:] = R.T, -R.T @ px, R.T
+    for i in range(nb - 1, 0, -1):
+        if model.parent[i] > 0:
+            Ic[model.parent[i]] += X[i].T @ Ic[i] @ X[i]
+
+    def columns(i):
+        kind, n = int(model.jnt_type[i]), int(model.jnt_nv[i])
+        S = np.zeros((6, n))
+        if kind == J.REVOLUTE:
+            S[3:, 0] = model.jnt_axis[i]
+        elif kind == J.PRISMATIC:
+            S[:3, 0] = model.jnt_axis[i]
+        elif kind == J.SPHERICAL:
+            S[3:, :] = np.eye(3)
+        elif kind == J.FREE:
+            S[:, :] = np.eye(6)
+        return S
+
+    M = np.diag(np.array(model.armature, dtype=float))
+    for i in range(1, nb):
+        n = int(model.jnt_nv[i])
+        if n == 0:
+            continue
+        vi = slice(int(model.jnt_vadr[i]), int(model.jnt_vadr[i]) + n)
+        F = Ic[i] @ columns(i)
+        M[vi, vi] += columns(i).T @ F
+        j = i
+        while model.parent[j] > 0:
+            F = X[j].T @ F
+            j = int(model.parent[j])
+            if model.jnt_nv[j]:
+                vj = slice(int(model.jnt_vadr[j]), int(model.jnt_vadr[j]) + int(model.jnt_nv[j]))
+                M[vi, vj] = F.T @ columns(j)
+                M[vj, vi] = M[vi, vj].T
+    return M
 
 
 def _geom_visuals(P, base_dir):

@@ -68,7 +68,7 @@ def _mesh_geom_inertia(ctx, a):
     """(mass, R, p, diag inertia) of a mesh geom, as MuJoCo's compiler computes it
     (:mod:`linkdyn.model.io._mesh_inertia`: the mesh's ``inertia`` mode, its ``scale``, ``refpos``
     and ``refquat``; the geom's ``density`` or ``mass``); None, with a warning, when the mesh
-    cannot be read here (no trimesh, or MuJoCo's own .msh format)."""
+    cannot be read here (a format other than STL, OBJ and MSH, without the optional reader it needs)."""
     name = a.raw("mesh")
     if not name:
         raise a.err("a mesh geom needs a 'mesh' attribute")
@@ -144,11 +144,6 @@ class _MeshAssets:
             f = a.raw("file")
             if not f:
                 raise a.err("a mesh needs a 'file' or 'vertex' attribute")
-            if f.lower().endswith(".msh"):
-                self.ctx.warn(gel, where, f"the mesh {name!r} is in MuJoCo's .msh format, which linkdyn does not read: "
-                                          "left out of the body's inertia (give the body an <inertial> element)")
-                self.cache[name] = None
-                return None
             if self.folder is None:
                 raise a.err(f"the model was given as text without base_dir, so the mesh file {f!r} cannot be "
                             "looked up (use load_mjcf(path) or parse_mjcf(text, base_dir=...))")
@@ -158,13 +153,16 @@ class _MeshAssets:
                 raise a.err(f"cannot read the mesh file {str(self.folder / f)!r}: no such file") from None
             try:
                 V, F = mi.load_mesh(path)
-            except ImportError:
-                self.ctx.warn(gel, where, f"the mesh {name!r} is left out of the body's inertia: reading mesh files "
-                                          "needs trimesh (pip install 'linkdyn[meshes]')")
+            except mi.MeshReaderMissing as exc:
+                self.ctx.warn(gel, where, f"the mesh {name!r} is left out of the body's inertia: {exc}")
                 self.cache[name] = None
                 return None
-            except (OSError, ValueError) as exc:
+            except mi.MeshFileError as exc:
+                raise a.err(str(exc)) from None
+            except OSError as exc:
                 raise a.err(f"cannot read the mesh file {str(path)!r}: {exc}") from None
+            if len(F) == 0:
+                mode = "convex"             # an MSH file without faces: MuJoCo makes them from the convex hull
         refpos = a.floats("refpos", 3, [0.0, 0.0, 0.0])
         V = V - refpos
         if a.has("refquat"):

@@ -28,6 +28,9 @@ class _Joint:
     frictionloss: float
     effort: float
     ball_max: float | None = None     # a ball joint's range "0 X": X in radians
+    stiffness: float = 0.0            # the joint's spring (MuJoCo's jnt_stiffness)
+    springref: float = 0.0            # a hinge's or slide's spring reference (qpos_spring), radians for a hinge
+    springdamper: tuple | None = None  # (time constant, damping ratio), both > 0: k and b from M(qpos0)
 
 
 @dataclass
@@ -77,7 +80,6 @@ class _Parser:
         self.joint_names = set()
         self.joint_info = {}        # name -> _Joint
         self.site_info = {}         # name -> (body name, R, p)
-        self.stiff = []             # joints with a spring (stiffness), reported once
         self.geoms = []             # (element, body name, R, p of its frame in the body, childclass, where)
         self.flags = {}             # <option><flag ...> values that matter for contacts
 
@@ -347,9 +349,13 @@ class _Parser:
                     lo, hi = ang(r[0]), ang(r[1])
             elif a.has("range"):
                 a.floats("range", 2)
-        if el.tag == "joint":
-            if a.has("stiffness") and a.number("stiffness") != 0.0:
-                self.stiff.append(name)
+        stiff = a.nonneg("stiffness") if el.tag == "joint" else 0.0
+        springref = ang(a.number("springref", 0.0)) if el.tag == "joint" and jtype in ("hinge", "slide") else 0.0
+        springdamper = None
+        if el.tag == "joint" and a.has("springdamper"):
+            sd = a.floats("springdamper", 2)
+            if sd[0] > 0.0 and sd[1] > 0.0:         # MuJoCo: only when both are positive
+                springdamper = (float(sd[0]), float(sd[1]))
         arm = a.nonneg("armature") if el.tag == "joint" else 0.0
         damp = a.nonneg("damping") if el.tag == "joint" else 0.0
         fl = a.nonneg("frictionloss") if el.tag == "joint" else 0.0
@@ -360,7 +366,7 @@ class _Parser:
             if fr[0] > fr[1]:
                 raise a.err(f"{a.desc('actuatorfrcrange', a.raw('actuatorfrcrange'))}: lower above upper")
             effort = float(np.max(np.abs(fr)))
-        j = _Joint(name, jtype, pos, axis, ref, lo, hi, arm, damp, fl, effort, ball_max)
+        j = _Joint(name, jtype, pos, axis, ref, lo, hi, arm, damp, fl, effort, ball_max, stiff, springref, springdamper)
         self.joint_info[name] = j
         return j
 
