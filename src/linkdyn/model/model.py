@@ -269,12 +269,12 @@ class Model:
             # above) and solved in reduced coordinates by linkdyn.loops (J_C G); a cut joint is a
             # joint of the virtually cut tree and cannot also be geared
             cuts = {lp.joint_name for lp in self.loops if lp.virtual is not None}
-            for g in gears:
-                for n in (g.follower, g.leader):
-                    if n in cuts:
-                        raise ValueError(f"model {name!r}: gear {g.follower!r} -> {g.leader!r} couples the cut joint "
-                                         f"{n!r} of a loop closure; gear the joints of the real chain instead")
             from . import gears as _gears
+            for g in gears:
+                for n in _gears.coupled_joints(g):
+                    if n in cuts:
+                        raise ValueError(f"model {name!r}: {_gears._describe(g)} couples the cut joint "
+                                         f"{n!r} of a loop closure; gear the joints of the real chain instead")
             _gears.reduce(self, gears)
 
     # --- pickling (multiprocessing, Dask workers) -----------------------------------------
