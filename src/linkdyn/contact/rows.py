@@ -281,8 +281,8 @@ class UnitCatalog:
         self.balls = []            # (body index, joint)
         if limits:
             for i in range(1, model.nbody):
-                if model.is_virtual[i]:
-                    continue
+                if model.is_virtual[i] or (model._full is not None and model.jnt_nq[i] == 0):
+                    continue        # a virtual link; a coupled joint without a coordinate (its limits: below)
                 kind = int(model.jnt_type[i])
                 qa, va = int(model.jnt_qadr[i]), int(model.jnt_vadr[i])
                 jn = model._joint_names[i]

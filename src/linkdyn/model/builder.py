@@ -424,7 +424,7 @@ class ModelBuilder:
         (:meth:`add_gear`).  Other joints of a coupling may themselves depend on other gears or
         couplings; dependencies that are cyclic are solved together, and refused (with a message)
         when they determine no dependent joint.  The same coupling on the uncoupled tree, through
-        the constraint layer: :class:`linkdyn.constraints.JointCoupling`."""
+        the constraint layer: :class:`linkdyn.constraints.LinearCoupling`."""
         from .gears import JointCoupling
         if not isinstance(terms, Mapping) or len(terms) < 2:
             raise TypeError(f"add_coupling: terms must be a mapping {{joint name: coefficient}} of at least two "

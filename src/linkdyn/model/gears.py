@@ -315,7 +315,7 @@ def _resolve(rows, joint_names):
             raise ValueError("the couplings of joints " + ", ".join(repr(joint_names[f]) for f in dep)
                              + " have cyclic dependencies that determine no dependent joint (A_D singular): "
                              "choose other dependent joints, or hold the coupling through the constraint layer "
-                             "(linkdyn.constraints.JointCoupling on the uncoupled model)") from None
+                             "(linkdyn.constraints.LinearCoupling on the uncoupled model)") from None
         X = np.linalg.solve(A_D, np.column_stack([b, -A_I]))
         for r, f in enumerate(dep):
             memo[f] = ({i: float(X[r, 1 + c]) for c, i in enumerate(indep) if X[r, 1 + c] != 0.0}, float(X[r, 0]))
