@@ -12,6 +12,7 @@ import pytest
 import linkdyn as ld
 from linkdyn import interop
 from linkdyn.constraints import LinearCoupling, constrained_dynamics
+from linkdyn.model import GearWarning
 from linkdyn.model import joints as J
 
 from test_gears import _close, _inertia, _one_dof, _placement
@@ -31,9 +32,11 @@ def coupled_tree(seed=0, coupled=True, floating=True, dependent=None, limits=Fal
         root = "base"
 
     def add(name, parent, joint=None, **kw):
-        b.add_body(name, parent, joint or _one_dof(rng), placement=_placement(rng), inertia=_inertia(rng),
-                   joint_name="j" + name, armature=[rng.uniform(0, 0.05)] if joint is None else None,
-                   damping=[rng.uniform(0, 0.5)] if joint is None else None, **kw)
+        joint = joint or _one_dof(rng)
+        one = joint.nv == 1
+        b.add_body(name, parent, joint, placement=_placement(rng), inertia=_inertia(rng),
+                   joint_name="j" + name, armature=[rng.uniform(0, 0.05)] if one else None,
+                   damping=[rng.uniform(0.1, 0.5)] if one else None, **kw)
 
     add("a", root, J.Revolute([0, 0, 1]))
     add("b", "a")
@@ -104,7 +107,8 @@ def test_cyclic_dependencies_are_solved_together():
         b.add_body(n, p, _one_dof(rng), placement=_placement(rng), inertia=_inertia(rng), joint_name="j" + n)
     b.add_coupling({"jb": 1.0, "jd": 2.0, "je": -0.5}, offset=0.3, dependent="jb")
     b.add_gear("je", "jb", 0.4, 0.1)
-    m = b.build()
+    with pytest.warns(GearWarning, match="jb"):     # both follow jd alone, across branches: G^T M G
+        m = b.build()
     assert m.nv == 2
     q = rng.standard_normal(2)
     qf = m.expand(q)
@@ -267,3 +271,37 @@ def test_quadruped_simulates_with_its_couplings_held():
     assert hit, "no ankle reached its limit: the limit rows went untested"
     # the legs moved: the motion is not trivially the rest pose
     assert np.ptp(Q[:, m.q_index("knee_front_left")]) > 1e-3
+
+
+def test_joint_damping_of_a_dependent_joint_has_cross_terms():
+    # rnea = D a + C v + G + F: F of a coupled model is G^T (d * G v), not diagonal in v
+    m = coupled_tree(seed=3)
+    rng = np.random.default_rng(6)
+    q, v, a = _coupled_state(m, rng)
+    t = ld.lagrangian_terms(m, q, v)
+    _close(t.D @ a + t.C @ v + t.G + t.F, ld.rnea(m, q, v, a), 1e-10)
+    G, d = m.coupling_matrix(), m.full_model.damping
+    _close(t.F, G.T @ (d * (G @ v)), 1e-13)
+    from linkdyn.sim.steps import joint_friction_power
+    assert abs(joint_friction_power(m, v) - v @ t.F) < 1e-12 * max(1.0, abs(v @ t.F))
+
+
+def test_the_limits_of_a_dependent_joint_are_rows_over_its_dofs():
+    from linkdyn.contact.rows import UnitCatalog
+    m = coupled_tree(seed=4, limits=True, dependent="jd")     # jd in [-0.4, 0.5] depends on jb and je
+    full = m.full_model
+    k = full.q_index("jd")
+    cat = UnitCatalog(m, contacts=False)
+    sel = [cat.names.index("jd.lower"), cat.names.index("jd.upper")]
+    assert sum(n.startswith("jd") for n in cat.names) == 2
+    rng = np.random.default_rng(7)
+    q, v, _ = _coupled_state(m, rng)
+    u = cat.units(q, v, select=sel)
+    qd = m.expand(q)[k]
+    _close(u.gap, [qd + 0.4, 0.5 - qd], 1e-14)
+    _close(cat.gaps(q)[sel], u.gap, 1e-14)
+    # the rows are the gaps' derivatives along the tangent directions
+    eps = 1e-6
+    fd = np.column_stack([(cat.gaps(ld.integrate(m, q, eps * e))[sel] - cat.gaps(ld.integrate(m, q, -eps * e))[sel])
+                          / (2 * eps) for e in np.eye(m.nv)])
+    _close(u.N, fd, 1e-8)
