@@ -74,6 +74,13 @@ def test_the_dependent_row_of_G_and_the_coupling_holds():
     aq, av = LinearCoupling(COEF, OFFSET).terms_of(full)
     assert abs(aq @ qf - OFFSET) < 1e-14 and abs(av @ vf) < 1e-14
     _close(m.reduce(qf), q, 0)
+    assert repr(m).endswith(", 1 coupling>")
+    # pickling and rebuilding keep the coupling
+    import pickle
+    for m2 in (pickle.loads(pickle.dumps(m)), ld.ModelBuilder.from_model(m).build()):
+        assert m2.gears == m.gears
+        _close(m2.coupling_matrix(), G, 0)
+        _close(ld.aba(m2, q, v, v), ld.aba(m, q, v, v), 1e-12)
     assert m.q_slice("je") == slice(m.q_index("je"), m.q_index("je"))     # no coordinate of its own
 
 
@@ -244,7 +251,6 @@ def canonical_q(model, q):
     return q
 
 
-@pytest.mark.slow
 def test_quadruped_simulates_with_its_couplings_held():
     mj = pytest.importorskip("mujoco")
     m = _quadruped()

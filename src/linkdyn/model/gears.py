@@ -1,9 +1,17 @@
-"""Gear couplings between joints, and the model in reduced coordinates they make.
+"""Gear couplings between joints, linear couplings of several joints, and the model in reduced
+coordinates they make.
 
-A gear (a URDF ``<mimic>``, an MJCF joint or fixed-tendon equality, or
+A gear (a URDF ``<mimic>``, an MJCF joint or two-joint fixed-tendon equality, or
 :meth:`ModelBuilder.add_gear`) ties a one-dof joint, the *follower*, to another, the *leader*:
 
     q_f = gamma q_l + offset,   so   q'_f = gamma q'_l,   q''_f = gamma q''_l.
+
+A linear coupling (:class:`JointCoupling`, :meth:`ModelBuilder.add_coupling`, an MJCF fixed-tendon
+equality of more joints) ties several: sum_i c_i q_i = offset, its *dependent* joint d following
+all the others, q_d = (offset - sum_{i != d} c_i q_i) / c_d; a gear is the two-joint case, and
+the dependent's row of G below has an entry per joint it depends on.  Its limits cannot narrow a
+box of one reduced coordinate: they stay rows over the joints it depends on
+(:meth:`Coupling.row`, held by :mod:`linkdyn.contact.rows`).
 
 A geared model runs in reduced coordinates, as Pinocchio's ``mimic=True`` models do: ``model.nq``
 and ``model.nv`` count the independent coordinates, a follower has no coordinate of its own
@@ -12,8 +20,8 @@ coordinates of the uncoupled tree (``model.full_model``) are
 
     q_full = expand(q),   v_full = G v,   a_full = G a,
 
-with G = ``model.coupling_matrix()`` (nv_full x nv, one non-zero per row: the ratio of the
-follower, 1 for the other coordinates).  As q_full is affine in q, the reduced dynamics is the
+with G = ``model.coupling_matrix()`` (nv_full x nv: one non-zero per row, the ratio of a gear's
+follower and 1 for the other coordinates; a linear coupling's dependent has several).  As q_full is affine in q, the reduced dynamics is the
 full one projected (the principle of virtual work):
 
     M_r = G^T M(q_full) G,   tau_r = G^T RNEA(q_full, G v, G a),   J_r = J(q_full) G,
@@ -25,7 +33,9 @@ follower's parent is its leader, or another follower of the same leader, eqs. 30
 *parallel* (leader and follower are siblings, eqs. 36-40), the two cases that recursion can fold
 in (a leader hanging from its follower is serial too).  Any other coupling (e.g. leader and follower on different branches) is solved through the
 reduced inertia G^T M G instead (the same answer as a KKT solve with the coupling as a
-constraint, O(n^3)); the model says so with a :class:`GearWarning` when it is built.
+constraint, O(n^3)); the model says so with a :class:`GearWarning` when it is built.  A model with
+a joint that depends on several is always solved so, without a warning (the recursion's group of
+one reduced dof does not describe it; the answer is the same).
 """
 from __future__ import annotations
 

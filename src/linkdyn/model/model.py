@@ -465,4 +465,9 @@ class Model:
         return (f"<linkdyn.Model {self.name!r}: {self.nbody - 1} bodies ({ks}), nq={self.nq}, nv={self.nv}, "
                 f"{self.nframes} frames, mass {self.total_mass:.3f}"
                 + (f", {self.nloops} loop{'s' if self.nloops > 1 else ''}" if self.nloops else "")
-                + (f", {len(self.gears)} gear{'s' if len(self.gears) > 1 else ''}" if self.gears else "") + ">")
+                + "".join(f", {n} {w}{'s' if n > 1 else ''}" for n, w in self._coupling_counts() if n) + ">")
+
+    def _coupling_counts(self):
+        from .gears import JointCoupling
+        nc = sum(isinstance(g, JointCoupling) for g in self.gears)
+        return (len(self.gears) - nc, "gear"), (nc, "coupling")
