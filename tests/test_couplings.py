@@ -58,7 +58,9 @@ def _coupled_state(model, rng):
 
 
 def test_the_dependent_row_of_G_and_the_coupling_holds():
-    m = coupled_tree()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")            # solved through G^T M G, same answer: no warning
+        m = coupled_tree()
     full = m.full_model
     assert (m.nq, m.nv) == (full.nq - 1, full.nv - 1)
     G = m.coupling_matrix()
@@ -150,6 +152,12 @@ def test_builder_refuses_bad_couplings():
     b.add_coupling({"ja": 1, "jb": 1})
     with pytest.raises(ValueError, match="spherical|only revolute"):
         b.build()
+
+
+def test_to_pinocchio_refuses_a_coupling_of_several_joints():
+    pytest.importorskip("pinocchio")
+    with pytest.raises(NotImplementedError, match="mimic joint follows one joint"):
+        interop.to_pinocchio(coupled_tree(floating=False))
 
 
 def test_derivatives_through_the_coupling_match_finite_differences():
