@@ -335,3 +335,24 @@ def test_quadruped_energy_ledger_closes_with_the_coupled_damping():
         sim.run(0.5)
     checks = sim.checks()
     assert checks.ok, checks
+
+
+def test_loops_with_a_coupling_of_several_joints():
+    # two four-bar fingers, the right crank tied to the left crank and rocker: the closed-chain solve in
+    # reduced coordinates (J_C G) against the uncoupled tree's loops plus the coupling as a constraint
+    from linkdyn import loops
+    from test_gear_loops import closed_state, gripper
+    coef = {"crank_L": 0.5, "rocker_L": -0.3, "crank_R": 1.0}
+    un = gripper(gear=False)
+    b = ld.ModelBuilder.from_model(un)
+    b.add_coupling(coef, offset=0.2)
+    m = b.build()
+    assert m.nv == un.nv - 1
+    G = m.coupling_matrix()
+    for seed in range(2):
+        q, v, tau = closed_state(m, seed)
+        assert np.abs(loops.loop_error(m, q)).max() < 1e-9
+        qdd = loops.constrained_dynamics(m, q, v, tau)
+        qf, vf = m.expand(q, v)
+        res = constrained_dynamics(un, qf, vf, np.linalg.pinv(G.T) @ tau, [LinearCoupling(coef, 0.2)])
+        _close(G @ qdd, res.qdd, 1e-8)

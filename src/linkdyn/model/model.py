@@ -131,7 +131,8 @@ class Model:
     #: ``DHLink``) and its convention ("standard" or "modified"); None for any other model
     dh_links = None
     dh_convention = None
-    #: gear couplings (:class:`linkdyn.model.gears.Gear`) that put the model in reduced coordinates
+    #: gear couplings (:class:`linkdyn.model.gears.Gear`) and linear couplings of several joints
+    #: (:class:`linkdyn.model.gears.JointCoupling`) that put the model in reduced coordinates
     gears: tuple = ()
     _full = None        # the uncoupled tree of a geared model (see full_model)
     _collider = None    # linkdyn.contact.collision's workspaces, made on first use (not pickled)
