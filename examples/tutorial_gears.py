@@ -93,3 +93,26 @@ assert model.upper[1] == 1.2 and np.all(grip <= 1.2 + 1e-9) and grip.max() > 1.2
 assert sim.checks().ok
 print(sim.checks())
 # --8<-- [end:simulate]
+
+# --8<-- [start:coupling]
+# A linear coupling of three joints (dm_control's quadruped ties pitch, knee and ankle so):
+# 0.5 q_hip + 1 q_knee + 0.5 q_ankle = 0, the ankle (the last joint named) dependent on the other two.
+b = ld.ModelBuilder("leg")
+for name, parent in (("thigh", "world"), ("shin", "thigh"), ("foot", "shin")):
+    b.add_body(name, parent, ld.Revolute([0, 1, 0]), placement=(np.eye(3), [0, 0, -0.3 if parent != "world" else 0]),
+               inertia=ld.Inertia(1.0, [0, 0, -0.15], np.diag([0.01, 0.01, 0.001])),
+               joint_name={"thigh": "hip", "shin": "knee", "foot": "ankle"}[name],
+               lower=[-1.0], upper=[1.0])
+b.add_coupling({"hip": 0.5, "knee": 1.0, "ankle": 0.5}, offset=0.0)
+leg = b.build()
+G = leg.coupling_matrix()                      # q_ankle = -q_hip - 2 q_knee: two entries in its row
+assert leg.nv == 2 and np.allclose(G[2], [-1.0, -2.0])
+q = np.array([0.2, -0.3])
+assert np.allclose(leg.expand(q), [0.2, -0.3, 0.4])
+assert np.allclose(ld.crba(leg, q), G.T @ ld.crba(leg.full_model, leg.expand(q)) @ G)
+# the same coupling held by the constraint layer on the uncoupled tree gives the same motion
+from linkdyn.constraints import LinearCoupling, constrained_dynamics  # noqa: E402
+qf, vf = leg.expand(q, np.array([0.5, 0.1]))
+free = constrained_dynamics(leg.full_model, qf, vf, np.zeros(3), [LinearCoupling({"hip": 0.5, "knee": 1.0, "ankle": 0.5})])
+assert np.allclose(free.qdd, G @ ld.aba(leg, q, np.array([0.5, 0.1]), np.zeros(2)))
+# --8<-- [end:coupling]

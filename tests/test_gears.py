@@ -332,8 +332,13 @@ def test_mjcf_tendon_equality_becomes_a_gear():
     m = ld.parse_mjcf(xml.replace('tendon1="t" polycoef="0.3 0 0 0 0"', 'tendon1="u" tendon2="w" polycoef="0 -3 0 0 0"'))
     # q3 - 0 = -3 (q1 - 0.1)  ->  q3 = -3 q1 + 0.3
     assert [tuple(g) for g in m.gears] == [("j3", "j1", pytest.approx(-3.0), pytest.approx(0.3))]
-    with pytest.raises(NotImplementedError, match="exactly two"):
+    with pytest.raises(NotImplementedError, match="alone"):          # c1 = 0: u alone, j3 locked
         ld.parse_mjcf(xml.replace('tendon1="t"', 'tendon1="u" tendon2="t"'))
+    # three joints: q3 = c1 (2 q2 - q1 + 0.1) -> a linear coupling, j1 (listed last) dependent
+    m = ld.parse_mjcf(xml.replace('tendon1="t" polycoef="0.3 0 0 0 0"', 'tendon1="u" tendon2="t" polycoef="0 2 0 0 0"'))
+    (g,) = m.gears
+    assert isinstance(g, ld.model.JointCoupling) and g.dependent == "j1"
+    assert dict(g.terms) == {"j3": 1.0, "j2": -4.0, "j1": 2.0} and g.offset == pytest.approx(0.2)
     with pytest.raises(NotImplementedError, match="nonlinear"):
         ld.parse_mjcf(xml.replace('polycoef="0.3 0 0 0 0"', 'polycoef="0 1 1 0 0"'))
 

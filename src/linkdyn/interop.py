@@ -56,9 +56,13 @@ def to_pinocchio(model: Model) -> tuple[pinocchio.Model, dict[int, int]]:
         pm, jid = to_pinocchio(model._full)
         c = model._coupling
         full = model._full
+        if c.multi:
+            raise NotImplementedError(f"to_pinocchio: model {model.name!r} couples joint(s) "
+                                      f"{[full._joint_names[i] for i in c.multi]} to several joints at once "
+                                      "(ModelBuilder.add_coupling); a Pinocchio mimic joint follows one joint")
         for f, lead in sorted(model._coupling.leader.items()):
             k = int(full.jnt_qadr[f])
-            pm = pin.transformJointIntoMimic(pm, jid[lead], jid[f], float(c.qscale[k]), float(c.qoff[k]))
+            pm = pin.transformJointIntoMimic(pm, jid[lead], jid[f], float(c.qscale[k, 0]), float(c.qoff[k]))
         pm.armature = np.array(model.armature)           # the reduced dofs': sum of ratio^2 x armature
         return pm, jid
     pm = pin.Model()

@@ -17,9 +17,10 @@ May import: linkdyn._kernels, spatial, _api, model, kinematics, dynamics, and it
 loops and contact.  Imported by: structure, sim, control, models, the top-level ``linkdyn``.
 """
 from .derivatives import ConstrainedDynamicsDerivatives, constrained_dynamics_derivatives
-from .dynamics import (Constraint, Custom, Distance, FrameFixed, PointFixed, PointOnPlane, Prepared, Result,
+from .dynamics import (Constraint, Custom, Distance, FrameFixed, LinearCoupling, PointFixed, PointOnPlane, Prepared,
+                       Result,
                        _point_terms, constrained_dynamics, prepare)
 
-__all__ = ["Constraint", "PointFixed", "PointOnPlane", "FrameFixed", "Distance", "Custom", "Result",
+__all__ = ["Constraint", "PointFixed", "PointOnPlane", "FrameFixed", "Distance", "Custom", "LinearCoupling", "Result",
            "constrained_dynamics", "prepare", "Prepared", "ConstrainedDynamicsDerivatives",
            "constrained_dynamics_derivatives"]

@@ -46,6 +46,7 @@ import scipy.linalg
 from ..dynamics.crba import crba
 from ..dynamics.rnea import nonlinear_effects
 from ..kinematics import frame_pose, frame_velocity, jacobian, jacobian_dot_times_v
+from ..model import joints as _J
 
 if TYPE_CHECKING:
     from numpy.typing import ArrayLike, NDArray
@@ -209,6 +210,35 @@ class Custom(Constraint):
             raise ValueError(f"Custom {self.name!r}: expected J of shape (m, {model.nv}) and Jdot_v of shape (m,), "
                              f"finite; got {J.shape} and {jdv.shape}")
         return J, jdv, (None if c is None else np.atleast_1d(np.asarray(c, dtype=float)))
+
+
+@dataclass
+class LinearCoupling(Constraint):
+    """A linear coupling of one-dof joints held as a constraint row on the uncoupled tree,
+    sum_i coefficients[i] q_i = ``offset`` (one row: J = the coefficients at the joints' velocities,
+    J' v = 0, error sum_i coefficients[i] q_i - offset).  The same coupling in reduced coordinates is
+    :meth:`linkdyn.ModelBuilder.add_coupling` (tests/test_couplings.py checks that the two give
+    the same motion); this form holds it where no joint is to be eliminated.  lambda is the
+    generalized force along the coefficients."""
+    coefficients: dict
+    offset: float = 0.0
+    size = 1
+
+    def terms_of(self, model: Model) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+        """(a_q (nq,), a_v (nv,)): the coefficients at the joints' coordinates and velocities."""
+        aq, av = np.zeros(model.nq), np.zeros(model.nv)
+        for n, k in dict(self.coefficients).items():
+            i = model.joint_id(n)
+            if int(model.jnt_type[i]) not in (_J.REVOLUTE, _J.PRISMATIC) or model.jnt_nq[i] != 1:
+                raise ValueError(f"LinearCoupling: joint {n!r} of model {model.name!r} is not a one-dof revolute or "
+                                 "prismatic joint with its own coordinate")
+            aq[model.jnt_qadr[i]] += float(k)
+            av[model.jnt_vadr[i]] += float(k)
+        return aq, av
+
+    def terms(self, model: Model, q: NDArray[np.float64], v: NDArray[np.float64]) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64] | None]:
+        aq, av = self.terms_of(model)
+        return av[None, :], np.zeros(1), np.array([aq @ q - float(self.offset)])
 
 
 @dataclass

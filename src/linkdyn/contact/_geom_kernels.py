@@ -212,10 +212,13 @@ def _add_columns(J0, vadr, jnv, vsrc, vscale, b, sign, x, n, t1, t2, N, T, r):
         # the point velocity of dof d's world-origin twist (v_o, w): v_o + w x x
         w = (J0[d, 3], J0[d, 4], J0[d, 5])
         u = add((J0[d, 0], J0[d, 1], J0[d, 2]), cross(w, x))
-        c, s = vsrc[d], sign * vscale[d]
-        N[r, c] += s * dot(n, u)
-        T[r, 0, c] += s * dot(t1, u)
-        T[r, 1, c] += s * dot(t2, u)
+        un, ut1, ut2 = dot(n, u), dot(t1, u), dot(t2, u)
+        for t in range(vsrc.shape[1]):          # every reduced dof the full dof d depends on
+            c, s = vsrc[d, t], sign * vscale[d, t]
+            if s != 0.0:
+                N[r, c] += s * un
+                T[r, 0, c] += s * ut1
+                T[r, 1, c] += s * ut2
 
 
 @njit(cache=True)
@@ -223,16 +226,21 @@ def geom_rows_kernel(mi, mf, ws, qsrc, qscale, qoff, vsrc, vscale, q, v, with_dr
                      J0, qf, vf, af, gap, N, T, dn, dt, point, frame):
     """The rows of the first ``ncon`` contacts of ``con_i`` (geom1, geom2) and ``con_f`` (dist,
     pos, normal, ...) (the collider's tables) at the reduced state (q, v) of a model whose full
-    tree is (mi, mf) with workspace ws: q_full = qscale q[qsrc] + qoff, v_full = vscale v[vsrc]
-    (the identity without gears).  Writes gap (ncon,), N (ncon, nv), T (ncon, 2, nv), with
+    tree is (mi, mf) with workspace ws: q_full[k] = qoff[k] + sum_t qscale[k, t] q[qsrc[k, t]],
+    v_full[k] = sum_t vscale[k, t] v[vsrc[k, t]] (linkdyn.model.gears.Coupling; the identity
+    without gears, one term per row).  Writes gap (ncon,), N (ncon, nv), T (ncon, 2, nv), with
     ``with_drift`` dn (ncon,) and dt (ncon, 2), point (ncon, 3), frame (ncon, 3, 3); scratch:
     J0 (nv_full, 6), qf, vf, af.  Returns OK or the status of a bad q or v (passes.check_inputs)."""
     nb, nq, nvf = model_sizes(mi)
     for k in range(nq):
-        qf[k] = qscale[k] * q[qsrc[k]] + qoff[k]
+        qf[k] = qoff[k]
+        for t in range(qsrc.shape[1]):
+            qf[k] += qscale[k, t] * q[qsrc[k, t]]
     if with_drift:
         for k in range(nvf):
-            vf[k] = vscale[k] * v[vsrc[k]]
+            vf[k] = 0.0
+            for t in range(vsrc.shape[1]):
+                vf[k] += vscale[k, t] * v[vsrc[k, t]]
             af[k] = 0.0
         st = check_inputs(mi, qf, vf, af, True)
     else:

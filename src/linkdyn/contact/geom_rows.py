@@ -81,13 +81,14 @@ class GeomRows:
         cap = max(self.collider.maxcon, 1)
         nv, nvf = model.nv, full.nv
         if model._full is None:
-            self.qsrc, self.qscale, self.qoff = np.arange(full.nq), np.ones(full.nq), np.zeros(full.nq)
-            self.vsrc, self.vscale = np.arange(nvf), np.ones(nvf)
+            self.qsrc, self.qscale, self.qoff = np.arange(full.nq)[:, None], np.ones((full.nq, 1)), np.zeros(full.nq)
+            self.vsrc, self.vscale = np.arange(nvf)[:, None], np.ones((nvf, 1))
         else:
             c = model._coupling
             self.qsrc, self.qscale, self.qoff = (np.ascontiguousarray(x) for x in (c.qsrc, c.qscale, c.qoff))
             self.vsrc, self.vscale = np.ascontiguousarray(c.vsrc), np.ascontiguousarray(c.vscale)
-        self.qsrc, self.vsrc = self.qsrc.astype(np.int64), self.vsrc.astype(np.int64)
+        self.qsrc, self.vsrc = (np.ascontiguousarray(x, dtype=np.int64) for x in (self.qsrc, self.vsrc))
+        self.qscale, self.vscale = np.ascontiguousarray(self.qscale), np.ascontiguousarray(self.vscale)
         self.ws = np.zeros(data_size(full.nbody, nvf))
         self.J0, self.qf, self.vf, self.af = np.zeros((nvf, 6)), np.zeros(full.nq), np.zeros(nvf), np.zeros(nvf)
         self.gap, self.N, self.T = np.zeros(cap), np.zeros((cap, nv)), np.zeros((cap, 2, nv))

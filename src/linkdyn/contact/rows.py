@@ -277,11 +277,12 @@ class UnitCatalog:
                     if pl.body != c.body:
                         self.pairs.append((ci, pi))
         self.coord_limits = []     # (name, q index, v index, sign, bound)
+        self._row_limits = {}      # index in coord_limits -> (a_q (nq,), a_v (nv,), o): a row limit
         self.balls = []            # (body index, joint)
         if limits:
             for i in range(1, model.nbody):
-                if model.is_virtual[i]:
-                    continue
+                if model.is_virtual[i] or (model._full is not None and model.jnt_nq[i] == 0):
+                    continue        # a virtual link; a coupled joint without a coordinate (its limits: below)
                 kind = int(model.jnt_type[i])
                 qa, va = int(model.jnt_qadr[i]), int(model.jnt_vadr[i])
                 jn = model._joint_names[i]
@@ -296,6 +297,17 @@ class UnitCatalog:
                 if kind in (J.SPHERICAL, J.SPHERICAL_ZYX) and (getattr(joint, "swing", None) is not None
                                                                or getattr(joint, "twist", None) is not None):
                     self.balls.append((i, joint))
+            # a joint that depends on several dofs through a linear coupling (linkdyn.model.gears):
+            # its limits are rows over those dofs, q_dep = o + a . q
+            full = model.full_model
+            for i in (model._coupling.multi if model._full is not None else ()):
+                k = int(full.jnt_qadr[i])
+                aq, av = model._coupling.row(k, int(full.jnt_vadr[i]))
+                jn = full._joint_names[i]
+                for s_, bound, tag in ((1.0, float(full.lower[k]), "lower"), (-1.0, float(full.upper[k]), "upper")):
+                    if np.isfinite(bound):
+                        self._row_limits[len(self.coord_limits)] = (aq, av, float(model._coupling.qoff[k]))
+                        self.coord_limits.append((f"{jn}.{tag}", 0, 0, s_, bound))
         self._lim_q = np.array([c[1] for c in self.coord_limits], dtype=np.int64)
         self._lim_v = np.array([c[2] for c in self.coord_limits], dtype=np.int64)
         self._lim_s = np.array([c[3] for c in self.coord_limits])
@@ -383,6 +395,8 @@ class UnitCatalog:
                          self._pext, self._pair_c, self._pair_p, out)
         if ncl:
             out[ncp:ncp + ncl] = self._lim_s * (q[self._lim_q] - self._lim_b)
+            for r, (aq, _, o) in self._row_limits.items():
+                out[ncp + r] = self._lim_s[r] * (o + aq @ q - self._lim_b[r])
         if self.balls:
             from .swing_twist import ball_limit_gaps_model
             out[ncp + ncl:] = ball_limit_gaps_model(m, q)
@@ -423,8 +437,13 @@ class UnitCatalog:
         lsel = np.flatnonzero((sel >= ncp) & (sel < ncp + ncl))
         for r in lsel:
             nm, qi, vi, s_, bound = self.coord_limits[sel[r] - ncp]
-            gap[r] = s_ * (q[qi] - bound)
-            N[r, vi] = s_
+            row = self._row_limits.get(sel[r] - ncp)
+            if row is None:
+                gap[r] = s_ * (q[qi] - bound)
+                N[r, vi] = s_
+            else:                   # a coupled joint's limit: q_dep = o + a_q . q, q'_dep = a_v . v
+                gap[r] = s_ * (row[2] + row[0] @ q - bound)
+                N[r] = s_ * row[1]
         bsel = np.flatnonzero(sel >= ncp + ncl)
         if len(bsel):
             from .swing_twist import ball_limits_model

@@ -309,6 +309,11 @@ class LagrangianTerms(NamedTuple):
 def joint_friction(model: Model, v: NDArray[np.float64]) -> NDArray[np.float64]:
     """Joint friction torques ``damping * v + friction * sign(v)`` (zero for a model without
     ``damping`` / ``friction``); v (nv,) or (N, nv), already validated."""
+    if getattr(model, "_full", None) is not None:
+        # a coupled model: the joints' own torques at v_full = G v, projected (G^T; with a joint
+        # that depends on several dofs the damping has cross terms, G^T diag(d) G)
+        c = model._coupling
+        return joint_friction(model._full, c.v(np.asarray(v, dtype=float))) @ c.G
     nv = model.nv
     d = getattr(model, "damping", None)
     f = getattr(model, "friction", None)

@@ -10,7 +10,7 @@ from .builder import Inertia, ModelBuilder
 from .configuration import difference, integrate, neutral, normalize, random_configuration
 from .joints import (Cylindrical, Fixed, FreeFlyer, Planar, Prismatic, Revolute, Spherical, SphericalZYX,
                      Universal)
-from .gears import Gear, GearWarning
+from .gears import Gear, GearWarning, JointCoupling
 from .model import Model
 
 

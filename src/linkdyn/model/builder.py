@@ -14,6 +14,7 @@ and the parent/child/brother pointers of Nakamura and Yamane 2000 sec. 3.1.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Iterable
 
 import numpy as np
@@ -451,6 +452,51 @@ class ModelBuilder:
         if any(g.follower == follower for g in self._gears):
             raise ValueError(f"add_gear: joint {follower!r} already follows a gear")
         self._gears.append(Gear(follower, leader, r, o))
+
+    def add_coupling(self, terms: Mapping[str, float], offset: float = 0.0, dependent: str | None = None) -> None:
+        """Couple several one-dof joints linearly: sum_i terms[i] * q_i = offset (e.g. MuJoCo's
+        equality on a fixed tendon, dm_control's quadruped: 0.333 (q_pitch + q_knee + q_ankle) = 0).
+
+        The built model runs in reduced coordinates (see :mod:`linkdyn.model.gears`): the joint
+        ``dependent`` (default: the last joint of ``terms``) loses its coordinate,
+
+            q_dependent = (offset - sum_{i != dependent} terms[i] q_i) / terms[dependent],
+
+        its row of the coupling matrix G has an entry per other joint, and every algorithm answers
+        for the coupled system (M = G^T M_full G, tau = G^T tau_full; ``linkdyn.aba`` solves
+        through G^T M G).  Limits of the dependent joint stay its own: they are held as limit rows
+        over the joints it depends on (``linkdyn.contact.rows``).  A gear is the two-joint case
+        (:meth:`add_gear`).  Other joints of a coupling may themselves depend on other gears or
+        couplings; dependencies that are cyclic are solved together, and refused (with a message)
+        when they determine no dependent joint.  The same coupling on the uncoupled tree, through
+        the constraint layer: :class:`linkdyn.constraints.LinearCoupling`."""
+        from .gears import JointCoupling
+        if not isinstance(terms, Mapping) or len(terms) < 2:
+            raise TypeError(f"add_coupling: terms must be a mapping {{joint name: coefficient}} of at least two "
+                            f"joints, got {terms!r}")
+        t = []
+        for n, k in terms.items():
+            if n not in self._joint_names:
+                raise KeyError(f"add_coupling: unknown joint {n!r}; joints: {sorted(self._joint_names)}")
+            try:
+                k = float(k)
+            except (TypeError, ValueError):
+                raise TypeError(f"add_coupling: the coefficient of {n!r} must be a number, got {k!r}") from None
+            if not np.isfinite(k):
+                raise ValueError(f"add_coupling: the coefficient of {n!r} must be finite, got {k!r}")
+            t.append((n, k))
+        o = float(offset)
+        if not np.isfinite(o):
+            raise ValueError(f"add_coupling: offset must be finite, got {offset!r}")
+        dep = t[-1][0] if dependent is None else dependent
+        if dep not in terms:
+            raise KeyError(f"add_coupling: dependent={dep!r} is not one of the coupled joints {list(terms)}")
+        if terms[dep] == 0:
+            raise ValueError(f"add_coupling: the dependent joint {dep!r} has coefficient 0; it cannot be solved for")
+        if any(g.follower == dep for g in self._gears):
+            raise ValueError(f"add_coupling: joint {dep!r} already depends on a gear or coupling; "
+                             "choose another dependent joint")
+        self._gears.append(JointCoupling(tuple(t), o, dep))
 
     def add_rotor(self, joint: str, inertia: float, ratio: float = 1.0) -> None:
         """A motor's rotor of moment of inertia ``inertia`` (kg m^2) driving ``joint`` through a gear

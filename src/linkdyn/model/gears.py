@@ -1,9 +1,17 @@
-"""Gear couplings between joints, and the model in reduced coordinates they make.
+"""Gear couplings between joints, linear couplings of several joints, and the model in reduced
+coordinates they make.
 
-A gear (a URDF ``<mimic>``, an MJCF joint or fixed-tendon equality, or
+A gear (a URDF ``<mimic>``, an MJCF joint or two-joint fixed-tendon equality, or
 :meth:`ModelBuilder.add_gear`) ties a one-dof joint, the *follower*, to another, the *leader*:
 
     q_f = gamma q_l + offset,   so   q'_f = gamma q'_l,   q''_f = gamma q''_l.
+
+A linear coupling (:class:`JointCoupling`, :meth:`ModelBuilder.add_coupling`, an MJCF fixed-tendon
+equality of more joints) ties several: sum_i c_i q_i = offset, its *dependent* joint d following
+all the others, q_d = (offset - sum_{i != d} c_i q_i) / c_d; a gear is the two-joint case, and
+the dependent's row of G below has an entry per joint it depends on.  Its limits cannot narrow a
+box of one reduced coordinate: they stay rows over the joints it depends on
+(:meth:`Coupling.row`, held by :mod:`linkdyn.contact.rows`).
 
 A geared model runs in reduced coordinates, as Pinocchio's ``mimic=True`` models do: ``model.nq``
 and ``model.nv`` count the independent coordinates, a follower has no coordinate of its own
@@ -12,8 +20,8 @@ coordinates of the uncoupled tree (``model.full_model``) are
 
     q_full = expand(q),   v_full = G v,   a_full = G a,
 
-with G = ``model.coupling_matrix()`` (nv_full x nv, one non-zero per row: the ratio of the
-follower, 1 for the other coordinates).  As q_full is affine in q, the reduced dynamics is the
+with G = ``model.coupling_matrix()`` (nv_full x nv: one non-zero per row, the ratio of a gear's
+follower and 1 for the other coordinates; a linear coupling's dependent has several).  As q_full is affine in q, the reduced dynamics is the
 full one projected (the principle of virtual work):
 
     M_r = G^T M(q_full) G,   tau_r = G^T RNEA(q_full, G v, G a),   J_r = J(q_full) G,
@@ -25,7 +33,9 @@ follower's parent is its leader, or another follower of the same leader, eqs. 30
 *parallel* (leader and follower are siblings, eqs. 36-40), the two cases that recursion can fold
 in (a leader hanging from its follower is serial too).  Any other coupling (e.g. leader and follower on different branches) is solved through the
 reduced inertia G^T M G instead (the same answer as a KKT solve with the coupling as a
-constraint, O(n^3)); the model says so with a :class:`GearWarning` when it is built.
+constraint, O(n^3)); the model says so with a :class:`GearWarning` when it is built.  A model with
+a joint that depends on several is always solved so, without a warning (the recursion's group of
+one reduced dof does not describe it; the answer is the same).
 """
 from __future__ import annotations
 
@@ -63,136 +73,287 @@ def _readonly(a):
     return a
 
 
+class JointCoupling(NamedTuple):
+    """A linear coupling of several one-dof joints, sum_i coef_i q_i = offset, in which the joint
+    ``dependent`` loses its coordinate (:meth:`ModelBuilder.add_coupling`):
+
+        q_dependent = (offset - sum_{i != dependent} coef_i q_i) / coef_dependent.
+
+    ``terms``: ((joint name, coefficient), ...); a :class:`Gear` is the two-joint case."""
+    terms: tuple
+    offset: float = 0.0
+    dependent: str = ""
+
+    @property
+    def follower(self) -> str:
+        """The joint that loses its coordinate (named as a gear's)."""
+        return self.dependent
+
+    @property
+    def joints(self) -> tuple:
+        return tuple(n for n, _ in self.terms)
+
+
+def coupled_joints(g):
+    """The joint names a gear or a :class:`JointCoupling` ties."""
+    return g.joints if isinstance(g, JointCoupling) else (g.follower, g.leader)
+
+
+def _describe(g):
+    if isinstance(g, JointCoupling):
+        return "coupling " + " + ".join(f"{c:g} {n}" for n, c in g.terms) + f" = {g.offset:g}"
+    return f"gear {g.follower!r} -> {g.leader!r}"
+
+
 class Coupling:
     """The resolved couplings of a model: the maps from reduced to full coordinates, and the
-    groups of bodies one reduced dof drives (for the geared articulated-body kernel)."""
+    groups of bodies one reduced dof drives (for the geared articulated-body kernel).
+
+    Every coupling is a linear equation over one-dof joints, sum_i c_i q_i = b, with one
+    dependent joint (a gear's follower); the dependents are solved for in terms of the joints
+    that depend on nothing, q_D = A_D^-1 (b - A_I q_I), by substitution along the chain when the
+    dependencies are acyclic (chains of gears: exact products of ratios) and by one linear solve
+    when they are cyclic (refused when A_D is singular: then no set of those dependents can be
+    eliminated).  A full coordinate k is then
+
+        q_full[k] = qoff[k] + sum_t qscale[k, t] q[qsrc[k, t]]    (t < K, the most terms of a row)
+
+    and v_full[k] = sum_t vscale[k, t] v[vsrc[k, t]] (unused terms: scale 0)."""
 
     def __init__(self, full, gears):
         names = {n: i for i, n in enumerate(full._joint_names) if i > 0}
-        drive = {}                                   # follower body -> (leader body, ratio, offset)
+        drive = {}                                   # follower body -> (leader body, ratio, offset): gears
+        rows = {}                                    # dependent body -> ({body: coef}, constant)
         for g in gears:
-            for role, n in (("follower", g.follower), ("leader", g.leader)):
+            what = _describe(g)
+            for n in coupled_joints(g):
                 if n not in names:
-                    raise KeyError(f"gear {g.follower!r} -> {g.leader!r}: unknown {role} joint {n!r}; "
-                                   f"movable joints: {list(full.joint_names)}")
-            f, l_ = names[g.follower], names[g.leader]
-            for role, i in (("follower", f), ("leader", l_)):
+                    raise KeyError(f"{what}: unknown joint {n!r}; movable joints: {list(full.joint_names)}")
+                i = names[n]
                 if full.jnt_type[i] not in _ONE_DOF:
-                    raise ValueError(f"gear {g.follower!r} -> {g.leader!r}: the {role} joint "
-                                     f"{full._joint_names[i]!r} is {full.joints[i].kind_name}; only revolute and "
-                                     "prismatic joints can be coupled by a gear")
-            if f == l_:
-                raise ValueError(f"gear {g.follower!r} -> {g.leader!r}: a joint cannot follow itself")
-            if f in drive:
-                raise ValueError(f"joint {g.follower!r} follows two gears ({full._joint_names[drive[f][0]]!r} "
-                                 f"and {g.leader!r}); a follower has one leader")
-            if not (np.isfinite(g.ratio) and np.isfinite(g.offset)):
-                raise ValueError(f"gear {g.follower!r} -> {g.leader!r}: ratio and offset must be finite")
-            drive[f] = (l_, float(g.ratio), float(g.offset))
-        # resolve chains of gears to the independent leader: q_f = r q_root + o
-        root = {}
-        for f in drive:
-            r, o, k, seen = 1.0, 0.0, f, {f}
+                    raise ValueError(f"{what}: the joint {n!r} is {full.joints[i].kind_name}; only revolute and "
+                                     "prismatic joints can be coupled")
+            if isinstance(g, JointCoupling):
+                terms = {}
+                for n, k in g.terms:
+                    terms[names[n]] = terms.get(names[n], 0.0) + float(k)
+                if not (all(np.isfinite(k) for k in terms.values()) and np.isfinite(g.offset)):
+                    raise ValueError(f"{what}: coefficients and offset must be finite")
+                f = names[g.dependent] if g.dependent in names else -1
+                if f not in terms or terms[f] == 0.0:
+                    raise ValueError(f"{what}: the dependent joint {g.dependent!r} must have a non-zero coefficient")
+                terms = {i: k for i, k in terms.items() if k != 0.0}
+                if len(terms) < 2:
+                    raise ValueError(f"{what}: couples fewer than two joints (it would lock {g.dependent!r})")
+                const = float(g.offset)
+            else:
+                f, l_ = names[g.follower], names[g.leader]
+                if f == l_:
+                    raise ValueError(f"{what}: a joint cannot follow itself")
+                if not (np.isfinite(g.ratio) and np.isfinite(g.offset)):
+                    raise ValueError(f"{what}: ratio and offset must be finite")
+                drive[f] = (l_, float(g.ratio), float(g.offset))
+                terms, const = {f: 1.0, l_: -float(g.ratio)}, float(g.offset)
+            if f in rows:
+                raise ValueError(f"joint {full._joint_names[f]!r} is the dependent joint of two couplings "
+                                 f"(the second: {what}); a joint follows one gear or coupling")
+            rows[f] = (terms, const)
+        for f in drive:                              # a cycle of gears alone is refused (it locks them)
+            k, seen = f, {f}
             while k in drive:
-                lead, rk, ok = drive[k]
-                r, o = r * rk, r * ok + o
-                k = lead
+                k = drive[k][0]
                 if k in seen:
                     raise ValueError("gears form a cycle: " + " -> ".join(full._joint_names[i] for i in seen))
                 seen.add(k)
-            root[f] = (k, r, o)
+        expr = _resolve(rows, full._joint_names)        # dependent body -> ({independent body: coef}, offset)
         nb = full.nbody
-        # reduced coordinates: every coordinate of a joint that follows no gear, in model order
+        # reduced coordinates: every coordinate of a joint that depends on no other, in model order
         jq, jv = np.zeros(nb, dtype=np.int64), np.zeros(nb, dtype=np.int64)
         jnq, jnv = np.array(full.jnt_nq), np.array(full.jnt_nv)
         nq = nv = 0
         for i in range(1, nb):
-            if i in root:
+            if i in expr:
                 jnq[i] = jnv[i] = 0
                 continue
             jq[i], jv[i] = nq, nv
             nq += int(full.jnt_nq[i])
             nv += int(full.jnt_nv[i])
-        qsrc, vsrc = np.zeros(full.nq, dtype=np.int64), np.zeros(full.nv, dtype=np.int64)
-        qscale, qoff, vscale = np.ones(full.nq), np.zeros(full.nq), np.ones(full.nv)
+        K = max([1] + [len(e[0]) for e in expr.values()])
+        qsrc, vsrc = np.zeros((full.nq, K), dtype=np.int64), np.zeros((full.nv, K), dtype=np.int64)
+        qscale, qoff, vscale = np.zeros((full.nq, K)), np.zeros(full.nq), np.zeros((full.nv, K))
         ratio = np.zeros(nb)
+        self.leader, self.sources = {}, {}
         for i in range(1, nb):
             fq, fv, n_q, n_v = full.jnt_qadr[i], full.jnt_vadr[i], full.jnt_nq[i], full.jnt_nv[i]
-            if i in root:
-                lead, r, o = root[i]
-                jq[i], jv[i] = jq[lead], jv[lead]
-                qsrc[fq], qscale[fq], qoff[fq] = jq[lead], r, o
-                vsrc[fv], vscale[fv] = jv[lead], r
-                ratio[i] = r
+            if i in expr:
+                src, o = expr[i]
+                self.sources[i] = dict(src)
+                for t, (lead, r) in enumerate(sorted(src.items())):
+                    qsrc[fq, t], qscale[fq, t] = jq[lead], r
+                    vsrc[fv, t], vscale[fv, t] = jv[lead], r
+                qoff[fq] = o
+                lead0 = min(src)
+                jq[i], jv[i] = jq[lead0], jv[lead0]
+                if len(src) == 1:
+                    self.leader[i] = lead0
+                    ratio[i] = src[lead0]
             else:
-                qsrc[fq:fq + n_q] = np.arange(jq[i], jq[i] + n_q)
-                vsrc[fv:fv + n_v] = np.arange(jv[i], jv[i] + n_v)
+                qsrc[fq:fq + n_q, 0] = np.arange(jq[i], jq[i] + n_q)
+                vsrc[fv:fv + n_v, 0] = np.arange(jv[i], jv[i] + n_v)
+                qscale[fq:fq + n_q, 0] = 1.0
+                vscale[fv:fv + n_v, 0] = 1.0
                 ratio[i] = 1.0
         self.nq, self.nv = nq, nv
         self.jnt_qadr, self.jnt_vadr, self.jnt_nq, self.jnt_nv = (_readonly(x) for x in (jq, jv, jnq, jnv))
         self.qsrc, self.qscale, self.qoff = _readonly(qsrc), _readonly(qscale), _readonly(qoff)
         self.vsrc, self.vscale = _readonly(vsrc), _readonly(vscale)
         G = np.zeros((full.nv, nv))
-        G[np.arange(full.nv), vsrc] = vscale
+        for t in range(K):
+            np.add.at(G, (np.arange(full.nv), vsrc[:, t]), vscale[:, t])
         self.G = _readonly(G)
-        self.leader = {i: lead for i, (lead, _, _) in root.items()}
-        # which full coordinates are the reduced ones (the rows of G that are unit vectors of their own)
+        #: the dependent joints of several independent ones (their limits are rows, not boxes)
+        self.multi = tuple(sorted(i for i, s in self.sources.items() if len(s) > 1))
+        # which full coordinates are the reduced ones
         keep_q = np.ones(full.nq, dtype=bool)
         keep_v = np.ones(full.nv, dtype=bool)
-        for i in root:
+        for i in expr:
             keep_q[full.jnt_qadr[i]] = False
             keep_v[full.jnt_vadr[i]] = False
         self.keep_q, self.keep_v = _readonly(keep_q), _readonly(keep_v)
 
         # groups: the bodies one coupled dof drives, hanging from one anchor body (tazz secs. 2.6-2.7):
         # every member's parent is the anchor or another member; the group is reduced into the anchor
-        # when the backward pass reaches its first member (the lowest index, a child of the anchor)
+        # when the backward pass reaches its first member (the lowest index, a child of the anchor).
+        # A dependent of several dofs belongs to no group: the model is solved through G^T M G.
         gdof = np.full(nb, -1, dtype=np.int64)
         anchor = np.full(nb, -1, dtype=np.int64)
         gptr = np.zeros(nb, dtype=np.int64)
         gcnt = np.zeros(nb, dtype=np.int64)
         members = {}
-        for f, (lead, _, _) in root.items():
+        for f, lead in self.leader.items():
             members.setdefault(lead, [lead]).append(f)
         self.general = []
+        if self.multi:
+            # no warning for these: the answer is the same as a recursion's, at O(n^3)
+            self.general.append(tuple(full._joint_names[m] for m in sorted({k for i in self.multi
+                                                                          for k in (i, *self.sources[i])})))
+            members = {}
+        self.warn = []
         mem = []
         for lead in sorted(members):
             ms = sorted(members[lead])
             p = int(full.parent[ms[0]])         # the parent of the topmost member (the leader or not)
             if not all(full.parent[m] == p or full.parent[m] in ms for m in ms):
                 self.general.append(tuple(full._joint_names[m] for m in ms))
+                self.warn.append(self.general[-1])
                 continue
             for m in ms:
                 gdof[m], anchor[m] = jv[lead], p
             gptr[ms[0]], gcnt[ms[0]] = len(mem), len(ms)
             mem.extend(ms)
-        # the kernel's data: ints [nq_r, nv_r | qsrc | vsrc | gdof | anchor | gptr | gcnt | members],
+        # the kernel's data (single-term rows only: with a dependent of several dofs the kernel is not
+        # used): ints [nq_r, nv_r | qsrc | vsrc | gdof | anchor | gptr | gcnt | members],
         # floats [qscale | qoff | vscale | ratio of every body's joint to its reduced dof]
-        self.gi = _readonly(np.concatenate([[nq, nv], qsrc, vsrc, gdof, anchor, gptr, gcnt,
+        self.gi = _readonly(np.concatenate([[nq, nv], qsrc[:, 0], vsrc[:, 0], gdof, anchor, gptr, gcnt,
                                             np.array(mem, dtype=np.int64)]).astype(np.int64))
-        self.gf = _readonly(np.concatenate([qscale, qoff, vscale, ratio]))
+        self.gf = _readonly(np.concatenate([qscale[:, 0], qoff, vscale[:, 0], ratio]))
+
+    def row(self, k, kv):
+        """(a_q (nq,), a_v (nv,)): full coordinate k of a one-dof joint as qoff[k] + a_q . q, and its
+        velocity (full velocity kv) as a_v . v."""
+        aq, av = np.zeros(self.nq), np.zeros(self.nv)
+        np.add.at(aq, self.qsrc[k], self.qscale[k])
+        np.add.at(av, self.vsrc[kv], self.vscale[kv])
+        return aq, av
 
     # --- maps between reduced and full coordinates ------------------------------------------
     def q(self, q):
         """q_full from reduced q (..., nq) -> (..., nq_full)."""
-        return self.qscale * q[..., self.qsrc] + self.qoff
+        out = self.qoff + self.qscale[:, 0] * q[..., self.qsrc[:, 0]]
+        for t in range(1, self.qsrc.shape[1]):
+            out = out + self.qscale[:, t] * q[..., self.qsrc[:, t]]
+        return out
 
     def v(self, v):
-        return self.vscale * v[..., self.vsrc]
+        out = self.vscale[:, 0] * v[..., self.vsrc[:, 0]]
+        for t in range(1, self.vsrc.shape[1]):
+            out = out + self.vscale[:, t] * v[..., self.vsrc[:, t]]
+        return out
+
+
+def _resolve(rows, joint_names):
+    """{dependent: ({body: coef}, const)} of equations sum coef q = const -> {dependent:
+    ({independent body: coef}, offset)}: q_dep = offset + sum coef q_indep."""
+    dep = list(rows)
+    memo = {}
+
+    def own(f):                                   # q_f = o + sum_i k_i q_i over the other joints
+        terms, const = rows[f]
+        cf = terms[f]
+        return {i: -k / cf for i, k in terms.items() if i != f}, const / cf
+
+    def sub(f, path):
+        if f in memo:
+            return memo[f]
+        if f in path:
+            raise _Cycle
+        path = path | {f}
+        lin, o = own(f)
+        out = {}
+        for i, k in lin.items():
+            if i in rows:
+                s, so = sub(i, path)
+                o = o + k * so
+                for j, kj in s.items():
+                    out[j] = out.get(j, 0.0) + k * kj
+            else:
+                out[i] = out.get(i, 0.0) + k
+        memo[f] = ({i: k for i, k in out.items() if k != 0.0}, o)
+        return memo[f]
+
+    try:
+        for f in dep:
+            sub(f, frozenset())
+    except _Cycle:
+        # cyclic dependencies: A_D q_D = b - A_I q_I in one solve
+        memo = {}
+        indep = sorted({i for terms, _ in rows.values() for i in terms} - set(dep))
+        A_D = np.array([[rows[f][0].get(d, 0.0) for d in dep] for f in dep])
+        A_I = np.array([[rows[f][0].get(i, 0.0) for i in indep] for f in dep]).reshape(len(dep), len(indep))
+        b = np.array([rows[f][1] for f in dep])
+        if np.linalg.matrix_rank(A_D) < len(dep):
+            raise ValueError("the couplings of joints " + ", ".join(repr(joint_names[f]) for f in dep)
+                             + " have cyclic dependencies that determine no dependent joint (A_D singular): "
+                             "choose other dependent joints, or hold the coupling through the constraint layer "
+                             "(linkdyn.constraints.LinearCoupling on the uncoupled model)") from None
+        X = np.linalg.solve(A_D, np.column_stack([b, -A_I]))
+        for r, f in enumerate(dep):
+            memo[f] = ({i: float(X[r, 1 + c]) for c, i in enumerate(indep) if X[r, 1 + c] != 0.0}, float(X[r, 0]))
+    for f, (src, _) in memo.items():
+        if not src:
+            raise ValueError(f"the couplings fix joint {joint_names[f]!r} (it depends on no free joint); "
+                             "use a fixed joint instead")
+    return memo
+
+
+class _Cycle(Exception):
+    pass
 
 
 def reduce(model, gears):
     """Turn ``model`` (just built, the full tree) into the geared model in reduced coordinates;
     a shallow copy of the full tree is kept as ``model.full_model``."""
-    gears = tuple(Gear(g.follower, g.leader, float(g.ratio), float(g.offset)) for g in gears)
+    gears = tuple(JointCoupling(tuple((str(n), float(k)) for n, k in g.terms), float(g.offset), str(g.dependent))
+                  if isinstance(g, JointCoupling) else Gear(g.follower, g.leader, float(g.ratio), float(g.offset))
+                  for g in gears)
     full = copy.copy(model)
     c = Coupling(full, gears)
     model._full = full
     model.gears = gears
     model._coupling = c
     apply(model)
-    if c.general:
-        warnings.warn(f"model {model.name!r}: the gear coupling(s) of {c.general} are neither serial (a follower "
+    if c.warn:
+        warnings.warn(f"model {model.name!r}: the gear coupling(s) of {c.warn} are neither serial (a follower "
                       "hanging from its leader) nor parallel (leader and follower siblings); linkdyn.aba solves "
                       "them through the reduced joint-space inertia G^T M G (as a KKT solve with the coupling as "
                       "a constraint would, O(n^3)) instead of the articulated-body recursion",
@@ -218,14 +379,19 @@ def apply(model):
     # limits: the leader's, narrowed by every follower's mapped back through q_f = r q + o
     lo, hi = np.array(full.lower)[c.keep_q], np.array(full.upper)[c.keep_q]
     vel = np.array(full.velocity_limit)[c.keep_v]
+    single = {int(full.jnt_qadr[i]) for i in c.leader}
     for k in np.flatnonzero(~c.keep_q):
-        r, o, d = c.qscale[k], c.qoff[k], c.qsrc[k]
+        if k not in single:
+            continue        # a dependent of several dofs: its limits are rows (limit_rows), not a box
+        r, o, d = c.qscale[k, 0], c.qoff[k], c.qsrc[k, 0]
         with np.errstate(invalid="ignore"):
             a, b = (full.lower[k] - o) / r, (full.upper[k] - o) / r
         a, b = min(a, b), max(a, b)
         lo[d], hi[d] = max(lo[d], a), min(hi[d], b)
+    single_v = {int(full.jnt_vadr[i]) for i in c.leader}
     for k in np.flatnonzero(~c.keep_v):
-        vel[c.vsrc[k]] = min(vel[c.vsrc[k]], full.velocity_limit[k] / abs(c.vscale[k]))
+        if k in single_v:
+            vel[c.vsrc[k, 0]] = min(vel[c.vsrc[k, 0]], full.velocity_limit[k] / abs(c.vscale[k, 0]))
     model.lower, model.upper, model.velocity_limit = _readonly(lo), _readonly(hi), _readonly(vel)
     model.effort_limit = _readonly(np.array(full.effort_limit)[c.keep_v])
     # joint terms seen at the reduced dof: sum of r^2 x (armature, damping) over the coupled joints
@@ -239,7 +405,7 @@ def apply(model):
     model.dof_body = _readonly(np.array(full.dof_body)[c.keep_v])
     model.dof_parent = _readonly(np.full(c.nv, -1, dtype=np.int64))     # not tree-sparse: unused
     model._zero_v = _readonly(np.zeros(c.nv))
-    model._quat_starts = _readonly(np.array([c.qsrc[o] for o in full._quat_starts], dtype=np.int64))
+    model._quat_starts = _readonly(np.array([c.qsrc[o, 0] for o in full._quat_starts], dtype=np.int64))
     model._gws = np.zeros(full.nbody * 24 + 2 * full.nq + 2 * full.nv)
     if full.loops:
         # loop closures: the full tree keeps its own loop buffers (made in Model.__init__ before

@@ -134,7 +134,8 @@ class Model:
     #: ``DHLink``) and its convention ("standard" or "modified"); None for any other model
     dh_links = None
     dh_convention = None
-    #: gear couplings (:class:`linkdyn.model.gears.Gear`) that put the model in reduced coordinates
+    #: gear couplings (:class:`linkdyn.model.gears.Gear`) and linear couplings of several joints
+    #: (:class:`linkdyn.model.gears.JointCoupling`) that put the model in reduced coordinates
     gears: tuple = ()
     _full = None        # the uncoupled tree of a geared model (see full_model)
     _collider = None    # linkdyn.contact.collision's workspaces, made on first use (not pickled)
@@ -276,12 +277,12 @@ class Model:
             # above) and solved in reduced coordinates by linkdyn.loops (J_C G); a cut joint is a
             # joint of the virtually cut tree and cannot also be geared
             cuts = {lp.joint_name for lp in self.loops if lp.virtual is not None}
-            for g in gears:
-                for n in (g.follower, g.leader):
-                    if n in cuts:
-                        raise ValueError(f"model {name!r}: gear {g.follower!r} -> {g.leader!r} couples the cut joint "
-                                         f"{n!r} of a loop closure; gear the joints of the real chain instead")
             from . import gears as _gears
+            for g in gears:
+                for n in _gears.coupled_joints(g):
+                    if n in cuts:
+                        raise ValueError(f"model {name!r}: {_gears._describe(g)} couples the cut joint "
+                                         f"{n!r} of a loop closure; gear the joints of the real chain instead")
             _gears.reduce(self, gears)
 
     # --- pickling (multiprocessing, Dask workers) -----------------------------------------
@@ -472,4 +473,9 @@ class Model:
         return (f"<linkdyn.Model {self.name!r}: {self.nbody - 1} bodies ({ks}), nq={self.nq}, nv={self.nv}, "
                 f"{self.nframes} frames, mass {self.total_mass:.3f}"
                 + (f", {self.nloops} loop{'s' if self.nloops > 1 else ''}" if self.nloops else "")
-                + (f", {len(self.gears)} gear{'s' if len(self.gears) > 1 else ''}" if self.gears else "") + ">")
+                + "".join(f", {n} {w}{'s' if n > 1 else ''}" for n, w in self._coupling_counts() if n) + ">")
+
+    def _coupling_counts(self):
+        from .gears import JointCoupling
+        nc = sum(isinstance(g, JointCoupling) for g in self.gears)
+        return (len(self.gears) - nc, "gear"), (nc, "coupling")

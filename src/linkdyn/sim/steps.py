@@ -80,6 +80,9 @@ def joint_friction_power(model: Model, v: NDArray[np.float64]) -> float:
     d, f = model.damping, model.friction
     if not (d.any() or f.any()):
         return 0.0
+    if model._full is not None:     # a coupled model: the joints' own velocities v_full = G v (cross terms)
+        full = model._full
+        v, d, f = model._coupling.v(v), full.damping, full.friction
     return float(v @ (d * v) + np.abs(v) @ f)
 
 

@@ -117,8 +117,8 @@ def _geom_buffers(geoms, nbody):
     if geoms is None:
         from ..contact.collision._pipeline import cw_size
         gk = (np.zeros((0, 2), i64), np.zeros(0), np.zeros((0, 2), i64), np.zeros(1, i64), np.zeros(cw_size(0)),
-              np.zeros(0, i64), np.zeros(nbody), np.zeros(0, i64), np.zeros(0), np.zeros(0), np.zeros(0, i64),
-              np.zeros(0))
+              np.zeros(0, i64), np.zeros(nbody), np.zeros((0, 1), i64), np.zeros((0, 1)), np.zeros(0),
+              np.zeros((0, 1), i64), np.zeros((0, 1)))
         cap = 0
     else:
         c, r = geoms.collider, geoms.rows

@@ -98,8 +98,11 @@ Mapping (the supported subset)
   - ``<tendon tendon1 tendon2 polycoef>`` on fixed tendons (``<tendon><fixed>``, lengths
     L = sum coef_i q_i) -> a gear when the equality, L1 - L1_0 = c0 + c1 (L2 - L2_0) with
     L_0 the lengths at ``qpos0``, involves exactly two hinge or slide joints (a two-joint tendon
-    alone, or two one-joint tendons): the first joint follows the other; any other tendon
-    equality is refused, with the reason;
+    alone, or two one-joint tendons): the first joint follows the other; with more joints
+    (dm_control's quadruped: pitch, knee and ankle at 0.333 each) -> a linear coupling
+    (``add_coupling``: sum_i k_i (q_i - ref_i) = c0, the last joint of the tendons dependent on
+    the others, its limits kept as limit rows); a spatial tendon, a joint locked alone or a
+    nonlinear polynomial is refused, with the reason;
   - ``flex``, ``distance`` equalities are refused; ``active="false"`` constraints are
     skipped with a warning.  ``solref``, ``solimp``, ``torquescale`` are solver parameters and
     ignored.

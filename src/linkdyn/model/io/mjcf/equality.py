@@ -1,5 +1,5 @@
 """``<equality>``: connect and weld loop closures, and linear joint and fixed-tendon couplings
-as gears."""
+as gears (two joints) or linear couplings (``ModelBuilder.add_coupling``, more joints)."""
 from __future__ import annotations
 
 import numpy as np
@@ -159,7 +159,8 @@ def _fixed_tendons(P, root):
 
 
 def _tendon_equality(P, b, a, root):
-    """A fixed-tendon equality that is a linear coupling of two joints -> a gear (module docstring)."""
+    """A fixed-tendon equality, a linear coupling of its joints -> a gear (two joints) or a linear
+    coupling of n joints (module docstring)."""
     tendons = _fixed_tendons(P, root)
     where = f"{P.ctx.file(a.el)}: {a.where}"
     names = [a.raw("tendon1"), a.raw("tendon2")]
@@ -182,9 +183,20 @@ def _tendon_equality(P, b, a, root):
         for jn, coef in tendons[names[1]]:
             k[jn] = k.get(jn, 0.0) - float(c[1]) * coef
     k = {jn: x for jn, x in k.items() if x != 0.0}
-    if len(k) != 2 or any(P.joint_info[jn].type not in ("hinge", "slide") for jn in k):
-        raise NotImplementedError(f"{where}: the equality couples joints {sorted(k)}; linkdyn turns a tendon equality "
-                                  "into a gear only when it ties exactly two hinge or slide joints")
+    bad = [jn for jn in k if P.joint_info[jn].type not in ("hinge", "slide")]
+    if bad:
+        raise NotImplementedError(f"{where}: the equality couples the {P.joint_info[bad[0]].type} joint {bad[0]!r}; "
+                                  "a tendon equality couples hinge and slide joints")
+    if len(k) < 2:
+        raise NotImplementedError(f"{where}: the equality locks joint(s) {sorted(k)} alone, which is not supported")
+    if len(k) > 2:
+        # sum_i k_i q_i = c0 + sum_i k_i ref_i: a linear coupling, its last joint the dependent one
+        offset = float(c[0]) + sum(x * P.joint_info[jn].ref for jn, x in k.items())
+        try:
+            b.add_coupling(k, offset=offset)
+        except (KeyError, ValueError) as exc:
+            raise a.err(f"cannot couple joints {list(k)}: {exc}") from None
+        return
     (f, kf), (lead, kl) = list(k.items())
     rf, rl = P.joint_info[f].ref, P.joint_info[lead].ref
     # kf (q_f - ref_f) + kl (q_l - ref_l) = c0  ->  q_f = -kl/kf q_l + ref_f + (c0 + kl ref_l) / kf
