@@ -370,6 +370,28 @@ _finite = _number(float, math.isfinite, "a finite number")
 _count = _number(int, lambda v: v >= 1, "a whole number >= 1")
 
 
+def _out_problem(out: str) -> str | None:
+    """Why the output folder ``out`` cannot take the files (None if it can): made if missing, then a
+    temporary file is created in it and removed."""
+    import tempfile
+    from pathlib import Path
+    folder = Path(out)
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        if not folder.is_dir():
+            return "not a folder"
+        with tempfile.TemporaryFile(dir=folder):
+            pass
+    except OSError as exc:
+        return f"not writable ({exc.strerror or exc})"
+    return None
+
+
+def _parquet_engine() -> bool:
+    import importlib.util
+    return any(importlib.util.find_spec(m) is not None for m in ("pyarrow", "fastparquet"))
+
+
 def main(argv=None) -> int:
     from linkdyn.models import ROBOTS
     import linkdyn
@@ -417,6 +439,12 @@ def main(argv=None) -> int:
     if args.cmd is None:
         p.print_help()
         return 0
+    if args.cmd in ("demo", "sweep"):
+        problem = _out_problem(args.out)                 # before the run, not after it (issue 28)
+        if problem:
+            p.error(f"--out {args.out}: {problem}")
+        if getattr(args, "format", None) == "parquet" and not _parquet_engine():
+            p.error("--format parquet needs pyarrow or fastparquet (pip install pyarrow); or use --format csv")
     if args.cmd == "info":
         try:
             return args.func(args)
