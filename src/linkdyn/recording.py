@@ -97,6 +97,13 @@ class Segment:
                 "unit_point": field(self.unit_point, (len(self.unit_names), 3))}
 
 
+MAX_RECORDING_BYTES = 64 * 2**20
+
+
+class RecordingError(ValueError):
+    """A recording file that cannot be read: names the file and what is wrong with it."""
+
+
 def atomic_savez(path, **arrays):
     """``np.savez_compressed`` to exactly ``path`` (``.npz`` added, with a warning, when it has
     no suffix), whole or not at all: a temporary file in the same folder, flushed to disk, then
@@ -239,17 +246,62 @@ class Recording:
         return atomic_savez(path, **data)
 
     @classmethod
-    def load(cls, path: str | os.PathLike[str]) -> Recording:
+    def load(cls, path: str | os.PathLike[str], max_bytes: int = MAX_RECORDING_BYTES) -> Recording:
         """A recording saved by :meth:`save`: its segments (with the saved arrays and a
         :class:`SavedModel` naming each segment's joints, loops and sizes in place of the
-        model) and its events."""
+        model) and its events.
+
+        As strict as the model loaders: anything but a regular file (a FIFO, a device, a folder)
+        is refused before it is opened; every member's size is read from the zip directory and
+        one over ``max_bytes`` (default 64 MB, decompressed) is refused before it is
+        decompressed; every segment's arrays must have as many rows as its ``t`` and q, v as many
+        columns as its model's nq, nv.  Whatever is wrong (empty, truncated, corrupted, a missing
+        member, mismatched rows) is one :class:`RecordingError` naming the file."""
+        import os
+        import stat
+        import zipfile
+        try:
+            mode = os.stat(path).st_mode
+        except OSError as exc:
+            raise RecordingError(f"{path}: cannot read it ({exc.strerror or exc})") from exc
+        if not stat.S_ISREG(mode):
+            raise RecordingError(f"{path}: not a regular file (a folder, FIFO or device); a recording is an .npz file")
+        try:
+            with zipfile.ZipFile(path) as zf:
+                for info in zf.infolist():
+                    if info.file_size > max_bytes:
+                        raise RecordingError(f"{path}: member {info.filename!r} decompresses to {info.file_size} "
+                                             f"bytes, over the {max_bytes}-byte cap (max_bytes=)")
+            return cls._load_checked(path)
+        except RecordingError:
+            raise
+        except Exception as exc:        # zlib, zipfile, NumPy's header parser, JSON: whatever a bad byte raises
+            raise RecordingError(f"{path}: not a readable linkdyn recording (empty, truncated or corrupted: "
+                                 f"{type(exc).__name__}: {exc})") from exc
+
+    @classmethod
+    def _load_checked(cls, path) -> Recording:
         with np.load(path, allow_pickle=False) as z:
+            if "meta" not in z.files:
+                raise RecordingError(f"{path}: missing member 'meta' (not a linkdyn recording)")
             meta = json.loads(str(z["meta"]))
             rec = cls()
             for k, sm in enumerate(meta["segments"]):
                 arrays = {name[len(f"seg{k}_"):]: z[name] for name in z.files if name.startswith(f"seg{k}_")}
                 model = SavedModel(sm["model"], tuple(sm["joint_names"]), sm["nq"], sm["nv"], tuple(sm["loops"]))
                 seg = Segment(model, unit_names=list(sm["units"]))
+                for need in ("t", "q", "v"):
+                    if need not in arrays:
+                        raise RecordingError(f"{path}: missing member 'seg{k}_{need}'")
+                rows = len(arrays["t"])
+                for name, arr in arrays.items():
+                    if arr.dtype.kind not in "fiu" or (arr.ndim == 0 or len(arr) != rows):
+                        raise RecordingError(f"{path}: member 'seg{k}_{name}' has shape {arr.shape} and dtype "
+                                             f"{arr.dtype}; expected {rows} rows of numbers (as seg{k}_t)")
+                for name, n in (("q", model.nq), ("v", model.nv)):
+                    if arrays[name].ndim != 2 or arrays[name].shape[1] != n:
+                        raise RecordingError(f"{path}: member 'seg{k}_{name}' has shape {arrays[name].shape}; "
+                                             f"expected ({rows}, {n}) for the model {model.name!r}")
                 for name, arr in arrays.items():
                     setattr(seg, name, list(arr))
                 rec.segments.append(seg)
