@@ -124,3 +124,21 @@ def test_fuzz_mutated_files_give_only_recording_error(saved, tmp_path):
         except RecordingError as exc:
             assert "mutant.npz" in str(exc)
     check()
+
+
+def test_orphan_tmp_of_a_killed_save_removed_on_next_save(tmp_path):
+    """kill -9 during save left '.run.npz.XXXXXXXX.tmp' files for ever (9 of 12 trials): the next
+    save to that folder removes those older than a minute, and keeps a fresh one (a save in progress)
+    and unrelated files."""
+    import time
+    from linkdyn.recording import ORPHAN_AGE, atomic_savez
+    old = tmp_path / ".run.npz.ab3_x9kq.tmp"
+    fresh = tmp_path / ".other.npz.zz9_k2aa.tmp"
+    mine = tmp_path / "notes.tmp"
+    for f in (old, fresh, mine):
+        f.write_bytes(b"partial")
+    past = time.time() - 2 * ORPHAN_AGE
+    os.utime(old, (past, past))
+    os.utime(mine, (past, past))
+    atomic_savez(tmp_path / "next.npz", t=np.zeros(3))
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted([fresh.name, mine.name, "next.npz"])

@@ -104,11 +104,38 @@ class RecordingError(ValueError):
     """A recording file that cannot be read: names the file and what is wrong with it."""
 
 
+#: A save's temporary file older than this (seconds) is an orphan of a killed save, not one in progress.
+ORPHAN_AGE = 60.0
+
+
+def _remove_orphans(folder) -> None:
+    """Remove the temporary files (``.<name>.<8 random>.tmp``) that saves killed before their
+    rename (kill -9, power loss) left in ``folder``; one younger than :data:`ORPHAN_AGE` may be
+    another process's save in progress and is kept."""
+    import os
+    import re
+    import time
+    pattern = re.compile(r"^\..+\.[A-Za-z0-9_]{8}\.tmp$")
+    now = time.time()
+    try:
+        entries = list(os.scandir(folder))
+    except OSError:
+        return
+    for e in entries:
+        try:
+            if pattern.match(e.name) and e.is_file(follow_symlinks=False) and \
+                    now - e.stat(follow_symlinks=False).st_mtime > ORPHAN_AGE:
+                os.unlink(e.path)
+        except OSError:
+            pass
+
+
 def atomic_savez(path, **arrays):
     """``np.savez_compressed`` to exactly ``path`` (``.npz`` added, with a warning, when it has
     no suffix), whole or not at all: a temporary file in the same folder, flushed to disk, then
-    renamed over ``path``; an interrupt or a crash leaves the previous file as it was.  Returns
-    the path written."""
+    renamed over ``path``; an interrupt or a crash leaves the previous file as it was, and the
+    orphan temporary file a killed save leaves is removed by the next save to that folder.
+    Returns the path written."""
     import os
     import tempfile
     import warnings
@@ -117,6 +144,7 @@ def atomic_savez(path, **arrays):
     if not path.suffix:
         path = path.with_suffix(".npz")
         warnings.warn(f"no file suffix given: writing {path}", stacklevel=3)
+    _remove_orphans(path.parent)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=str(path.parent))
     try:
         with os.fdopen(fd, "wb") as f:
