@@ -142,3 +142,15 @@ def test_orphan_tmp_of_a_killed_save_removed_on_next_save(tmp_path):
     os.utime(mine, (past, past))
     atomic_savez(tmp_path / "next.npz", t=np.zeros(3))
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted([fresh.name, mine.name, "next.npz"])
+
+
+def test_loaded_recording_joint_series_matches_the_live_one(saved):
+    """Recording.load(p).joint_series(...) raised AttributeError (the saved model had no q_slice)."""
+    p, rec = saved
+    back = Recording.load(p)
+    for joint in rec.segments[0].model.joint_names:
+        t0, q0 = rec.joint_series(joint)
+        t1, q1 = back.joint_series(joint)
+        assert np.array_equal(t0, t1) and np.array_equal(q0, q1, equal_nan=True)
+    with pytest.raises(KeyError):
+        back.joint_series("no such joint")

@@ -170,10 +170,25 @@ class SavedModel:
     nq: int
     nv: int
     loop_names: tuple
+    #: (start, stop) of each joint's coordinates in q, in ``joint_names`` order (empty in files
+    #: written before they were saved, and for geared models, whose q holds the leaders only)
+    q_slices: tuple = ()
 
     @property
     def nloops(self) -> int:
         return len(self.loop_names)
+
+    @property
+    def _joint_index(self) -> dict:
+        """Joint name -> index, for the joints whose coordinates the file records."""
+        return {n: i for i, n in enumerate(self.joint_names)} if self.q_slices else {}
+
+    def q_slice(self, name: str) -> slice:
+        """The coordinates of joint ``name`` in q, as ``Model.q_slice``."""
+        if name not in self._joint_index:
+            raise KeyError(f"the saved model {self.name!r} records no coordinates of a joint {name!r}")
+        a, b = self.q_slices[self._joint_index[name]]
+        return slice(a, b)
 
 
 #: the running extremes a simulation keeps at every step, and their values before the first step:
@@ -263,7 +278,9 @@ class Recording:
                 data[f"seg{k}_{name}"] = arr
             m = s.model
             meta["segments"].append({"model": m.name, "joint_names": list(m.joint_names), "nq": m.nq, "nv": m.nv,
-                                     "loops": [lp.name for lp in m.loops], "units": list(s.unit_names)})
+                                     "loops": [lp.name for lp in m.loops], "units": list(s.unit_names),
+                                     "q_slices": [] if getattr(m, "_full", None) is not None else
+                                     [[m.q_slice(j).start, m.q_slice(j).stop] for j in m.joint_names]})
         for e in self.events:
             meta["events"].append({"t": e.t, "kind": e.kind, "name": e.name, "impulse": np.asarray(e.impulse).tolist(),
                                    "dv": np.asarray(e.dv).tolist(), "loop_impulse": np.asarray(e.loop_impulse).tolist(),
@@ -316,7 +333,12 @@ class Recording:
             rec = cls()
             for k, sm in enumerate(meta["segments"]):
                 arrays = {name[len(f"seg{k}_"):]: z[name] for name in z.files if name.startswith(f"seg{k}_")}
-                model = SavedModel(sm["model"], tuple(sm["joint_names"]), sm["nq"], sm["nv"], tuple(sm["loops"]))
+                slices = tuple((int(a), int(b)) for a, b in sm.get("q_slices", []))
+                if slices and (len(slices) != len(sm["joint_names"]) or
+                               any(not 0 <= a <= b <= sm["nq"] for a, b in slices)):
+                    raise RecordingError(f"{path}: segment {k}'s q_slices do not fit its {sm['nq']} coordinates")
+                model = SavedModel(sm["model"], tuple(sm["joint_names"]), sm["nq"], sm["nv"], tuple(sm["loops"]),
+                                   slices)
                 seg = Segment(model, unit_names=list(sm["units"]))
                 for need in ("t", "q", "v"):
                     if need not in arrays:
