@@ -400,9 +400,8 @@ class ModelBuilder:
         for what, n in (("follower", follower), ("leader", leader)):
             if n not in self._joint_names:
                 raise KeyError(f"add_gear: unknown {what} joint {n!r}; joints: {sorted(self._joint_names)}")
-        r, o = float(ratio), float(offset)
-        if not (np.isfinite(r) and np.isfinite(o)):
-            raise ValueError(f"add_gear({follower!r}, {leader!r}): ratio and offset must be finite, got {ratio!r}, {offset!r}")
+        r = G._number(ratio, f"add_gear({follower!r}, {leader!r}).ratio")          # no bool, str: issue 28
+        o = G._number(offset, f"add_gear({follower!r}, {leader!r}).offset")
         if r == 0.0:
             raise ValueError(f"add_gear({follower!r}, {leader!r}): a ratio of 0 locks the follower; "
                              "use a fixed joint instead")
