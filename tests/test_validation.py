@@ -565,3 +565,13 @@ def test_add_gear_refuses_str_bool_and_nonfinite_ratio_and_offset_by_name(field,
     kw = {"ratio": 2.0, "offset": 0.0, field: bad}
     with pytest.raises(error, match=f"add_gear.*{field}"):
         b.add_gear(follower, leader, **kw)
+
+
+@pytest.mark.parametrize("lower, upper", [(np.inf, np.inf), (-np.inf, -np.inf), (np.inf, None), (None, -np.inf)])
+def test_infinite_wrong_side_limits_refused(lower, upper):
+    """lower=upper=inf was accepted as 'no limit'."""
+    from linkdyn.model import joints as J
+    b = ld.ModelBuilder("lim")
+    with pytest.raises(ValueError, match="add_body\\('a'\\).*inf"):
+        b.add_body("a", "world", J.Revolute((0, 0, 1)), inertia=ld.Inertia(1.0, np.zeros(3), np.eye(3)),
+                   lower=None if lower is None else [lower], upper=None if upper is None else [upper])

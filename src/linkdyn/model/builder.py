@@ -302,6 +302,9 @@ class ModelBuilder:
         lo, hi = vec(lower, nq, -np.inf, "lower"), vec(upper, nq, np.inf, "upper")
         if (lo > hi).any():
             raise ValueError(f"add_body({name!r}): lower limit above upper limit")
+        if (lo == np.inf).any() or (hi == -np.inf).any():      # lower=upper=inf read as "no limit" (issue 28)
+            raise ValueError(f"add_body({name!r}): a lower limit of +inf or an upper limit of -inf bounds nothing "
+                             f"(lower={lo.tolist()}, upper={hi.tolist()}); leave a side out (None) for no limit")
         spec = _BodySpec(name, pidx, joint, joint_name, R, p, I6, lo, hi,
                          vec(velocity_limit, nv, np.inf, "velocity_limit"),
                          vec(effort_limit, nv, np.inf, "effort_limit"),
