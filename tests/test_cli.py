@@ -65,3 +65,42 @@ def test_warmup_compiles_or_loads_everything_and_says_where(capsys):
     assert cli.main(["warmup", "--quiet"]) == 0
     err = capsys.readouterr().err
     assert "cached in" in err and "ready in" in err
+
+
+def test_cli_bad_arguments_exit_2_without_traceback(capsys):
+    """linkdyn demo --dt 0|nan|-1 and sweep --workers -1 printed tracebacks (or hung): argparse
+    refuses them with exit status 2 and a one-line usage error naming the option."""
+    import pytest
+    bad = [["demo", "--dt", "0"], ["demo", "--dt", "nan"], ["demo", "--dt", "-1"], ["demo", "--dt", "x"],
+           ["demo", "--duration", "inf"], ["sweep", "--workers", "-1"], ["sweep", "--workers", "0"],
+           ["sweep", "--until", "0"], ["sweep", "--friction", "-0.1"], ["sweep", "--height", "nan"]]
+    for argv in bad:
+        with pytest.raises(SystemExit) as exc:
+            cli.main(argv)
+        err = capsys.readouterr().err
+        assert exc.value.code == 2, argv
+        assert argv[1] in err and "Traceback" not in err, (argv, err)
+
+
+def test_cli_unwritable_out_and_missing_parquet_engine_fail_before_simulating(tmp_path, monkeypatch, capsys):
+    """demo --out /proc/x simulated the whole run, then failed at mkdir with a traceback; sweep
+    --format parquet without pyarrow ran every task, then wrote nothing. Both exit 2 at once now:
+    the run functions are replaced by ones that fail the test if reached."""
+    import pytest
+
+    def reached(args):
+        raise AssertionError("simulated before checking its output")
+    monkeypatch.setattr(cli, "_demo", reached)
+    monkeypatch.setattr(cli, "_sweep", reached)
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    for argv in (["demo", "--out", str(blocker / "x")], ["demo", "--out", str(blocker)],
+                 ["sweep", "--out", "/proc/linkdyn-x"]):
+        with pytest.raises(SystemExit) as exc:
+            cli.main(argv)
+        err = capsys.readouterr().err
+        assert exc.value.code == 2 and "--out" in err and "Traceback" not in err, (argv, err)
+    monkeypatch.setattr(cli, "_parquet_engine", lambda: False)
+    with pytest.raises(SystemExit) as exc:
+        cli.main(["sweep", "--out", str(tmp_path), "--format", "parquet"])
+    assert exc.value.code == 2 and "pyarrow" in capsys.readouterr().err

@@ -171,3 +171,25 @@ def test_run_many_starts_a_local_cluster_without_a_client():
     table = ldd.run_many(ldd.drop_scene, [{"height": 0.02}, {"height": 0.04}], until=0.03,
                          summary=lambda sim: float(sim.t), n_workers=1)
     assert table["ok"].all() and list(table["result"]) == pytest.approx([0.03, 0.03])
+
+
+@pytest.mark.parametrize("bad", [-1, 0, 1.5, True, "2"])
+def test_run_many_with_no_workers_raises_at_once(bad):
+    """n_workers=-1 made a LocalCluster wait for ever for workers that never came: refused,
+    before any cluster is started (so it returns within the 10 s the issue asks, far within)."""
+    with pytest.raises(ValueError, match="n_workers"):
+        ldd.run_many(ldd.drop_scene, [{"height": 0.02}], until=0.01, n_workers=bad)
+    with pytest.raises(ValueError, match="n_workers"):
+        ldd.local_client(bad)
+
+
+@pytest.mark.parametrize("name", ["ok", "error", "wall_s"])
+def test_run_many_refuses_reserved_parameter_names(name):
+    with pytest.raises(ValueError, match=name):
+        ldd.run_many(ldd.drop_scene, [{"height": 0.02, name: 1.0}], until=0.01, n_workers=1)
+
+
+def test_run_many_summary_cannot_overwrite_the_status_columns(client):
+    table = ldd.run_many(ldd.drop_scene, [{"height": 0.02}], until=0.01, client=client, warm=False,
+                         summary=lambda sim: {"ok": True, "error": None, "t": float(sim.t)})
+    assert not table["ok"].iloc[0] and "row's own columns" in table["error"].iloc[0]

@@ -566,3 +566,16 @@ def test_an_inertia_that_breaks_the_triangle_inequality_is_kept_with_a_warning(t
     I6 = model.inertia[model.body_id("arm")]
     assert I6[5, 5] == pytest.approx(0.05 + 2 * 0.0, abs=1e-15)      # izz about the joint axis, c on the axis
     assert I6[3, 3] == pytest.approx(0.01 + 2 * 0.1 ** 2, abs=1e-15)
+
+
+def test_mimic_multiplier_zero_is_a_urdf_error_naming_the_file(tmp_path):
+    """<mimic multiplier="0"> gave a plain ValueError without the file, where the docs promise a URDFError."""
+    from linkdyn.model.io.urdf import URDFError, load_urdf
+    text = robot(link("a"), link("b", 1), link("c", 1),
+                 joint("lead", "revolute", "a", "b", axis="0 0 1", limit=LIM),
+                 joint("follow", "revolute", "a", "c", axis="0 0 1", limit=LIM,
+                       extra='<mimic joint="lead" multiplier="0"/>'))
+    p = tmp_path / "zero_mimic.urdf"
+    p.write_text(text)
+    with pytest.raises(URDFError, match="zero_mimic.urdf.*mimic.*follow.*ratio of 0"):
+        load_urdf(p)

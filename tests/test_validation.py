@@ -550,3 +550,28 @@ def test_a_step_never_runs_time_backwards_or_nowhere(dt):
 def test_a_simulation_starts_at_a_finite_time(t):
     with pytest.raises(ValueError, match="t: expected a finite number"):
         ld.Simulation(ld.models.planar_2link(), t=t)
+
+
+@pytest.mark.parametrize("field, bad, error", [("ratio", "2", TypeError), ("ratio", True, TypeError),
+                                               ("ratio", float("nan"), ValueError), ("offset", True, TypeError),
+                                               ("offset", float("inf"), ValueError)])
+def test_add_gear_refuses_str_bool_and_nonfinite_ratio_and_offset_by_name(field, bad, error):
+    """add_gear(ratio="2") and ratio=True were accepted (float("2"), float(True))."""
+    from linkdyn.model import joints as J
+    b = ld.ModelBuilder("g")
+    b.add_body("a", "world", J.Revolute((0, 0, 1)), inertia=ld.Inertia(1.0, np.zeros(3), np.eye(3)), joint_name="jl")
+    b.add_body("c", "a", J.Revolute((0, 0, 1)), inertia=ld.Inertia(1.0, np.zeros(3), np.eye(3)), joint_name="jf")
+    leader, follower = "jl", "jf"
+    kw = {"ratio": 2.0, "offset": 0.0, field: bad}
+    with pytest.raises(error, match=f"add_gear.*{field}"):
+        b.add_gear(follower, leader, **kw)
+
+
+@pytest.mark.parametrize("lower, upper", [(np.inf, np.inf), (-np.inf, -np.inf), (np.inf, None), (None, -np.inf)])
+def test_infinite_wrong_side_limits_refused(lower, upper):
+    """lower=upper=inf was accepted as 'no limit'."""
+    from linkdyn.model import joints as J
+    b = ld.ModelBuilder("lim")
+    with pytest.raises(ValueError, match="add_body\\('a'\\).*inf"):
+        b.add_body("a", "world", J.Revolute((0, 0, 1)), inertia=ld.Inertia(1.0, np.zeros(3), np.eye(3)),
+                   lower=None if lower is None else [lower], upper=None if upper is None else [upper])

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import argparse
+import math
 import sys
 import time
 
@@ -349,6 +350,48 @@ def _sweep(args) -> int:
     return 1 if len(bad) else 0
 
 
+def _number(kind, test, what):
+    """An argparse type: ``kind`` of the text, refused (exit 2, no traceback) unless ``test`` holds."""
+    def parse(text):
+        try:
+            value = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+        if not test(value):
+            raise argparse.ArgumentTypeError(f"{text!r} is not {what}")
+        return value
+    parse.__name__ = what
+    return parse
+
+
+_positive = _number(float, lambda v: math.isfinite(v) and v > 0, "a finite number > 0")
+_nonnegative = _number(float, lambda v: math.isfinite(v) and v >= 0, "a finite number >= 0")
+_finite = _number(float, math.isfinite, "a finite number")
+_count = _number(int, lambda v: v >= 1, "a whole number >= 1")
+
+
+def _out_problem(out: str) -> str | None:
+    """Why the output folder ``out`` cannot take the files (None if it can): made if missing, then a
+    temporary file is created in it and removed."""
+    import tempfile
+    from pathlib import Path
+    folder = Path(out)
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        if not folder.is_dir():
+            return "not a folder"
+        with tempfile.TemporaryFile(dir=folder):
+            pass
+    except OSError as exc:
+        return f"not writable ({exc.strerror or exc})"
+    return None
+
+
+def _parquet_engine() -> bool:
+    import importlib.util
+    return any(importlib.util.find_spec(m) is not None for m in ("pyarrow", "fastparquet"))
+
+
 def main(argv=None) -> int:
     from linkdyn.models import ROBOTS
     import linkdyn
@@ -359,9 +402,9 @@ def main(argv=None) -> int:
                                      "real robot from example-robot-data (reports energy conservation)")
     d.add_argument("robot", nargs="?", default="highbar", choices=sorted(SCENES) + sorted(ROBOTS),
                    help="a scene of Nakamura and Yamane (2000, sec. 5) or a robot (default: highbar)")
-    d.add_argument("--duration", type=float, default=None, help="seconds to simulate (default: the scene's own, "
+    d.add_argument("--duration", type=_positive, default=None, help="seconds to simulate (default: the scene's own, "
                                                                "2 s for a robot)")
-    d.add_argument("--dt", type=float, default=1e-3)
+    d.add_argument("--dt", type=_positive, default=1e-3)
     d.add_argument("--seed", type=int, default=0)
     d.add_argument("--out", default=".", help="folder for the 3D viewer page (a robot's too), a scene's plot and "
                                               "recording (default: here)")
@@ -377,12 +420,12 @@ def main(argv=None) -> int:
     s = sub.add_parser("sweep", help="a parameter study of a scene on Dask (drop heights x friction "
                                       "coefficients): writes a table and a plot (pip install 'linkdyn[distributed]')")
     s.add_argument("scene", nargs="?", default="drop", choices=["drop"], help="the scene (default: drop)")
-    s.add_argument("--height", type=float, nargs="+", default=[0.1, 0.3, 0.5], help="drop heights [m]")
-    s.add_argument("--friction", type=float, nargs="+", default=[0.1, 0.4, 1.0],
+    s.add_argument("--height", type=_finite, nargs="+", default=[0.1, 0.3, 0.5], help="drop heights [m]")
+    s.add_argument("--friction", type=_nonnegative, nargs="+", default=[0.1, 0.4, 1.0],
                    help="the ground's friction coefficients")
-    s.add_argument("--speed", type=float, default=0.5, help="forward speed at release [m/s] (default 0.5)")
-    s.add_argument("--until", type=float, default=0.6, help="seconds to simulate each run (default 0.6)")
-    s.add_argument("--workers", type=int, default=None, help="worker processes of the local cluster "
+    s.add_argument("--speed", type=_finite, default=0.5, help="forward speed at release [m/s] (default 0.5)")
+    s.add_argument("--until", type=_positive, default=0.6, help="seconds to simulate each run (default 0.6)")
+    s.add_argument("--workers", type=_count, default=None, help="worker processes of the local cluster "
                                                                "(default: one per core)")
     s.add_argument("--scheduler", default=None, help="the address of your Dask scheduler (default: a local cluster)")
     s.add_argument("--out", default=".", help="folder for the table and the plot (default: here)")
@@ -396,6 +439,12 @@ def main(argv=None) -> int:
     if args.cmd is None:
         p.print_help()
         return 0
+    if args.cmd in ("demo", "sweep"):
+        problem = _out_problem(args.out)                 # before the run, not after it (issue 28)
+        if problem:
+            p.error(f"--out {args.out}: {problem}")
+        if getattr(args, "format", None) == "parquet" and not _parquet_engine():
+            p.error("--format parquet needs pyarrow or fastparquet (pip install pyarrow); or use --format csv")
     if args.cmd == "info":
         try:
             return args.func(args)

@@ -314,13 +314,26 @@ def local_client(n_workers: int | None = None, threads_per_worker: int = 1, **cl
     ``with`` block) stops the cluster.  ``cluster_options`` go to ``LocalCluster``."""
     import os
 
+    _check_workers(n_workers)
     from distributed import Client
     cluster_options.setdefault("dashboard_address", ":0")      # any free port: never "8787 is in use"
     return Client(n_workers=n_workers or os.cpu_count() or 1, threads_per_worker=threads_per_worker,
                   processes=True, **cluster_options)
 
 
+def _check_workers(n_workers) -> None:
+    """``n_workers``: None (one per core) or a whole number >= 1; a count below 1 made the
+    cluster wait for ever for workers that never come."""
+    if n_workers is None:
+        return
+    if isinstance(n_workers, bool) or not isinstance(n_workers, (int, np.integer)) or n_workers < 1:
+        raise ValueError(f"n_workers must be None (one per core) or a whole number >= 1, not {n_workers!r}")
+
+
 # -------------------------------------------------------------------- many simulations
+RESERVED_COLUMNS = ("ok", "error", "wall_s")
+
+
 def _param_rows(params) -> list[dict]:
     if hasattr(params, "to_dict") and hasattr(params, "columns"):         # a pandas DataFrame
         return [dict(r) for r in params.to_dict("records")]
@@ -367,7 +380,12 @@ def run_many(scene_factory: Callable[..., Any], params: Any, until: float, clien
     processes (default one per core) is started for this call and closed after it.  ``warm``:
     load the kernels on every worker first (:func:`warmup`)."""
     import pandas as pd
+    _check_workers(n_workers)
     rows = _param_rows(params)
+    clash = sorted({k for r in rows for k in r if k in RESERVED_COLUMNS})
+    if clash:
+        raise ValueError(f"params: the names {clash} are run_many's own columns {list(RESERVED_COLUMNS)}; "
+                         "rename these parameters")
     own = client is None
     if own:
         client = local_client(n_workers)
@@ -394,7 +412,12 @@ def run_many(scene_factory: Callable[..., Any], params: Any, until: float, clien
         if summary is None:
             rec["recording"] = res
         elif isinstance(res, Mapping):
-            rec.update(res)
+            clash = sorted(set(res) & set(RESERVED_COLUMNS) | set(res) & set(p))
+            if clash:                                # never overwrite the row's status or its parameters
+                rec.update(ok=False, error=f"ValueError: the summary's keys {clash} are the row's own columns "
+                                           "(parameters, ok, error, wall_s); rename them")
+            else:
+                rec.update(res)
         elif out["ok"]:
             rec["result"] = res
         if "traceback" in out:

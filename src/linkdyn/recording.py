@@ -97,11 +97,45 @@ class Segment:
                 "unit_point": field(self.unit_point, (len(self.unit_names), 3))}
 
 
+MAX_RECORDING_BYTES = 64 * 2**20
+
+
+class RecordingError(ValueError):
+    """A recording file that cannot be read: names the file and what is wrong with it."""
+
+
+#: A save's temporary file older than this (seconds) is an orphan of a killed save, not one in progress.
+ORPHAN_AGE = 60.0
+
+
+def _remove_orphans(folder) -> None:
+    """Remove the temporary files (``.<name>.<8 random>.tmp``) that saves killed before their
+    rename (kill -9, power loss) left in ``folder``; one younger than :data:`ORPHAN_AGE` may be
+    another process's save in progress and is kept."""
+    import os
+    import re
+    import time
+    pattern = re.compile(r"^\..+\.[A-Za-z0-9_]{8}\.tmp$")
+    now = time.time()
+    try:
+        entries = list(os.scandir(folder))
+    except OSError:
+        return
+    for e in entries:
+        try:
+            if pattern.match(e.name) and e.is_file(follow_symlinks=False) and \
+                    now - e.stat(follow_symlinks=False).st_mtime > ORPHAN_AGE:
+                os.unlink(e.path)
+        except OSError:
+            pass
+
+
 def atomic_savez(path, **arrays):
     """``np.savez_compressed`` to exactly ``path`` (``.npz`` added, with a warning, when it has
     no suffix), whole or not at all: a temporary file in the same folder, flushed to disk, then
-    renamed over ``path``; an interrupt or a crash leaves the previous file as it was.  Returns
-    the path written."""
+    renamed over ``path``; an interrupt or a crash leaves the previous file as it was, and the
+    orphan temporary file a killed save leaves is removed by the next save to that folder.
+    Returns the path written."""
     import os
     import tempfile
     import warnings
@@ -110,6 +144,7 @@ def atomic_savez(path, **arrays):
     if not path.suffix:
         path = path.with_suffix(".npz")
         warnings.warn(f"no file suffix given: writing {path}", stacklevel=3)
+    _remove_orphans(path.parent)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=str(path.parent))
     try:
         with os.fdopen(fd, "wb") as f:
@@ -135,10 +170,25 @@ class SavedModel:
     nq: int
     nv: int
     loop_names: tuple
+    #: (start, stop) of each joint's coordinates in q, in ``joint_names`` order (empty in files
+    #: written before they were saved, and for geared models, whose q holds the leaders only)
+    q_slices: tuple = ()
 
     @property
     def nloops(self) -> int:
         return len(self.loop_names)
+
+    @property
+    def _joint_index(self) -> dict:
+        """Joint name -> index, for the joints whose coordinates the file records."""
+        return {n: i for i, n in enumerate(self.joint_names)} if self.q_slices else {}
+
+    def q_slice(self, name: str) -> slice:
+        """The coordinates of joint ``name`` in q, as ``Model.q_slice``."""
+        if name not in self._joint_index:
+            raise KeyError(f"the saved model {self.name!r} records no coordinates of a joint {name!r}")
+        a, b = self.q_slices[self._joint_index[name]]
+        return slice(a, b)
 
 
 #: the running extremes a simulation keeps at every step, and their values before the first step:
@@ -228,7 +278,9 @@ class Recording:
                 data[f"seg{k}_{name}"] = arr
             m = s.model
             meta["segments"].append({"model": m.name, "joint_names": list(m.joint_names), "nq": m.nq, "nv": m.nv,
-                                     "loops": [lp.name for lp in m.loops], "units": list(s.unit_names)})
+                                     "loops": [lp.name for lp in m.loops], "units": list(s.unit_names),
+                                     "q_slices": [] if getattr(m, "_full", None) is not None else
+                                     [[m.q_slice(j).start, m.q_slice(j).stop] for j in m.joint_names]})
         for e in self.events:
             meta["events"].append({"t": e.t, "kind": e.kind, "name": e.name, "impulse": np.asarray(e.impulse).tolist(),
                                    "dv": np.asarray(e.dv).tolist(), "loop_impulse": np.asarray(e.loop_impulse).tolist(),
@@ -239,17 +291,67 @@ class Recording:
         return atomic_savez(path, **data)
 
     @classmethod
-    def load(cls, path: str | os.PathLike[str]) -> Recording:
+    def load(cls, path: str | os.PathLike[str], max_bytes: int = MAX_RECORDING_BYTES) -> Recording:
         """A recording saved by :meth:`save`: its segments (with the saved arrays and a
         :class:`SavedModel` naming each segment's joints, loops and sizes in place of the
-        model) and its events."""
+        model) and its events.
+
+        As strict as the model loaders: anything but a regular file (a FIFO, a device, a folder)
+        is refused before it is opened; every member's size is read from the zip directory and
+        one over ``max_bytes`` (default 64 MB, decompressed) is refused before it is
+        decompressed; every segment's arrays must have as many rows as its ``t`` and q, v as many
+        columns as its model's nq, nv.  Whatever is wrong (empty, truncated, corrupted, a missing
+        member, mismatched rows) is one :class:`RecordingError` naming the file."""
+        import os
+        import stat
+        import zipfile
+        try:
+            mode = os.stat(path).st_mode
+        except OSError as exc:
+            raise RecordingError(f"{path}: cannot read it ({exc.strerror or exc})") from exc
+        if not stat.S_ISREG(mode):
+            raise RecordingError(f"{path}: not a regular file (a folder, FIFO or device); a recording is an .npz file")
+        try:
+            with zipfile.ZipFile(path) as zf:
+                for info in zf.infolist():
+                    if info.file_size > max_bytes:
+                        raise RecordingError(f"{path}: member {info.filename!r} decompresses to {info.file_size} "
+                                             f"bytes, over the {max_bytes}-byte cap (max_bytes=)")
+            return cls._load_checked(path)
+        except RecordingError:
+            raise
+        except Exception as exc:        # zlib, zipfile, NumPy's header parser, JSON: whatever a bad byte raises
+            raise RecordingError(f"{path}: not a readable linkdyn recording (empty, truncated or corrupted: "
+                                 f"{type(exc).__name__}: {exc})") from exc
+
+    @classmethod
+    def _load_checked(cls, path) -> Recording:
         with np.load(path, allow_pickle=False) as z:
+            if "meta" not in z.files:
+                raise RecordingError(f"{path}: missing member 'meta' (not a linkdyn recording)")
             meta = json.loads(str(z["meta"]))
             rec = cls()
             for k, sm in enumerate(meta["segments"]):
                 arrays = {name[len(f"seg{k}_"):]: z[name] for name in z.files if name.startswith(f"seg{k}_")}
-                model = SavedModel(sm["model"], tuple(sm["joint_names"]), sm["nq"], sm["nv"], tuple(sm["loops"]))
+                slices = tuple((int(a), int(b)) for a, b in sm.get("q_slices", []))
+                if slices and (len(slices) != len(sm["joint_names"]) or
+                               any(not 0 <= a <= b <= sm["nq"] for a, b in slices)):
+                    raise RecordingError(f"{path}: segment {k}'s q_slices do not fit its {sm['nq']} coordinates")
+                model = SavedModel(sm["model"], tuple(sm["joint_names"]), sm["nq"], sm["nv"], tuple(sm["loops"]),
+                                   slices)
                 seg = Segment(model, unit_names=list(sm["units"]))
+                for need in ("t", "q", "v"):
+                    if need not in arrays:
+                        raise RecordingError(f"{path}: missing member 'seg{k}_{need}'")
+                rows = len(arrays["t"])
+                for name, arr in arrays.items():
+                    if arr.dtype.kind not in "fiu" or (arr.ndim == 0 or len(arr) != rows):
+                        raise RecordingError(f"{path}: member 'seg{k}_{name}' has shape {arr.shape} and dtype "
+                                             f"{arr.dtype}; expected {rows} rows of numbers (as seg{k}_t)")
+                for name, n in (("q", model.nq), ("v", model.nv)):
+                    if arrays[name].ndim != 2 or arrays[name].shape[1] != n:
+                        raise RecordingError(f"{path}: member 'seg{k}_{name}' has shape {arrays[name].shape}; "
+                                             f"expected ({rows}, {n}) for the model {model.name!r}")
                 for name, arr in arrays.items():
                     setattr(seg, name, list(arr))
                 rec.segments.append(seg)

@@ -338,6 +338,9 @@ class ModelBuilder:
         lo, hi = vec(lower, nq, -np.inf, "lower"), vec(upper, nq, np.inf, "upper")
         if (lo > hi).any():
             raise ValueError(f"add_body({name!r}): lower limit above upper limit")
+        if (lo == np.inf).any() or (hi == -np.inf).any():      # lower=upper=inf read as "no limit" (issue 28)
+            raise ValueError(f"add_body({name!r}): a lower limit of +inf or an upper limit of -inf bounds nothing "
+                             f"(lower={lo.tolist()}, upper={hi.tolist()}); leave a side out (None) for no limit")
         spec = _BodySpec(name, pidx, joint, joint_name, R, p, I6, lo, hi,
                          vec(velocity_limit, nv, np.inf, "velocity_limit"),
                          vec(effort_limit, nv, np.inf, "effort_limit"),
@@ -443,9 +446,8 @@ class ModelBuilder:
         for what, n in (("follower", follower), ("leader", leader)):
             if n not in self._joint_names:
                 raise KeyError(f"add_gear: unknown {what} joint {n!r}; joints: {sorted(self._joint_names)}")
-        r, o = float(ratio), float(offset)
-        if not (np.isfinite(r) and np.isfinite(o)):
-            raise ValueError(f"add_gear({follower!r}, {leader!r}): ratio and offset must be finite, got {ratio!r}, {offset!r}")
+        r = G._number(ratio, f"add_gear({follower!r}, {leader!r}).ratio")          # no bool, str: issue 28
+        o = G._number(offset, f"add_gear({follower!r}, {leader!r}).offset")
         if r == 0.0:
             raise ValueError(f"add_gear({follower!r}, {leader!r}): a ratio of 0 locks the follower; "
                              "use a fixed joint instead")

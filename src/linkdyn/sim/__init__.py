@@ -7,10 +7,10 @@ runs as :mod:`linkdyn.recording` defines them.  Calls the prepared layer (:mod:`
 in its steps, never the validating public functions.
 """
 from .checks import Check, Checks, check
-from ..recording import Event, Recording, Segment, Trajectory
+from ..recording import Event, Recording, RecordingError, Segment, Trajectory
 from .integrators import simulate
 from .steps import rk4_step, semi_implicit_euler_step
 from .simulation import Simulation
 
-__all__ = ["Check", "Checks", "Event", "Recording", "Segment", "Simulation", "Trajectory", "rk4_step", "semi_implicit_euler_step",
+__all__ = ["Check", "Checks", "Event", "Recording", "RecordingError", "Segment", "Simulation", "Trajectory", "rk4_step", "semi_implicit_euler_step",
            "simulate", "check"]

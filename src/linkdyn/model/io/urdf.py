@@ -596,7 +596,10 @@ def _build(text, source, floating_base, gravity, default_name, joint_friction=Fa
     b.mimic.extend(mimic_tags)
     if mimic:
         for m in mimic_tags:
-            b.add_gear(m["joint"], m["mimicked"], m["multiplier"], m["offset"])
+            try:
+                b.add_gear(m["joint"], m["mimicked"], m["multiplier"], m["offset"])
+            except (ValueError, TypeError) as exc:     # multiplier="0", a follower twice: the file's fault
+                raise URDFError(f"{source}: <mimic> of joint {m['joint']!r}: {exc}") from None
     try:
         model = b.build()
     except ValueError as exc:       # pragma: no cover - the checks above should make this unreachable
