@@ -533,9 +533,13 @@ def collision_items(models, index) -> list:
             if kind is None or body_id(b) is None or ("geom", name) in seen:
                 continue
             seen.add(("geom", name))
-            items.append({"name": name, "src": "geom", "b": body_id(b), "body": bn[b], "k": kind,
-                          "s": _geom_size(kind, m.geom_size[g]), "p": [float(x) for x in m.geom_pos[g]],
-                          "q": _quat(m.geom_R[g]).tolist(), "ext": None})
+            item = {"name": name, "src": "geom", "b": body_id(b), "body": bn[b], "k": kind,
+                    "s": _geom_size(kind, m.geom_size[g]), "p": [float(x) for x in m.geom_pos[g]],
+                    "q": _quat(m.geom_R[g]).tolist(), "ext": None}
+            if kind == "mesh":             # its convex hull's vertices in the geom frame (for the extents)
+                a, n = int(m.geom_vert_adr[g]), int(m.geom_vert_num[g])
+                item["v"] = np.round(np.asarray(m.geom_verts[a:a + n], dtype=float), 6).tolist()
+            items.append(item)
         for pl in getattr(m, "planes", ()):
             if body_id(pl.body) is None or ("plane", pl.name) in seen:
                 continue
@@ -558,6 +562,9 @@ def _item_corners(item) -> np.ndarray:
         loc = np.array([[x, y, 0.0] for x in (-hx, hx) for y in (-hy, hy)])
         from scipy.spatial.transform import Rotation
         return Rotation.from_quat(item["q"]).apply(loc) + np.asarray(item["p"])
+    if item["k"] == "mesh":
+        from scipy.spatial.transform import Rotation
+        return Rotation.from_quat(item["q"]).apply(np.asarray(item["v"], dtype=float).reshape(-1, 3)) + np.asarray(item["p"])
     return _corners(None, {"k": item["k"], "s": item["s"], "q": item["q"], "p": item["p"]})
 
 
