@@ -10,8 +10,9 @@ import numpy as np
 
 
 SCENES = {
-    "highbar": ("the high bar (Nakamura and Yamane 2000, Fig. 14): a 16-DoF figure hangs by both hands, "
-                "swings, and lets go with the right hand; its joints stop at their anatomical limits", 3.0),
+    "highbar": ("the high bar (Nakamura and Yamane 2000, Fig. 14): a 16-DoF figure hangs by both hands from a bar "
+                "2.8 m above the floor, swings, lets go with the right hand at 1 s and opens that arm sideways, and "
+                "swings on, turning about its left hand; its joints stop at their anatomical limits", 3.0),
     "swing": ("the swing (Nakamura and Yamane 2000, Fig. 15): the figure sits on the seat by unilateral "
               "contacts, holding both ropes; the seat breaks off the left rope, tilts, and the thighs slide off", 4.0),
     "drop": ("a 40-DoF figure drops 0.5 m and lands on the ground: its sole corners meet the floor as "

@@ -68,32 +68,75 @@ def on_bar(figure=None, grip: str = "revolute", bar_height: float | None = None,
     return model, q
 
 
-def high_bar(mass: float = 70.0, height: float = 1.75, swing: float = 0.0):
+#: the height of a competition high bar above the floor (m): 2.80 m (FIG Apparatus Norms, the
+#: bar's top 2750 mm above a 200 mm landing mat: 2.8 m above the floor the mat lies on, to the
+#: bar's axis, rounded)
+COMPETITION_BAR_HEIGHT = 2.8
+
+
+def high_bar(mass: float = 70.0, height: float = 1.75, swing: float = 0.0,
+             bar_height: float | None = COMPETITION_BAR_HEIGHT, floor: bool = True):
     """The high bar of Nakamura and Yamane 2000 sec. 5.1: the 16-DoF figure (4 DoF per limb) hanging by both
-    hands on 1-DoF revolute joints about the bar, turned by ``swing`` rad about the bar.
-    Returns (model, q)."""
-    return on_bar(human_figure_16(mass=mass, height=height), "revolute", swing=swing)
+    hands on 1-DoF revolute joints about the bar, turned by ``swing`` rad about the bar.  The
+    bar's axis stands ``bar_height`` m above the floor z = 0 (default a competition bar's,
+    :data:`COMPETITION_BAR_HEIGHT`; None: where the standing figure's raised hands are, 2.05 m
+    for a 1.75 m figure, low enough that its feet brush the floor); ``floor``: the model has the
+    ground plane z = 0 (its contact points would land on it).  Returns (model, q)."""
+    model = human_figure_16(mass=mass, height=height)
+    if floor:
+        b = _b.ModelBuilder.from_model(model)
+        b.add_ground()
+        model = b.build()
+    return on_bar(model, "revolute", bar_height=bar_height, swing=swing)
+
+
+def released_arm_posture(model, q, side: str = "r", lower: float = 0.5 * np.pi, roll: float = 1.5, elbow: float = 0.3):
+    """``q`` with the ``side`` arm, raised overhead in ``q``, brought down sideways in the body's
+    frontal plane by ``lower`` rad (pi/2: held out horizontally, as a gymnast opens the arm
+    that let go of the bar) and rolled by ``roll`` rad about its own length (palm down: without
+    the roll the lowered arm's twist would be 117 deg, past the shoulder's 90 deg stop), the
+    elbow bent by ``elbow`` rad.  Only the arm's joints change."""
+    q = q.copy()
+    sign = -1.0 if side == "r" else 1.0
+    s = model.q_slice(f"{side}_shoulder")
+    R = (spatial.axis_angle_to_matrix([1.0, 0.0, 0.0], -sign * lower) @ spatial.quat_to_matrix(q[s])
+         @ spatial.axis_angle_to_matrix([0.0, 0.0, 1.0], -sign * roll))
+    q[s] = spatial.matrix_to_quat(R)
+    q[model.q_slice(f"{side}_elbow")] = elbow
+    return q
 
 
 def high_bar_simulation(dt: float = 1e-3, release: float = 1.0, swing: float = 0.8, record_every: int = 10,
-                        posture: float | None = 8.0, **options):
+                        posture: float | None = 8.0, bar_height: float | None = COMPETITION_BAR_HEIGHT,
+                        **options):
     """Fig. 14 as a simulation: the figure hangs from the bar by both hands, swung back by
     ``swing`` rad and let go from rest; at ``release`` s the right hand opens (the revolute
-    joint to the bar is cut) and the figure swings and twists on its left hand.
+    joint to the bar is cut) and the figure swings and turns on its left hand.  The bar stands
+    ``bar_height`` m above the floor (a competition bar's: the feet pass ~0.7 m above it).
 
     ``posture``: the figure holds its hanging posture (arms overhead, body straight: a
     gymnast's) with the posture controller at this frequency (rad/s), as a gymnast's muscles
-    do; the swing about the bar stays free (it has no actuator).  ``None``: a passive figure
-    (a ragdoll: its energy is conserved between events, the tests of the mechanics use it)."""
+    do; the swing about the bar stays free (it has no actuator).  From the release on, the
+    freed right arm is brought down and out sideways (:func:`released_arm_posture`): the hand
+    leaves the bar, and the figure, no longer symmetric, turns about the left hand.  (Held in
+    its overhead posture the freed hand would stay on the bar's axis: the figure swings in its
+    sagittal plane about that axis, and a hand fixed in the body's posture follows the same
+    circle as the hand that still holds the bar.)  ``None``: a passive figure (a ragdoll: its
+    energy is conserved between events, the tests of the mechanics use it)."""
     from ..sim import Simulation
-    model, q = high_bar(swing=-swing)
+    model, q = high_bar(swing=-swing, bar_height=bar_height)
     if posture is not None:
         # the posture held: as hung, with the knees bent by 0.1 rad (straight knees would sit on
         # their limit stop, a contact to keep solving at every step); the loops go through the
         # arms, so they stay closed
         for side in ("l", "r"):
             q[model.q_slice(f"{side}_knee")] = 0.1
-        options.setdefault("controller", posture_controller(model, q, frequency=posture))
+        hanging = posture_controller(model, q, frequency=posture)
+        opened = posture_controller(model, released_arm_posture(model, q), frequency=posture)
+
+        def control(t, q_, v, m):
+            return (hanging if t < release else opened)(t, q_, v, m)
+        options.setdefault("controller", control)
     sim = Simulation(model, q, dt=dt, record_every=record_every, **options)
     sim.at(release, "cut", "r_grip", "bar")
     return sim
