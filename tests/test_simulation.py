@@ -134,8 +134,9 @@ def test_high_bar_holds_the_joint_limits():
 def test_high_bar_gymnast_holds_its_posture_through_the_release():
     """The scene as the demo runs it: the posture controller keeps the hanging posture (arms
     overhead, body straight) while the figure swings about the bar, which has no actuator, and
-    after the right hand lets go it swings on the left hand as one body: every sample inside
-    the joint limits, the actuated joints within 0.01 rad of the posture, no limit ever struck,
+    after the right hand lets go it swings on the left hand: every sample inside the joint
+    limits, the actuated joints within 0.01 rad of the posture (after the release, all but the
+    freed arm, which is lowered away from the bar: tests/test_scenes.py), no limit ever struck,
     and the swing itself large."""
     sim = sc.high_bar_simulation(dt=1e-3, release=0.5, record_every=10)
     model0, q_ref = sim.model, sim.q.copy()
@@ -145,7 +146,10 @@ def test_high_bar_gymnast_holds_its_posture_through_the_release():
         a, m = seg.arrays(), seg.model
         assert np.all(a["q"] >= np.asarray(m.lower) - 1e-9) and np.all(a["q"] <= np.asarray(m.upper) + 1e-9)
         ref = ld.structure.map_state(model0, m, q_ref)
-        for name in ("l_shoulder", "r_shoulder", "l_elbow", "r_elbow", "l_hip", "r_hip", "l_knee", "r_knee"):
+        held = ("l_shoulder", "r_shoulder", "l_elbow", "r_elbow", "l_hip", "r_hip", "l_knee", "r_knee")
+        if seg is not rec.segments[0]:          # released: the free arm goes to its own posture (test_scenes)
+            held = tuple(n for n in held if not n.startswith("r_") or n in ("r_hip", "r_knee"))
+        for name in held:
             sl = slice(m.v_index(name), m.v_index(name) + m.jnt_nv[m.joint_id(name)])
             err = np.array([ld.difference(m, ref, q)[sl] for q in a["q"]])
             assert np.abs(err).max() < 0.01, name
