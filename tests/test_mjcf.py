@@ -533,26 +533,12 @@ def test_inertiafromgeom_modes_and_mesh_warning():
         parse_mjcf(mesh.replace("m.stl", "m.msh"), base_dir=".")
 
 
-def _l_prism():
-    """A non-convex solid (an L-shaped prism), outward-oriented triangles."""
-    P = np.array([(0, 0), (0.4, 0), (0.4, 0.1), (0.1, 0.1), (0.1, 0.35), (0, 0.35)])
-    n = len(P)
-    V = np.array([[x, y, 0.0] for x, y in P] + [[x, y, 0.1] for x, y in P]) + [0.03, -0.02, 0.01]
-    F = []
-    for a, b, c in [(0, 1, 2), (0, 2, 3), (0, 3, 4), (0, 4, 5)]:
-        F += [(a, c, b), (a + n, b + n, c + n)]
-    for i in range(n):
-        j = (i + 1) % n
-        F += [(i, j, j + n), (i, j + n, i + n)]
-    return V, np.array(F)
-
-
 @pytest.mark.parametrize("mode", ["legacy", "convex", "exact", "shell"])
 def test_mesh_geoms_give_mujocos_mass_properties(mj, tmp_path, mode):
     """A body's inertia from a non-convex mesh geom (file and inline vertices, scale, refpos,
     refquat, geom pose, density or mass) equals what MuJoCo compiles, in every inertia mode."""
-    from test_mesh_inertia import write_stl
-    V, F = _l_prism()
+    from test_mesh_inertia import l_prism, write_stl
+    V, F = l_prism()
     write_stl(tmp_path / "L.stl", V, F)
     verts = " ".join(f"{x:.17g}" for x in V.ravel())
     faces = " ".join(str(int(i)) for i in F.ravel())
@@ -589,8 +575,8 @@ def test_mesh_geom_without_trimesh(tmp_path, monkeypatch):
         return real_import(name, *args, **kwargs)
 
     monkeypatch.setattr(builtins, "__import__", no_trimesh)
-    from test_mesh_inertia import write_stl
-    V, F = _l_prism()
+    from test_mesh_inertia import l_prism, write_stl
+    V, F = l_prism()
     write_stl(tmp_path / "m.stl", V, F)
     (tmp_path / "m.ply").write_bytes(b"ply\n")
     text = ('<mujoco><asset><mesh name="m" file="m.{}"/></asset><worldbody><body name="b"><joint/>'

@@ -11,7 +11,7 @@ from .._kernels.layout import _view, model_sizes, unpack_data, unpack_model
 from .._kernels.passes import ACC, OK, POS, check_inputs, check_q, kinematics_pass
 from .._kernels.spatial_nb import motion_act
 from ..model.geometry import BOX, CAPSULE, CYLINDER, PLANE, SPHERE
-from .collision._vec import add, axpy, col, cross, dot, mtv, mv, norm, scl, sub, vec
+from .collision._vec import add, axpy, col, cross, dot, mtv, mv, norm, scl, sub, tangents, vec
 
 
 
@@ -19,16 +19,6 @@ from .collision._vec import add, axpy, col, cross, dot, mtv, mv, norm, scl, sub,
 PT, LN, PL, UNK = 0, 1, 2, 3
 _TOL = 1e-9          # relative tolerance of the feature tests (the collider's output is exact to ~1e-15)
 _ZERO3 = (0.0, 0.0, 0.0)
-
-
-# --- the contact frame --------------------------------------------------------------------------
-@njit(cache=True)
-def tangents(n):
-    """t1, t2 with [t1, t2, n] a right-handed orthonormal frame (Duff et al. 2017, listing 2)."""
-    s = 1.0 if n[2] >= 0.0 else -1.0
-    a = -1.0 / (s + n[2])
-    b = n[0] * n[1] * a
-    return (1.0 + s * n[0] * n[0] * a, s * b, -s * n[0]), (b, s + n[1] * n[1] * a, -n[1])
 
 
 # --- motion of material points and body-fixed directions -----------------------------------------

@@ -539,8 +539,13 @@ def run_kernel(buf, q, v, tau, h, nsteps, geo, mask, pair_mu, pair_e, lim_q, lim
     extra = np.zeros(size, dtype=np.bool_)
     M = np.empty((nv, nv))
     a = np.empty(nv)
+    warm0, ci0, cf0, gP0 = np.empty_like(warm), np.empty_like(con_i), np.empty_like(con_f), np.empty_like(gP)
     for step in range(nsteps):
-        warm0, ci0, cf0, gP0, n0 = warm.copy(), con_i.copy(), con_f.copy(), gP.copy(), gcount[0]
+        warm0[:] = warm                     # the step's warm starts, to undo it (allocated once)
+        ci0[:] = con_i
+        cf0[:] = con_f
+        gP0[:] = gP
+        n0 = gcount[0]
         extra[:] = False
         for attempt in range(2):
             timestep_kernel(buf, q, v, tau, h, geo, mask, pair_mu, pair_e, lim_q, lim_v, lim_s, lim_b, bC, bI,

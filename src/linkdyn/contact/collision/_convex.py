@@ -54,7 +54,7 @@ import numpy as np
 from numba import njit
 
 from ...model.geometry import BOX, CAPSULE, CYLINDER, ELLIPSOID, MESH, SPHERE
-from ._vec import add, axpy, cross, dot, mtv, mv, norm, put, scl, sub, vec
+from ._vec import add, axpy, cross, dot, mtv, mv, norm, put, scl, sub, tangents, vec
 
 GJK_TOL = 1e-10         # metres: GJK stops when |v| - v.w/|v| (a bound on its error) is below this
 EPA_TOL = 1e-10         # metres: EPA stops when the support point is this close to the nearest face
@@ -550,19 +550,10 @@ MAXMANIFOLD = 8         # most points of one convex pair
 
 
 @njit(cache=True)
-def _frame(n):
-    """Two unit tangents t1, t2 orthogonal to the unit n (Duff et al. 2017)."""
-    s = 1.0 if n[2] >= 0.0 else -1.0
-    a = -1.0 / (s + n[2])
-    b = n[0] * n[1] * a
-    return (1.0 + s * n[0] * n[0] * a, s * b, -s * n[0]), (b, s + n[1] * n[1] * a, -n[1])
-
-
-@njit(cache=True)
 def _samples(t, p, R, s, V, n, X):
     """The shape's support along n and along the 8 directions tilted from n by TILT: points
     of its face (or edge) along n.  X (NSAMP, 3)."""
-    t1, t2 = _frame(n)
+    t1, t2 = tangents(n)
     tt = math.tan(TILT)
     for k in range(NSAMP):
         d = n
@@ -626,7 +617,7 @@ def manifold(t1, p1, R1, s1, V1, t2, p2, R2, s2, V2, n, margin, out, k):
     A, B = np.empty((NSAMP, 3)), np.empty((NSAMP, 3))
     _samples(t1, p1, R1, s1, V1, n, A)
     _samples(t2, p2, R2, s2, V2, scl(n, -1.0), B)
-    ta, tb = _frame(n)
+    ta, tb = tangents(n)
     UA, UB = np.empty((NSAMP, 2)), np.empty((NSAMP, 2))
     for i in range(NSAMP):
         UA[i, 0], UA[i, 1] = dot(vec(A[i]), ta), dot(vec(A[i]), tb)

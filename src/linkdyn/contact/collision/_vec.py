@@ -81,3 +81,12 @@ def put(out, k, dist, pos, normal):
 @njit(cache=True)
 def clip(x, lo, hi):
     return lo if x < lo else (hi if x > hi else x)
+
+
+@njit(cache=True)
+def tangents(n):
+    """t1, t2 with [t1, t2, n] a right-handed orthonormal frame (Duff et al. 2017, listing 2)."""
+    s = 1.0 if n[2] >= 0.0 else -1.0
+    a = -1.0 / (s + n[2])
+    b = n[0] * n[1] * a
+    return (1.0 + s * n[0] * n[0] * a, s * b, -s * n[0]), (b, s + n[1] * n[1] * a, -n[1])
