@@ -166,13 +166,10 @@ def test_figure_mass_properties_follow_de_leva(tmp_path):
         bone = 0.01 * np.array(JOINTS[names.index(child)][2], float)
         np.testing.assert_allclose(row[1:4] / row[0], t[seg].com * bone, atol=1e-12)
     assert cap.feet.names == ["l", "r"] and [len(p) for p in cap.feet.points] == [4, 4]
-    # the sole points lie on the soles: at the lowest level of the foot chain in the rest pose
-    q = cap.q[:1].copy()
-    q[0, 7:] = np.tile([0, 0, 0, 1.0], (m.nq - 7) // 4)
-    from scipy.spatial.transform import Rotation
-    q[0, 3:7] = Rotation.from_matrix(mocap.Y_UP_TO_Z_UP).as_quat()     # the rest pose, upright
-    z = mocap.capture._sole_points(m, q)[0, :, 2]
-    toe_end = ld.forward_kinematics(m, q).pose("LeftToeBase_end")[0, 2, 3]
+    # the sole points lie on the soles: in a standing capture, at the level of the toe's end site
+    still = mocap.load_bvh(write(tmp_path, skeleton(np.zeros_like(angles), root), "still.bvh"), cutoff=None)
+    z = mocap.capture._sole_points(still.model, still.q[:1])[0, :, 2]
+    toe_end = ld.forward_kinematics(still.model, still.q[:1]).pose("LeftToeBase_end")[0, 2, 3]
     np.testing.assert_allclose(z, toe_end, atol=1e-12)
 
 

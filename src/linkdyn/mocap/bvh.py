@@ -60,6 +60,26 @@ class Skeleton:
         from scipy.spatial.transform import Rotation
         return [Rotation.from_euler(o, self.angles[:, j], degrees=True) for j, o in enumerate(self.orders)]
 
+    def world_positions(self, frames=None):
+        """Joint origins (F, J, 3), joint rotations (F, J, 3, 3) and end sites (F, E, 3) of the
+        given frames (default all) in file units and axes, by the BVH forward kinematics."""
+        idx = np.arange(self.frames) if frames is None else np.asarray(frames)
+        F, J = len(idx), len(self.names)
+        rots = [r[idx].as_matrix() if len(idx) else np.zeros((0, 3, 3)) for r in self.rotations()] \
+            if F else [np.zeros((0, 3, 3))] * J
+        R = np.empty((F, J, 3, 3))
+        P = np.empty((F, J, 3))
+        ends = []
+        for j, p in enumerate(self.parents):
+            if p < 0:
+                R[:, j], P[:, j] = rots[j], self.root_position[idx]
+            else:
+                R[:, j] = R[:, p] @ rots[j]
+                P[:, j] = P[:, p] + R[:, p] @ self.offsets[j]
+            ends += [P[:, j] + R[:, j] @ e for e in self.end_sites[j]]
+        E = np.stack(ends, axis=1) if ends else np.zeros((F, 0, 3))
+        return P, R, E
+
     def rest_positions(self) -> tuple[NDArray[np.float64], list[NDArray[np.float64]]]:
         """Joint origins (J, 3) and end sites (list of (3,)) in the rest pose (every angle zero,
         root at its OFFSET), in file units and axes."""

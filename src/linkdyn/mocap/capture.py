@@ -92,11 +92,15 @@ class Capture:
 
 
 def _detect_scale(sk: Skeleton):
-    P, ends = sk.rest_positions()
-    ys = np.concatenate([P[:, 1], [e[1] for e in ends]])
-    H = float(ys.max() - ys.min())
+    """(metres per file unit, the figure's height in file units): the height is the 90th
+    percentile over up to 50 frames of the skeleton's extent along the file's Y axis (joints
+    and end sites): a standing or walking figure's, whatever its rest pose (LAFAN1's lies along x)."""
+    frames = np.unique(np.linspace(0, sk.frames - 1, min(sk.frames, 50)).astype(int))
+    P, _, E = sk.world_positions(frames)
+    ys = np.concatenate([P[..., 1], E[..., 1]], axis=1)
+    H = float(np.percentile(ys.max(axis=1) - ys.min(axis=1), 90))
     if not np.isfinite(H) or H <= 0:
-        raise MocapError(f"{sk.path}: the skeleton has no height in its rest pose (file Y axis)")
+        raise MocapError(f"{sk.path}: the skeleton has no height (file Y axis)")
     for s, unit in _UNITS:
         if 0.8 <= H * s <= 2.5:
             return s, H

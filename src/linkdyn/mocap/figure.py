@@ -23,8 +23,10 @@
 * **Feet.** Each foot (a joint named foot/ankle with a side, L or R) gets four contact points on
   the sole (``model.contacts``; :meth:`~linkdyn.ModelBuilder.add_contact`), at the heel (below
   the ankle) and at the toe tip (the foot chain's farthest end), a foot's breadth apart, on
-  the lowest level the foot chain reaches in the rest pose; the toe points ride on the toe's
-  body when the skeleton has one.  The model has the ground plane z = 0.
+  the lowest level the foot chain reaches in a reference pose: the file's rest pose when it
+  stands (at least 0.8 of the figure's height along Y, as CMU's T-pose), else the frame of the
+  capture in which that ankle is lowest (the foot on the ground; LAFAN1's rest pose lies along
+  x); the toe points ride on the toe's body when the skeleton has one.  The model has the ground plane z = 0.
 * **End sites** are frames ``{joint}_end`` (``_end1``, ... for a second one) on their joint's body.
 """
 from __future__ import annotations
@@ -155,9 +157,10 @@ def build_figure(sk: Skeleton, scale: float, mass: float, height: float, sex: st
 
 
 def _add_feet(b, sk, scale, height, cls, sides):
-    P, _ = sk.rest_positions()
     C = Y_UP_TO_Z_UP
-    Pw = (C @ (scale * P).T).T                        # rest pose, world axes (every body frame = C)
+    P0, E0 = sk.rest_positions()
+    ys = np.concatenate([P0[:, 1], [e[1] for e in E0]])
+    rest_stands = scale * (ys.max() - ys.min()) >= 0.8 * height   # CMU's T-pose does, LAFAN1's does not
     names, points, ankles = [], [], []
     for j, name in enumerate(sk.names):
         if cls[j] != ("foot", 1.0) or sides[j] is None or sides[j] in names:
@@ -167,7 +170,18 @@ def _add_feet(b, sk, scale, height, cls, sides):
             k = stack.pop()
             chain.append(k)
             stack += sk.children[k]
-        pts = [(k, Pw[k]) for k in chain] + [(k, Pw[k] + C @ (scale * e)) for k in chain for e in sk.end_sites[k]]
+        if rest_stands:                                  # the reference pose: the rest pose ...
+            P0, _ = sk.rest_positions()
+            Pw = scale * P0 @ C.T
+            Rw = np.broadcast_to(C, (len(sk.names), 3, 3))
+        else:                                           # ... or the frame in which this ankle is lowest
+            frames = np.unique(np.linspace(0, sk.frames - 1, min(sk.frames, 400)).astype(int))
+            P, R, _ = sk.world_positions(frames)
+            f = frames[int(np.argmin(P[:, j, 1]))]
+            P, R, _ = sk.world_positions([f])
+            Pw = scale * P[0] @ C.T                     # world axes (the root's yaw kept: irrelevant here)
+            Rw = C @ R[0]                               # body -> world
+        pts = [(k, Pw[k]) for k in chain] + [(k, Pw[k] + Rw[k] @ (scale * e)) for k in chain for e in sk.end_sites[k]]
         sole = min(p[2] for _, p in pts)
         heel = Pw[j].copy()
         heel[2] = sole
@@ -189,7 +203,7 @@ def _add_feet(b, sk, scale, height, cls, sides):
         for end, body, x in (("heel", j, heel), ("toe", k_toe_body, toe)):
             for edge, sgn in (("in", -1.0 if s == "l" else 1.0), ("out", 1.0 if s == "l" else -1.0)):
                 xw = x + sgn * w * lat
-                local = C.T @ (xw - Pw[body])
+                local = Rw[body].T @ (xw - Pw[body])
                 pn.append(b.add_contact(sk.names[body], local, friction=_h.CONTACT_FRICTION,
                                         name=f"{s}_{end}_{edge}"))
         points.append(pn)
