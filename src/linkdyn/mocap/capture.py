@@ -362,36 +362,38 @@ def inverse_dynamics(capture: Capture, phases: NDArray[np.bool_] | None = None, 
     Rr, pr = kin.R[:, 1], kin.p[:, 1]                               # the root body
     mg = capture.mass * float(np.linalg.norm(m.gravity)) if np.linalg.norm(m.gravity) > 0 else capture.mass
     Wd = np.r_[np.full(3, 1 / mg), np.full(3, 1 / (mg * 0.5 * capture.height))]
-    Cm = _qp_matrices(mu, n)
     F = np.zeros((T, n, 3))
     resid = np.empty((T, 6))
     it = range(T)
     if progress:
         from tqdm import tqdm
         it = tqdm(it, desc="inverse dynamics", unit="frame")
+    # every frame's map from point forces (world) to the root wrench: rows [R^T f; r x R^T f]
+    r = np.einsum("tij,tni->tnj", Rr, P - pr[:, None])              # points in the root frame
+    RT = np.transpose(Rr, (0, 2, 1))
+    Afull = np.empty((T, 6, n, 3))
+    Afull[:, :3] = RT[:, :, None, :]
+    Afull[:, 3:] = np.einsum("tnab,tbc->tanc", _skew_batch(r), RT)
+    Afull = Afull.reshape(T, 6, 3 * n)
+    cache = {}
     for k in it:
         on = phases[k][foot_of]
         if not on.any():
             resid[k] = w0[k, :6]
             continue
-        r = (P[k] - pr[k]) @ Rr[k]                                  # points in the root frame
-        A = np.zeros((6, 3 * n))
-        for i in range(n):
-            A[:3, 3 * i:3 * i + 3] = Rr[k].T
-            A[3:, 3 * i:3 * i + 3] = _skew(r[i]) @ Rr[k].T
+        cols = np.flatnonzero(np.repeat(on, 3))                    # the points that may push
+        na = cols.size // 3
+        key = tuple(mu[on])
+        if key not in cache:
+            cache[key] = (_qp_matrices(mu[on], na), np.eye(3 * na))
+        Ck, I = cache[key]
+        A = Afull[k][:, cols]
         Aw = A * (Wd[:, None] * mg)                                 # unknowns x = f / (m g)
-        H = Aw.T @ Aw + regularisation * np.eye(3 * n)
+        H = Aw.T @ Aw + regularisation * I
         g = -Aw.T @ (Wd * w0[k, :6])
-        u = np.zeros(5 * n)
-        # a point of a foot in the air: f_z <= 0, which with f_z >= 0 and the pyramid makes f = 0
-        lo_rows = np.flatnonzero(~on)
-        Ck = Cm.copy()
-        if lo_rows.size:
-            Ck = np.vstack([Cm, -Cm[5 * lo_rows + 4]])
-            u = np.r_[u, np.zeros(lo_rows.size)]
-        f = mg * solve(H, g, Ck, u).reshape(n, 3)
-        F[k] = f
-        resid[k] = w0[k, :6] - A @ f.ravel()
+        f = mg * solve(H, g, Ck, np.zeros(Ck.shape[0]))
+        F[k, on] = f.reshape(na, 3)
+        resid[k] = w0[k, :6] - A @ f
     # joint torques: one batched RNEA with the sole forces as external forces (body frame)
     fext = np.zeros((T, m.nbody, 6))
     for i, ci in enumerate(allp):
@@ -414,8 +416,12 @@ def inverse_dynamics(capture: Capture, phases: NDArray[np.bool_] | None = None, 
     return InverseDynamics(tau, grf, cop, resid, phases, F, tau * v, solver)
 
 
-def _skew(x):
-    return np.array([[0.0, -x[2], x[1]], [x[2], 0.0, -x[0]], [-x[1], x[0], 0.0]])
+def _skew_batch(x):
+    """Cross-product matrices of the last axis (..., 3) -> (..., 3, 3)."""
+    S = np.zeros(x.shape + (3,))
+    S[..., 0, 1], S[..., 0, 2], S[..., 1, 2] = -x[..., 2], x[..., 1], -x[..., 0]
+    S[..., 1, 0], S[..., 2, 0], S[..., 2, 1] = x[..., 2], -x[..., 1], x[..., 0]
+    return S
 
 
 def write_bvh(path: str | os.PathLike[str], capture: Capture, q: NDArray[np.float64] | None = None,
