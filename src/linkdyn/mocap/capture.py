@@ -15,7 +15,7 @@ body-frame twist [R^T p'; w] and a its time derivative [R^T p'' - w x R^T p'; w'
   q_{k+1} = q_k (+) h v_{k+1}) is read back exactly.
 * ``cutoff`` (Hz, default 6): the root's position and each joint's quaternion (made sign-
   continuous) pass a zero-lag 4th-order Butterworth filter (``scipy.signal.sosfiltfilt``, the
-  2nd-order filter forwards and backwards, as Winter 2009 sec. 3.4 recommends for gait); the
+  2nd-order filter forwards and backwards, the usual filter of gait kinematics, Winter 2009); the
   quaternions are normalised, and q, v, a are read off a cubic spline of the positions and
   scipy's ``RotationSpline`` of the rotations (a C2 spline on SO(3) whose angular rate and
   acceleration are body-frame vectors), so v and a are the exact derivatives of the smooth q.
@@ -51,7 +51,7 @@ from ..kinematics import forward_kinematics
 from .bvh import MocapError, Skeleton, read_skeleton, write_skeleton
 from .figure import Y_UP_TO_Z_UP, Feet, build_figure
 
-#: default filter cut-off (Hz) of the kinematics (Winter 2009 uses 6 Hz for walking)
+#: default filter cut-off (Hz) of the kinematics (a common choice for walking, Winter 2009)
 DEFAULT_CUTOFF = 6.0
 #: the contact-phase thresholds (m, m/s): a foot lands when its lowest sole point is below
 #: ``HEIGHT_ON`` and its points move slower than ``SPEED_ON``; it lifts when above ``HEIGHT_OFF``

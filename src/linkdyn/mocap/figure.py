@@ -18,7 +18,11 @@
   table's sagittal and transverse radii (a BVH joint frame says nothing of the segment's front,
   so the two transverse radii are averaged) and ``r_l`` the longitudinal one.  The masses are
   finally scaled so that they sum to ``mass`` exactly (segments the skeleton lacks, e.g. no
-  clavicles, are thereby shared by the others).  ``height`` sets the foot's breadth
+  clavicles, are thereby shared by the others).  The trunk joints (spine, chest) share de Leva's
+  middle and upper trunk less two clavicles (:data:`linkdyn.models.human.CLAVICLE_SHARE` of the
+  upper trunk each, as in the 40-DoF figure) and take the upper trunk's CM fraction and radii;
+  the toes take 0.1 of a foot's weight, finger joints 0.05 of a hand's, the neck 0.25 of the
+  head's, a name no rule knows (:func:`classify`) 0.05 of the trunk's.  ``height`` sets the foot's breadth
   (:data:`linkdyn.models.human.FOOT_HALF_WIDTH`, after Drillis and Contini 1966).
 * **Feet.** Each foot (a joint named foot/ankle with a side, L or R) gets four contact points on
   the sole (``model.contacts``; :meth:`~linkdyn.ModelBuilder.add_contact`), at the heel (below
