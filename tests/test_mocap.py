@@ -322,3 +322,35 @@ def test_cli_prints_the_summary_and_writes_the_table(sim, tmp_path):
     bad = subprocess.run([sys.executable, "-m", "linkdyn.cli", "mocap", str(p), "--mass", "-1"],
                          capture_output=True, text=True)
     assert bad.returncode == 2 and "mass" in bad.stderr
+
+
+def test_contact_phases_hysteresis_and_speed(tmp_path):
+    """A foot hovering across the landing height does not chatter (it stays down until it rises
+    above the lift-off height), while without hysteresis it would switch every frame; a foot
+    sweeping low but fast is not down."""
+    from dataclasses import replace
+    angles, root = smooth_motion(5)
+    still = mocap.load_bvh(write(tmp_path, skeleton(np.zeros((140, len(JOINTS), 3)), np.tile(root[0], (140, 1))),
+                                 "still.bvh"), cutoff=None, ground=0.0)
+    h = np.zeros(140)
+    h[:20] = np.linspace(0.0, 0.0195, 20)                     # slowly up to the landing height
+    h[20:60] = 0.02 + 0.0005 * (-1) ** np.arange(40)          # 1.95 / 2.05 cm, slowly (0.12 m/s)
+    h[60:80] = np.linspace(0.02, 0.06, 20)                    # lifts off
+    h[80:100] = 0.06
+    h[100:140] = 0.005                                        # sweeps forward at 0.5 cm, at 1 m/s
+    q = still.q.copy()
+    z0 = mocap.capture._sole_points(still.model, q[:1])[0, :, 2].min()
+    q[:, 2] += h - z0                                         # h: the lowest sole point's height
+    q[100:, 0] += np.arange(40) / 120
+    cap = replace(still, q=q)
+    down = mocap.contact_phases(cap)
+    assert (down[:, 0] == down[:, 1]).all()
+    d = down[:, 0]
+    assert d[:60].all(), np.flatnonzero(~d[:60])
+    assert not d[80:].any(), np.flatnonzero(d[80:]) + 80
+    first_up = np.flatnonzero(~d)[0]
+    assert h[first_up] > 0.04 >= h[first_up - 1]
+    chatter = mocap.contact_phases(cap, height_off=0.02)
+    assert np.count_nonzero(np.diff(chatter[20:60, 0].astype(int))) > 30
+    with pytest.raises(ValueError, match="hysteresis"):
+        mocap.contact_phases(cap, height_off=0.01)

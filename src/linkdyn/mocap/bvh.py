@@ -55,12 +55,13 @@ class Skeleton:
     def frames(self) -> int:
         return self.angles.shape[0]
 
-    def rotations(self):
+    def rotations(self) -> list:
         """Each joint's local rotation, a list of scipy ``Rotation`` stacks of length T."""
         from scipy.spatial.transform import Rotation
         return [Rotation.from_euler(o, self.angles[:, j], degrees=True) for j, o in enumerate(self.orders)]
 
-    def world_positions(self, frames=None):
+    def world_positions(self, frames: NDArray[np.int_] | list[int] | None = None
+                        ) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64]]:
         """Joint origins (F, J, 3), joint rotations (F, J, 3, 3) and end sites (F, E, 3) of the
         given frames (default all) in file units and axes, by the BVH forward kinematics."""
         idx = np.arange(self.frames) if frames is None else np.asarray(frames)

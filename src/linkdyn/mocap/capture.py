@@ -84,6 +84,7 @@ class Capture:
 
     @property
     def dt(self) -> float:
+        """The frame time (s)."""
         return self.skeleton.frame_time
 
     def __repr__(self):
@@ -132,7 +133,8 @@ def _joint_slices(model, sk):
            [model.v_slice("root_joint" if p < 0 else n) for n, p in zip(sk.names, sk.parents)]
 
 
-def kinematics(model, sk: Skeleton, scale: float, ground: float, cutoff: float | None):
+def kinematics(model: _m.Model, sk: Skeleton, scale: float, ground: float, cutoff: float | None
+               ) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64]]:
     """(q, v, a) of the skeleton's motion on ``model`` (module docstring)."""
     T, h = sk.frames, sk.frame_time
     C = Rotation.from_matrix(Y_UP_TO_Z_UP)

@@ -105,7 +105,7 @@ def _bone(sk, j, scale):
     return scale * np.mean(ends, axis=0) if ends else np.zeros(3)
 
 
-def build_figure(sk: Skeleton, scale: float, mass: float, height: float, sex: str = "male"):
+def build_figure(sk: Skeleton, scale: float, mass: float, height: float, sex: str = "male") -> tuple[_m.Model, Feet]:
     """(model, feet) for the skeleton ``sk`` with lengths times ``scale`` (m per file unit)."""
     mass = _h._positive(mass, "mass")
     height = _h._positive(height, "height")
