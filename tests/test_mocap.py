@@ -354,3 +354,19 @@ def test_contact_phases_hysteresis_and_speed(tmp_path):
     assert np.count_nonzero(np.diff(chatter[20:60, 0].astype(int))) > 30
     with pytest.raises(ValueError, match="hysteresis"):
         mocap.contact_phases(cap, height_off=0.01)
+
+
+def test_smoothing_keeps_a_uniform_motion_to_the_ends(tmp_path):
+    """A figure gliding at constant velocity with a joint turning at a constant rate has zero
+    acceleration at every frame, the first and last included: the filter's padding is long
+    enough for its memory (a 9-sample pad at 1 kHz made a 6 Hz filter ring at the clip's ends)."""
+    T, h = 500, 1e-3
+    t = np.arange(T) * h
+    angles = np.zeros((T, len(JOINTS), 3))
+    angles[:, 13, 0] = 40.0 * t                                   # LeftArm about its first axis
+    root = np.stack([100.0 * t, np.full(T, 95.0), 50.0 * t], axis=1)
+    cap = mocap.load_bvh(write(tmp_path, skeleton(angles, root, frame_time=h)), cutoff=6.0)
+    # (with scipy's default pad the root's acceleration reached 17 m/s^2 and its speed was 1 m/s off)
+    assert np.abs(cap.a[:, :3]).max() < 1e-3                      # m/s^2
+    assert np.abs(cap.a).max() < 0.05                             # rad/s^2, against a rate of 0.70 rad/s
+    np.testing.assert_allclose(np.linalg.norm(cap.v[:, :3], axis=1), np.hypot(1.0, 0.5), atol=1e-4)

@@ -165,16 +165,19 @@ def kinematics(model: _m.Model, sk: Skeleton, scale: float, ground: float, cutof
     from scipy.signal import butter, sosfiltfilt
     from scipy.spatial.transform import RotationSpline
     sos = butter(2, cutoff, fs=fs, output="sos")
-    if T <= 3 * (2 * len(sos) + 1):
+    # the ends are padded by an odd extension as long as three of the filter's time constants
+    # (scipy's default, 9 samples, is far shorter than a 6 Hz filter's memory at 120 Hz or more)
+    pad = min(T - 1, max(9, int(np.ceil(3 * fs / cutoff))))
+    if T <= 9:
         raise MocapError(f"{sk.path}: {T} frames are too few to filter; pass cutoff=None")
     t = np.arange(T) * h
-    pos = sosfiltfilt(sos, pos, axis=0)
+    pos = sosfiltfilt(sos, pos, axis=0, padlen=pad)
     ps = CubicSpline(t, pos, axis=0)
     q = np.empty((T, model.nq))
     v = np.empty((T, model.nv))
     a = np.empty((T, model.nv))
     for j, (sl, vl) in enumerate(zip(qs, vs)):
-        qf = sosfiltfilt(sos, quats[j], axis=0)
+        qf = sosfiltfilt(sos, quats[j], axis=0, padlen=pad)
         qf /= np.linalg.norm(qf, axis=1, keepdims=True)
         spl = RotationSpline(t, Rotation.from_quat(qf))
         q[:, sl.stop - 4:sl.stop] = qf
