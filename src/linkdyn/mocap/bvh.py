@@ -47,6 +47,7 @@ class Skeleton:
     frame_time: float
     path: str = ""
     children: list[list[int]] = field(default_factory=list)
+    _rotations: list | None = field(default=None, repr=False, compare=False)
 
     def __post_init__(self):
         self.children = [[k for k, p in enumerate(self.parents) if p == j] for j in range(len(self.names))]
@@ -55,19 +56,25 @@ class Skeleton:
     def frames(self) -> int:
         return self.angles.shape[0]
 
-    def rotations(self) -> list:
-        """Each joint's local rotation, a list of scipy ``Rotation`` stacks of length T."""
+    def rotations(self, frames: NDArray[np.int_] | list[int] | None = None) -> list:
+        """Each joint's local rotation, a list of scipy ``Rotation`` stacks over the given frames
+        (default all; that list is computed once and kept)."""
         from scipy.spatial.transform import Rotation
-        return [Rotation.from_euler(o, self.angles[:, j], degrees=True) for j, o in enumerate(self.orders)]
+        if frames is None:
+            if getattr(self, "_rotations", None) is None:
+                self._rotations = [Rotation.from_euler(o, self.angles[:, j], degrees=True)
+                                   for j, o in enumerate(self.orders)]
+            return list(self._rotations)
+        idx = np.asarray(frames, dtype=int)
+        return [Rotation.from_euler(o, self.angles[idx, j], degrees=True) for j, o in enumerate(self.orders)]
 
     def world_positions(self, frames: NDArray[np.int_] | list[int] | None = None
                         ) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64]]:
         """Joint origins (F, J, 3), joint rotations (F, J, 3, 3) and end sites (F, E, 3) of the
         given frames (default all) in file units and axes, by the BVH forward kinematics."""
-        idx = np.arange(self.frames) if frames is None else np.asarray(frames)
+        idx = np.arange(self.frames) if frames is None else np.asarray(frames, dtype=int)
         F, J = len(idx), len(self.names)
-        rots = [r[idx].as_matrix() if len(idx) else np.zeros((0, 3, 3)) for r in self.rotations()] \
-            if F else [np.zeros((0, 3, 3))] * J
+        rots = [r.as_matrix() for r in self.rotations(idx)]
         R = np.empty((F, J, 3, 3))
         P = np.empty((F, J, 3))
         ends = []
