@@ -1,4 +1,4 @@
-"""Command line: ``linkdyn demo [robot]``, ``linkdyn info model.urdf``."""
+"""Command line: ``linkdyn demo [robot]``, ``linkdyn info model.urdf``, ``linkdyn mocap capture.bvh``."""
 from __future__ import annotations
 
 import argparse
@@ -351,6 +351,76 @@ def _sweep(args) -> int:
     return 1 if len(bad) else 0
 
 
+def _phase_runs(down):
+    """(start, stop) frame pairs of the runs of True in ``down``."""
+    d = np.r_[False, down, False].astype(np.int8)
+    edges = np.flatnonzero(np.diff(d))
+    return list(zip(edges[::2], edges[1::2]))
+
+
+def _mocap(args) -> int:
+    """Read a BVH capture, find its ground reactions and joint torques, print a summary and
+    write the table (issue 26)."""
+    import csv
+    from pathlib import Path
+
+    from linkdyn import mocap
+    cutoff = None if args.cutoff == 0 else args.cutoff
+    ground = "auto" if args.ground is None else args.ground
+    t0 = time.perf_counter()
+    cap = mocap.load_bvh(args.file, mass=args.mass, height=args.height, scale=args.scale, cutoff=cutoff,
+                         ground=ground)
+    t1 = time.perf_counter()
+    res = mocap.inverse_dynamics(cap, solver=args.solver, progress=not args.quiet and len(cap.t) > 2000)
+    t2 = time.perf_counter()
+    T = len(cap.t)
+    W = cap.mass * 9.81
+    unit = {1.0: "m", 0.01: "cm", 0.001: "mm", 0.0254: "in"}.get(cap.scale, f"{cap.scale:g} m")
+    print(f"{args.file}: frames: {T} at {1 / cap.dt:g} Hz ({T * cap.dt:.2f} s), {len(cap.skeleton.names)} joints, "
+          f"file unit {unit}, figure {cap.mass:g} kg, {cap.height:.3f} m, "
+          f"cut-off {'none' if cutoff is None else f'{cutoff:g} Hz'}, ground at {cap.ground:+.3f} m (file)")
+    print("contact phases:")
+    for k, side in enumerate(cap.feet.names):
+        runs = _phase_runs(res.phases[:, k])
+        spans = ", ".join(f"{a * cap.dt:.2f}-{b * cap.dt:.2f} s" for a, b in runs[:6]) + (" ..." if len(runs) > 6 else "")
+        print(f"  {side} foot: {len(runs)} stance phase(s), {res.phases[:, k].mean() * 100:.0f} % of the frames"
+              + (f": {spans}" if runs else ""))
+    peak = np.linalg.norm(res.grf, axis=2).max(axis=0) / W
+    total = np.linalg.norm(res.grf.sum(axis=1), axis=1)
+    print("peak ground reaction: " + ", ".join(f"{s} {p:.2f} BW" for s, p in zip(cap.feet.names, peak))
+          + f", both feet {total.max() / W:.2f} BW")
+    stance = res.phases.any(axis=1)
+    rf = np.linalg.norm(res.residual[:, :3], axis=1)
+    rm = np.linalg.norm(res.residual[:, 3:], axis=1)
+    def rms(x):
+        return float(np.sqrt(np.mean(x ** 2))) if x.size else float("nan")
+    print(f"residual root force RMS: {rms(rf[stance]):.1f} N ({100 * rms(rf[stance]) / W:.1f} % BW) over the "
+          f"stance frames, {rms(rf):.1f} N over all; moment RMS {rms(rm[stance]):.1f} N m (stance)")
+    print(f"time: reading and kinematics {t1 - t0:.2f} s, inverse dynamics {t2 - t1:.2f} s "
+          f"({1e3 * (t2 - t1) / T:.2f} ms a frame, solver {res.solver})")
+    out = Path(args.out) / "mocap.csv"
+    m = cap.model
+    dof = []
+    for j, name in enumerate(m.joint_names[1:], start=1):
+        sl = m.v_slice(name)
+        dof += [f"tau_{name}_{i}" for i in range(sl.stop - sl.start)]
+    head = ["t"] + [f"residual_{c}" for c in ("fx", "fy", "fz", "mx", "my", "mz")]
+    for s_ in cap.feet.names:
+        head += [f"{s_}_down"] + [f"{s_}_grf_{c}" for c in "xyz"] + [f"{s_}_cop_{c}" for c in "xyz"]
+    head += dof
+    with open(out, "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(head)
+        for k in range(T):
+            row = [cap.t[k], *res.residual[k]]
+            for i in range(len(cap.feet.names)):
+                row += [int(res.phases[k, i]), *res.grf[k, i], *res.cop[k, i]]
+            row += list(res.tau[k])
+            w.writerow([f"{x:.9g}" if isinstance(x, float) else x for x in row])
+    print(f"table written to {out}")
+    return 0
+
+
 def _number(kind, test, what):
     """An argparse type: ``kind`` of the text, refused (exit 2, no traceback) unless ``test`` holds."""
     def parse(text):
@@ -436,21 +506,36 @@ def main(argv=None) -> int:
     i.add_argument("path")
     i.add_argument("--floating", action="store_true", help="attach the root link by a free joint")
     i.set_defaults(func=_info)
+    mc = sub.add_parser("mocap", help="a BVH capture: contact phases, ground reactions by a QP, joint torques "
+                                      "by RNEA; prints a summary, writes a CSV table (pip install 'linkdyn[mocap]')")
+    mc.add_argument("file", help="the .bvh file")
+    mc.add_argument("--mass", type=_positive, default=70.0, help="body mass [kg] (default 70)")
+    mc.add_argument("--height", type=_positive, default=None, help="body height [m] (default: the skeleton's)")
+    mc.add_argument("--scale", type=_positive, default=None,
+                    help="metres per file unit (default: m, cm, mm or inches, from the skeleton's height)")
+    mc.add_argument("--cutoff", type=_nonnegative, default=6.0,
+                    help="the kinematics' low-pass cut-off [Hz] (default 6; 0: no smoothing)")
+    mc.add_argument("--ground", type=_finite, default=None, help="the floor's height [m] (default: from the feet)")
+    mc.add_argument("--solver", default="proxsuite", choices=["proxsuite", "clarabel", "osqp"],
+                    help="the QP solver of the ground reactions (default proxsuite)")
+    mc.add_argument("--out", default=".", help="folder for mocap.csv (default: here)")
+    mc.add_argument("--quiet", action="store_true", help="no progress bar")
+    mc.set_defaults(func=_mocap)
     args = p.parse_args(argv)
     if args.cmd is None:
         p.print_help()
         return 0
-    if args.cmd in ("demo", "sweep"):
+    if args.cmd in ("demo", "sweep", "mocap"):
         problem = _out_problem(args.out)                 # before the run, not after it (issue 28)
         if problem:
             p.error(f"--out {args.out}: {problem}")
         if getattr(args, "format", None) == "parquet" and not _parquet_engine():
             p.error("--format parquet needs pyarrow or fastparquet (pip install pyarrow); or use --format csv")
-    if args.cmd == "info":
+    if args.cmd in ("info", "mocap"):
         try:
             return args.func(args)
         except (OSError, ValueError, NotImplementedError) as exc:       # a missing or malformed file
-            p.exit(2, f"linkdyn info: {exc}\n")
+            p.exit(2, f"linkdyn {args.cmd}: {exc}\n")
     return args.func(args)
 
 
