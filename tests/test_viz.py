@@ -148,6 +148,26 @@ def test_skeleton_of_a_fixed_base_arm_starts_at_the_world():
     assert _has_segment(segs, kin.p[2], ld.frame_pose(arm, q, "tool")[:3, 3])
 
 
+def test_skeleton_of_bodies_hung_from_several_world_points_has_no_bones_from_the_origin():
+    """Two ropes, each on a spherical joint at its own point of the world 2.5 m up (a swing): no
+    line from the world origin to either top (the demo drew two thick rods from the floor to the
+    rope tops); the ropes themselves are drawn, from each top to its end frame."""
+    b = ld.ModelBuilder("ropes")
+    for side, y in (("l", 0.3), ("r", -0.3)):
+        b.add_body(f"{side}_rope", "world", ld.Spherical(), placement=[0.5, y, 2.5],
+                   inertia=ld.Inertia(0.5, [0, 0, -1.0], np.eye(3) * 0.1))
+        b.add_frame(f"{side}_end", f"{side}_rope", placement=[0, 0, -2.0])
+    m = b.build()
+    q = ld.neutral(m)
+    sk = viz.Skeleton(m)
+    assert len(sk.bones) == 0
+    segs = viz.skeleton(m, q)
+    assert len(segs) == 2
+    for y in (0.3, -0.3):
+        assert _has_segment(segs, np.array([0.5, y, 2.5]), np.array([0.5, y, 0.5]))
+    assert not np.any(np.all(np.isclose(segs, 0.0), axis=-1))                   # nothing starts at the origin
+
+
 def test_props():
     props = viz.static_geometry(viz.bar(height=2.5), viz.ground(size=2.0, spacing=0.5),
                                 [[0, -1, 3], [0, -1, 1]], viz.ropes([[0, -0.2, 3], [0, 0.2, 3]], [[0, -0.2, 1], [0, 0.2, 1]]))
