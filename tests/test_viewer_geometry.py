@@ -22,7 +22,7 @@ from scipy.spatial.transform import Rotation
 
 import linkdyn as ld
 from linkdyn import viz
-from linkdyn.cli import _scene_props
+from linkdyn.cli import SCENE_CAMERAS, _scene_props
 from linkdyn.model.geometry import PLANE
 
 from test_viewer import _browser, _page_data
@@ -136,6 +136,23 @@ def test_the_swing_ground_is_the_contact_ground_not_the_prop(swing_run):
     assert seat["p"] == [float(x) for x in model.geom_pos[g]]
     lo = np.array(d["bounds"][0])
     assert lo[2] <= z
+    # the figure draws the seat as a solid where its geom is, and each rope as one line from its
+    # top to its end: no line from the origin, none from a rope's top to the places on the seat
+    seat_body = d["bodies"].index(model.body_names[model.geom_body[g]])
+    solid = [sh for sh in d["shapes"] if sh["b"] == seat_body and sh["k"] == "box"]
+    assert len(solid) == 1 and np.allclose(solid[0]["s"], seat["s"], atol=1e-6)
+    for rope in ("l_rope", "r_rope"):
+        k = d["bodies"].index(rope)
+        caps = [sh for sh in d["shapes"] if sh["b"] == k and sh["k"] == "capsule"]
+        assert len(caps) == 1 and caps[0]["s"][1] == pytest.approx(2.5), rope
+
+
+def test_the_page_camera_looks_from_the_direction_asked():
+    rec = ld.models.scenarios.drop_simulation().run(until=0.01, progress=False)
+    assert viz.view(rec).data["camera"] is None
+    assert viz.view(rec, camera=(2.0, 0.0, 0.0)).data["camera"] == [1.0, 0.0, 0.0]
+    with pytest.raises(ValueError, match="camera"):
+        viz.view(rec, camera=(0.0, 0.0, 0.0))
 
 
 def test_without_a_model_ground_the_page_keeps_its_default():
@@ -267,7 +284,8 @@ def test_each_demo_page_draws_the_ground_at_the_physics_plane(tmp_path):
     """``linkdyn demo highbar|drop|swing``: each page (as the demo makes it, its props included),
     opened in headless Chromium, draws its floor and its grid at the height of the physics'
     ground plane (a contact plane for the high bar and the drop, a plane geom for the swing),
-    read from the page (``linkdynViewer.ground()``); the page's scene data say the same."""
+    read from the page (``linkdynViewer.ground()``); the page's scene data say the same.  The
+    swing's page looks from the direction the demo asks (``SCENE_CAMERAS``)."""
     sync_playwright, chromium = _browser()
     from linkdyn.models import scenarios as sc
     make = {"highbar": sc.high_bar_simulation, "drop": sc.drop_simulation, "swing": sc.swing_simulation}
@@ -275,14 +293,17 @@ def test_each_demo_page_draws_the_ground_at_the_physics_plane(tmp_path):
     for name, f in make.items():
         rec = f().run(until=0.03, progress=False)
         z[name] = _physics_ground(rec.segments[0].model)
-        pages[name] = viz.view(rec, props=_scene_props(name, rec), title=name)
+        pages[name] = viz.view(rec, props=_scene_props(name, rec), title=name, camera=SCENE_CAMERAS.get(name))
         assert pages[name].data["ground"]["z"] == z[name]
     assert z == {"highbar": 0.0, "drop": 0.0, "swing": 0.0}
 
     def work(page, name, v):
-        return page.evaluate("window.linkdynViewer.ground()")
+        return page.evaluate("window.linkdynViewer.ground()"), page.evaluate("window.linkdynViewer.cameraDirection()")
 
     got = _open(sync_playwright, chromium, pages, tmp_path, work)
+    cam = np.asarray(SCENE_CAMERAS["swing"])
+    np.testing.assert_allclose(got["swing"][1], cam / np.linalg.norm(cam), atol=1e-6)
+    got = {name: g for name, (g, _) in got.items()}
     for name, g in got.items():
         assert abs(g["floor"] - z[name]) <= 1e-9 and abs(g["grid"] - z[name]) <= 1e-9, (name, g)
         assert g["source"] == ("geom" if name == "swing" else "plane"), (name, g)

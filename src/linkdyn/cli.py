@@ -22,6 +22,12 @@ SCENES = {
 }
 
 
+#: the direction the 3D page of a scene looks from (None: the page's default, the front right):
+#: the swing from the front left and low, so that the seat's left end dropping and the thighs
+#: sliding towards it face the camera
+SCENE_CAMERAS = {"swing": (1.0, 0.5, 0.15)}
+
+
 def _scene(args) -> int:
     """Run a structure-varying scene, print its events and energy bookkeeping, write an
     animation, a plot and the recording."""
@@ -87,7 +93,7 @@ def _scene(args) -> int:
     props = _scene_props(args.robot, rec)
     anim_path = out / f"{args.robot}.{args.format}"
     if args.format == "html":       # the interactive 3D viewer: needs nothing else
-        viz.view(rec, props=props, title=f"linkdyn: {args.robot}").save(anim_path)
+        viz.view(rec, props=props, title=f"linkdyn: {args.robot}", camera=SCENE_CAMERAS.get(args.robot)).save(anim_path)
         print(f"3D viewer written to {anim_path} (open it in a browser)")
     try:
         from linkdyn.viz.animate import require_matplotlib
