@@ -299,3 +299,19 @@ def test_ball_joints_are_plotted_as_swing_and_twist():
     (l1, sw, a1), (l2, tw, a2) = _coordinates(J.SPHERICAL, "shoulder", x, joint)
     assert (l1, l2) == ("shoulder swing", "shoulder twist") and a1 and a2
     assert np.allclose(sw, [0.7, 0.0]) and np.allclose(tw, [0.0, 0.4])
+
+
+def test_event_labels_name_things_once_in_words():
+    from linkdyn.recording import Event
+    from linkdyn.viz.runs import event_label, unit_words
+
+    def ev(kind, name, note=""):
+        return Event(1.0, kind, name, None, None, 0.0, 0.0, note)
+    assert event_label(ev("cut", "r_grip__bar", "r_grip__bar")) == "right grip lets go of bar"
+    assert event_label(ev("connect", "l_grip__bar", "l_grip - bar")) == "left grip takes hold of bar"
+    assert event_label(ev("cut", "seat_l_end__l_rope_end", "seat_l_end__l_rope_end")) == \
+        "seat left end lets go of left rope end"
+    assert event_label(ev("impact", "l_thigh/seat, r_shoulder.twist.upper, l_knee.lower, x.upper")) == \
+        "impact: left thigh on seat, right shoulder twist stop (upper), left knee lower stop (+1)"
+    assert unit_words("head_contact/ground") == "head contact on ground"
+    assert event_label(ev("cut", "r_grip__bar", "a reason")) == "right grip lets go of bar (a reason)"
