@@ -202,6 +202,8 @@ def test_swing_seat_breaks_then_the_thighs_slide_off(swing_run):
     penetration, loops, the energy ledger of a first-order scheme, no impact adding energy)."""
     sim, m0, rec = swing_run
     w = sim.watch
+    assert (sc.thighs_on_seat(rec.segments[0]) == 4).all()            # seated until the break: 2 per thigh
+    assert sc.thighs_on_seat(rec.segments[1])[-1] == 0
     assert min(w.slide.values()) > 0.05                               # they slide along the seat ...
     assert all(w.off.values()) and max(w.last_on.values()) < 3.0      # ... then off it
     after = rec.segments[1]

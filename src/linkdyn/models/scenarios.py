@@ -151,7 +151,10 @@ def figure_on_bar_40(grip: str = "revolute"):
 # ---------------------------------------------------------------------------------------
 # the swing (Nakamura and Yamane 2000 sec. 5.2, Fig. 15)
 #: contact filter bits of the swing (MuJoCo's contype/conaffinity): the figure's geoms touch
-#: the ground; its thighs also touch the seat; the figure never touches itself, nor the seat the ground
+#: the ground; its thighs also touch the seat; the figure never touches itself, nor the seat the
+#: ground.  (With the trunk touching the seat too, the seat swinging after the break strikes it
+#: at 7.4 kN, over 10 m g; with the shanks too, they catch on the hanging seat and the figure
+#: stays on it: the seat may pass through the shanks and the trunk in the picture.)
 _FIGURE, _THIGH, _GROUND, _SEAT = (1, 0), (3, 0), (0, 1), (0, 2)
 
 
@@ -340,6 +343,19 @@ def swing_simulation(dt: float = 1e-3, seat_breaks: float = 1.2, record_every: i
         sim.watch = SwingWatch(sim)
         sim.when(sim.watch, SwingWatch.nothing, once=False)
     return sim
+
+
+def thighs_on_seat(segment, within: float = 0.01) -> np.ndarray:
+    """Per sample of a swing recording's ``segment``: how many contacts the thighs' capsules have
+    with the seat's box within ``within`` m (collision detection at each recorded
+    configuration: two per thigh lying on the seat, none once both are off it)."""
+    from ..contact import collide
+    m = segment.model
+    out = np.zeros(len(segment.t), dtype=np.int64)
+    for k, q in enumerate(segment.q):
+        con = collide(m, q, margin=within)
+        out[k] = sum(1 for pair in con.names() if set(pair) in ({"l_thigh", "seat"}, {"r_thigh", "seat"}))
+    return out
 
 
 class SwingWatch:
