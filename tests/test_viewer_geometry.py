@@ -298,12 +298,16 @@ def test_each_demo_page_draws_the_ground_at_the_physics_plane(tmp_path):
     assert z == {"highbar": 0.0, "drop": 0.0, "swing": 0.0}
 
     def work(page, name, v):
-        return page.evaluate("window.linkdynViewer.ground()"), page.evaluate("window.linkdynViewer.cameraDirection()")
+        return (page.evaluate("window.linkdynViewer.ground()"), page.evaluate("window.linkdynViewer.cameraDirection()"),
+                page.locator("#legend").inner_text())
 
     got = _open(sync_playwright, chromium, pages, tmp_path, work)
     cam = np.asarray(SCENE_CAMERAS["swing"])
     np.testing.assert_allclose(got["swing"][1], cam / np.linalg.norm(cam), atol=1e-6)
-    got = {name: g for name, (g, _) in got.items()}
+    # the props are explained in the legend
+    assert "the bar, 2.8 m above the floor" in got["highbar"][2]
+    assert "the swing's frame" in got["swing"][2]
+    got = {name: g for name, (g, _, _) in got.items()}
     for name, g in got.items():
         assert abs(g["floor"] - z[name]) <= 1e-9 and abs(g["grid"] - z[name]) <= 1e-9, (name, g)
         assert g["source"] == ("geom" if name == "swing" else "plane"), (name, g)

@@ -179,10 +179,12 @@ def _scene_props(name, rec):
     q0 = np.asarray(seg.q[0])
     if name == "highbar":
         g = frame_pose(seg.model, q0, "l_grip")[:3, 3]
-        return [viz.bar(height=float(g[2]), x=float(g[0]), length=1.2)]
+        return [viz.bar(height=float(g[2]), x=float(g[0]), length=1.2,
+                        label=f"the bar, {float(g[2]):.2g} m above the floor, on its uprights")]
     if name == "swing":
         tops = [frame_pose(seg.model, q0, f"{s}_rope_top_point")[:3, 3] for s in ("l", "r")]
-        return [viz.bar(height=float(tops[0][2]), x=float(tops[0][0]), length=1.2), viz.ground(z=0.0)]
+        return [viz.bar(height=float(tops[0][2]), x=float(tops[0][0]), length=1.2,
+                        label="the swing's frame: the ropes hang from its top bar"), viz.ground(z=0.0)]
     return [viz.ground(z=0.0)]
 
 
