@@ -56,11 +56,8 @@ def test_released_arm_posture_opens_the_arm_outward():
 # ---------------------------------------------------------------------------------------
 # the swing (Fig. 15)
 @pytest.fixture(scope="module")
-def swing_run():
-    sim = sc.swing_simulation()
-    model0, q0 = sim.model, sim.q.copy()
-    rec = sim.run(until=4.0, progress=False)
-    return sim, model0, q0, rec
+def swing_run(swing_demo_run):
+    return swing_demo_run                  # conftest: the demo's run, shared with test_simulation
 
 
 def test_swing_thighs_slide_off_the_seat_and_the_figure_hangs_from_the_ropes(swing_run):
