@@ -175,7 +175,9 @@ def swing(mass: float = 70.0, height: float = 1.75, rope_length: float = 2.5, sw
     6 of the base plus the 2 prismatic joints (34 velocities).  The ground is a plane geom
     ("ground"), z = 0, ``ground_clearance`` below the feet at the bottom of the swing; the figure's head
     (a sphere, "head"), trunk, shanks and feet (capsules) touch it, the thighs the seat and the
-    ground (contact filter bits: the figure never touches itself).  The swing starts at rest,
+    ground (contact filter bits: the figure never touches itself).  The hands hold the ropes
+    above the head, the arms raised forward, the elbows bent by ``elbows`` rad, the ropes hanging
+    straight down through the hands to the seat's ends at the bottom.  The swing starts at rest,
     drawn back by ``swing_angle`` rad from the bottom (the ropes hanging straight down) about the
     line through the rope tops.  Returns (model, q, w): frame "seat_centre" is the seat's middle
     and the seat is ``2 w`` wide (``w`` = half the distance between the ropes)."""
