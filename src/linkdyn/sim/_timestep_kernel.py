@@ -126,15 +126,11 @@ def match(ia, fa, na, ib, fb, nb, radius, out):
 
 
 @njit(cache=True)
-def _geom_gaps_after(mi, mf, ws, q, v1, h, gk, cand_gap, R0, p0, con_i, con_f, ncg, out):
-    """The distances of the step's geom contacts at q moved by v1 over h (nan where a contact
-    has no match there): TimeStepping._end_gaps."""
+def _geom_gaps_after(mi, mf, ws, q1, gk, cand_gap, R0, p0, con_i, con_f, ncg, out):
+    """The distances of the step's geom contacts at q1, the configuration the step's motion
+    reaches (nan where a contact has no match there): TimeStepping._end_gaps."""
     gi, gf, pairs, adj, cw, ci, rho = gk[:7]
     nb, nq, nv = model_sizes(mi)
-    q1, vv = np.empty(nq), np.empty(nv)
-    st = step_configuration(mi, q, v1, h, q1, vv)
-    if st != OK:
-        return st
     R1, p1 = np.empty((nb, 3, 3)), np.empty((nb, 3))
     _poses(mi, mf, ws, q1, R1, p1)
     disp = displacement(R0, p0, R1, p1, rho)
@@ -506,7 +502,7 @@ def _linearize_at(mi, mf, ws, q, v_free, h, lam, L, Zt, N, geo, lim_q, lim_s, li
         return -st
     for r in range(kc):
         end[r] = ga[cand[r]]
-    st = _geom_gaps_after(mi, mf, ws, q[::1], v1, h, gk, cand_gap, R0, p0, ci_now, cf_now, ncg, end[kc:])
+    st = _geom_gaps_after(mi, mf, ws, qa, gk, cand_gap, R0, p0, ci_now, cf_now, ncg, end[kc:])
     if st != OK:
         return -st
     if not always:
