@@ -21,8 +21,11 @@ Solved in two stages:
 2. a polish: the active set that stage 1 found (normals in contact, friction pairs inside or
    on the rim of their cone) is solved exactly as a linear system (least squares, so that
    redundant contacts, such as the four corners of a foot, share their load by the
-   minimum-norm split) and kept when it satisfies every condition, which gives
-   complementarity to round-off where Gauss-Seidel alone would stop at its tolerance.
+   minimum-norm split; compiled here: Cholesky where the block is nonsingular, else a complete
+   orthogonal decomposition) and kept when it satisfies every condition, which gives
+   complementarity to round-off where Gauss-Seidel alone would stop at its tolerance.  A
+   sliding pair's direction is turned against the slip of the polished answer until it stops
+   turning: the direction is what Gauss-Seidel finds most slowly.
 
 A dense, small problem (tens of rows) is the common case here, which is why a Gauss-Seidel
 of our own over a QP library: it warm-starts, it keeps the cone exact, and it needs no
