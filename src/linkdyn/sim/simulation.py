@@ -77,6 +77,23 @@ def _deferred_interrupt():
 _STEPS = STEPS
 
 
+def _baumgarte(x):
+    """Baumgarte's (alpha, beta) in 1/s: a pair of finite real numbers >= 0 (issue 28: a NaN or a
+    triple was taken, to fail later in the constrained solve with an unrelated message)."""
+    import numbers
+    msg = f"baumgarte: expected a pair (alpha, beta) of finite numbers >= 0 (1/s), got {x!r}"
+    if isinstance(x, (str, bytes)) or not isinstance(x, (tuple, list, np.ndarray)) or np.ndim(x) != 1 or len(x) != 2:
+        raise ValueError(msg)
+    out = []
+    for v in (x.tolist() if isinstance(x, np.ndarray) else x):
+        if isinstance(v, (bool, np.bool_)) or not isinstance(v, numbers.Real):
+            raise TypeError(msg)
+        if not (math.isfinite(float(v)) and float(v) >= 0.0):
+            raise ValueError(msg)
+        out.append(float(v))
+    return tuple(out)
+
+
 def _events():
     from .unilateral import Unilateral
     return Unilateral
@@ -159,7 +176,7 @@ class Simulation:
         for k, c in enumerate(self.constraints):
             if not isinstance(c, Constraint):
                 raise TypeError(f"constraints[{k}]: expected a linkdyn.constraints.Constraint, got {type(c).__name__}")
-        self.baumgarte = tuple(float(x) for x in baumgarte)
+        self.baumgarte = _baumgarte(baumgarte)
         self.model = model
         self.q = neutral(model) if q is None else np.array(q, dtype=float)
         self.v = np.zeros(model.nv) if v is None else np.array(v, dtype=float)
