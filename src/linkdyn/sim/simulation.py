@@ -206,9 +206,77 @@ class Simulation:
         self._method_asked = contact_method
         self.contact_method = contact_method
         self._unilateral()
+        if self.contact_method == "timestep":
+            self._check_stable_dt()
         self._segment = self.recording.start_segment(model)
         self._segment.unit_names = self._unit_names()
         self._record()
+
+    # ------------------------------------------------------------------- stable step
+    def _check_stable_dt(self):
+        """Refuse a ``dt`` at which time stepping cannot be stable (issue 28: the drop scene at
+        dt = 0.5 s gained 4e10 J and flew 10 km up).  The scheme is semi-implicit (symplectic)
+        Euler: on the linearization M dv/dt = -K dq - D v at the start, one step maps (dq, v) by
+        A = [[1 - h^2 M^-1 K, h (1 - h M^-1 D)], [-h M^-1 K, 1 - h M^-1 D]], and a step whose A has
+        a spectral radius above both 1 and the motion's own growth e^(h max Re s) (s the
+        eigenvalues of the continuous linearization: an inverted pendulum falls, physically) blows
+        up (for one mode: h^2 omega^2 < 4 - 2 h c, so h omega < 2 undamped; Hairer, Lubich and
+        Wanner 2006, sec. I.1 on the symplectic Euler method).  K is the stiffness of gravity, the
+        joint springs and the controller, D the joints' damping and the controller's, by central
+        differences at the initial state (the controller is called 4 nv times for it).  A necessary condition only:
+        contacts and limits are solved implicitly and do not enter it, and a dt that passes can
+        still be too long for the motion that follows."""
+        from ..dynamics.crba import mass_matrix
+        from ..dynamics.rnea import rnea
+        from ..model.configuration import integrate
+        m, q0, v0, nv = self.model, self.q, self.v, self.model.nv
+        if nv == 0:
+            return
+        z = np.zeros(nv)
+        try:
+            M = mass_matrix(m, q0)
+            eps = 1e-6
+            K, D = np.zeros((nv, nv)), np.diag(np.asarray(m.damping, dtype=float)).copy()
+            ctrl = self.controller is not None
+
+            def tau_c(q, v):
+                if not ctrl:
+                    return z
+                args = (self.t, q, v, m) if self._ctrl_model else (self.t, q, v)
+                return np.asarray(self.controller(*args), dtype=float).reshape(nv)
+            for i in range(nv):
+                e = np.zeros(nv)
+                e[i] = eps
+                qp, qm = integrate(m, q0, e), integrate(m, q0, -e)
+                K[:, i] = (rnea(m, qp, z, z) - rnea(m, qm, z, z) - tau_c(qp, v0) + tau_c(qm, v0)) / (2 * eps)
+                if ctrl:
+                    D[:, i] -= (tau_c(q0, v0 + e) - tau_c(q0, v0 - e)) / (2 * eps)
+            with np.errstate(all="ignore"):
+                MK, MD = np.linalg.solve(M, K), np.linalg.solve(M, D)
+                C = np.block([[np.zeros((nv, nv)), np.eye(nv)], [-MK, -MD]])
+                growth = float(np.linalg.eigvals(C).real.max())       # the motion's own (an inverted pendulum)
+        except Exception:               # a model or controller the probe cannot linearize: no verdict
+            return
+        if not (np.isfinite(MK).all() and np.isfinite(MD).all() and math.isfinite(growth)):
+            return
+        eye = np.eye(nv)
+
+        def unstable(h):
+            """The linearized step (dq, v) -> (dq+, v+) grows faster than the motion itself."""
+            B = eye - h * MD
+            A = np.block([[eye - h * h * MK, h * B], [-h * MK, B]])
+            rho = float(np.abs(np.linalg.eigvals(A)).max())
+            return rho > max(1.0, math.exp(min(growth * h, 700.0))) * (1.0 + 1e-6)
+        h = self.dt
+        if not unstable(h):
+            return
+        lo, hi = 0.0, h                 # the largest stable step, by bisection
+        for _ in range(40):
+            mid = 0.5 * (lo + hi)
+            lo, hi = (lo, mid) if unstable(mid) else (mid, hi)
+        raise ValueError(f"dt = {h:g} s: time stepping (semi-implicit Euler) cannot be stable at this step for model "
+                         f"{self.model.name!r}: linearized at the initial state (gravity, joint springs and damping, "
+                         f"the controller) the step needs dt < {lo:.3g} s; take a smaller dt")
 
     # ------------------------------------------------------------------- limits, contacts
     def _unilateral(self):
