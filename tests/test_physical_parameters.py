@@ -173,6 +173,13 @@ def test_dt_not_positive_or_t_not_finite_refused(kw):
         ld.Simulation(_arm().build(), **kw)
 
 
+@pytest.mark.parametrize("until", [True, "1", math.nan, -1.0])
+def test_run_until_true_or_nan_refused(until):
+    sim = ld.Simulation(_arm().build(), contacts=False)
+    with pytest.raises(ValueError, match=r"until: expected a time after the present"):
+        sim.run(until)
+
+
 def test_step_minus_0_01_refused_time_does_not_run_backwards():
     sim = ld.Simulation(_arm().build(), contacts=False)
     with pytest.raises(ValueError, match=r"step: dt must be a positive finite number"):

@@ -668,7 +668,8 @@ class Simulation:
         what is left.  ``progress``: show a progress bar (tqdm; default: when the run is longer
         than 2 000 steps).  Ctrl-C stops the run (saying so), keeps what was recorded and leaves
         the simulation ready to go on."""
-        if not math.isfinite(until) or until < self.t:
+        if isinstance(until, (bool, np.bool_)) or not isinstance(until, (int, float, np.integer, np.floating)) \
+                or not math.isfinite(until) or until < self.t:
             raise ValueError(f"until: expected a time after the present {self.t:.6g}, got {until!r}")
         self._fire_due()
         n = int(math.floor((until - self.t) / self.dt + 1e-9))
