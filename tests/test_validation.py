@@ -473,7 +473,9 @@ def test_loaders_refuse_devices_fifos_directories_and_huge_files(tmp_path, loade
 def test_model_values_and_argument_types_are_checked():
     b = ld.ModelBuilder("m")
     with pytest.raises(ValueError, match=r"add_body\('huge'\).inertia: .*overflows"):
-        b.add_body("huge", "world", ld.Revolute("z"), inertia=ld.Inertia(1e200, [1e200, 0, 0], np.eye(3)))
+        b.add_body("huge", "world", ld.Revolute("z"), inertia=ld.Inertia(1e300, [1e5, 0, 0], np.eye(3)))
+    with pytest.raises(ValueError, match=r"add_body\('far'\).inertia: Inertia.com: .*physical range"):
+        b.add_body("far", "world", ld.Revolute("z"), inertia=ld.Inertia(1.0, [1e200, 0, 0], np.eye(3)))
     with pytest.raises(ValueError, match=r"add_body\('neg'\).inertia: .*positive semi-definite"):
         b.add_body("neg", "world", ld.Revolute("z"), inertia=ld.Inertia(1.0, [0, 0, 0], np.diag([0.1, -0.1, 0.1])))
     # principal moments no mass distribution has (C > A + B): refused, naming the body

@@ -31,7 +31,9 @@ The task-graph model is Dask's (Rocklin 2015).
 from __future__ import annotations
 
 import itertools
+import math
 import pickle
+import re
 import threading
 import time
 import traceback
@@ -103,11 +105,32 @@ def _thread_model(model):
     return own
 
 
-def _run_block(model, *blocks, fn, numba_threads, kwargs):
+_STATE_IN_STACK = re.compile(r"\bstate (\d+) of the stack\b")
+
+
+def _run_block(model, index, *blocks, fn, numba_threads, kwargs, out_shape):
+    """One chunk: ``index`` is the chunk's global state indices (a slice of arange(N)), so that
+    an error names the state in the whole stack, not in its chunk (issue 28).  An empty chunk
+    (a filter that kept nothing of it) gives an empty result without calling ``fn``."""
+    n = len(index)
+    if n == 0:
+        return np.empty((0,) + tuple(out_shape))
     if numba_threads:
         import numba
         numba.set_num_threads(max(1, min(int(numba_threads), numba.config.NUMBA_NUM_THREADS)))
-    return np.asarray(fn(_thread_model(model), *blocks, **kwargs), dtype=np.float64)
+    try:
+        return np.asarray(fn(_thread_model(model), *blocks, **kwargs), dtype=np.float64)
+    except Exception as exc:
+        first = int(index[0])
+        msg = str(exc)
+        new, found = _STATE_IN_STACK.subn(lambda mt: f"state {first + int(mt.group(1))} of the stack", msg)
+        if not found:
+            new = f"{msg} (in the chunk of states {first}..{first + n - 1} of the stack)"
+        try:
+            err = type(exc)(new)
+        except Exception:                           # an exception type that takes other arguments
+            raise exc
+        raise err from exc
 
 
 # ------------------------------------------------------------------- dask arrays of states
@@ -130,6 +153,9 @@ def map_states(fn: Callable[..., Any], model: Model, *arrays: Any, out_shape: Se
     nd = [1] * len(arrays) if state_ndim is None else list(state_ndim)
     if len(nd) != len(arrays):
         raise ValueError(f"state_ndim: {len(nd)} entries for {len(arrays)} arrays")
+    # chunks of unknown size (a boolean filter's): their sizes are computed first (issue 28)
+    arrays = tuple(x.compute_chunk_sizes() if isinstance(x, da.Array) and any(math.isnan(c) for c in x.chunks[0])
+                   else x for x in arrays)
     ref_chunks = next((x.chunks[0] for x, k in zip(arrays, nd) if isinstance(x, da.Array) and x.ndim == k + 1), None)
     stacked = []
     for i, (x, k) in enumerate(zip(arrays, nd)):
@@ -157,7 +183,7 @@ def map_states(fn: Callable[..., Any], model: Model, *arrays: Any, out_shape: Se
     row_chunks = first.chunks[0] if ref_chunks is None else ref_chunks
     letters = iter("abcdefghjklmnopqrstuvwxyz")
     out_ind = "i" + "".join(next(letters) for _ in out_shape)
-    args: list[Any] = [_model_ref(model), None]
+    args: list[Any] = [_model_ref(model), None, da.arange(n, chunks=(row_chunks,)), "i"]
     for x, a in zip(stacked, arrays):
         if x is None:
             args += [a, None]
@@ -167,6 +193,7 @@ def map_states(fn: Callable[..., Any], model: Model, *arrays: Any, out_shape: Se
     name = getattr(fn, "__name__", "states")
     return da.blockwise(_run_block, out_ind, *args, new_axes=dict(zip(out_ind[1:], out_shape)), dtype=np.float64,
                         concatenate=True, token=f"linkdyn-{name}", fn=fn, numba_threads=numba_threads, kwargs=kwargs,
+                        out_shape=tuple(out_shape),
                         meta=np.empty((0,) * len(out_ind)))
 
 
@@ -334,6 +361,22 @@ def _check_workers(n_workers) -> None:
 RESERVED_COLUMNS = ("ok", "error", "wall_s")
 
 
+#: how long (s) run_many waits for a first worker of a client's cluster before it says there is none
+WORKER_WAIT = 5.0
+
+
+def _need_workers(client, timeout: float = WORKER_WAIT) -> None:
+    """Raise when ``client``'s cluster has no worker and none joins within ``timeout`` seconds:
+    its tasks would wait for ever (issue 28: a cluster with no workers hung run_many)."""
+    try:
+        client.wait_for_workers(1, timeout=timeout)
+    except TimeoutError:
+        addr = getattr(getattr(client, "scheduler", None), "address", None) or "the client's scheduler"
+        raise RuntimeError(f"the Dask cluster at {addr} has no workers (none joined within {timeout:g} s): its "
+                           "tasks would never run; start workers (cluster.scale(n), `dask worker <address>`) "
+                           "or pass no client (run_many then starts a local cluster)") from None
+
+
 def _param_rows(params) -> list[dict]:
     if hasattr(params, "to_dict") and hasattr(params, "columns"):         # a pandas DataFrame
         return [dict(r) for r in params.to_dict("records")]
@@ -390,6 +433,8 @@ def run_many(scene_factory: Callable[..., Any], params: Any, until: float, clien
     if own:
         client = local_client(n_workers)
     try:
+        if rows:
+            _need_workers(client)
         if warm and rows:
             warmup(client)
         futures = client.map(_run_one, [scene_factory] * len(rows), rows, until=until, summary=summary, pure=False,

@@ -173,10 +173,42 @@ class SavedModel:
     #: (start, stop) of each joint's coordinates in q, in ``joint_names`` order (empty in files
     #: written before they were saved, and for geared models, whose q holds the leaders only)
     q_slices: tuple = ()
+    #: a geared model's coupling (None: no gears): ``gears`` (the couplings, as saved:
+    #: ["gear", follower, leader, ratio, offset] or ["coupling", [[joint, coef], ...], offset,
+    #: dependent]), ``full_nq`` and ``full_q_slices`` (each joint's coordinates in the full q, in
+    #: ``joint_names`` order) and the map q_full[k] = qoff[k] + sum_t qscale[k, t] q[qsrc[k, t]]
+    #: (``linkdyn.model.gears``), which :meth:`expand` applies
+    coupling: dict | None = None
 
     @property
     def nloops(self) -> int:
         return len(self.loop_names)
+
+    @property
+    def gears(self) -> tuple:
+        return () if self.coupling is None else tuple(tuple(g) for g in self.coupling["gears"])
+
+    def expand(self, q: NDArray[np.float64]) -> NDArray[np.float64]:
+        """The full joint coordinates (..., full_nq) of recorded q (..., nq), followers included
+        (``Model.expand``); q itself without gears."""
+        q = np.asarray(q, dtype=float)
+        if self.coupling is None:
+            return q.copy()
+        c = self.coupling
+        src, scale = np.asarray(c["qsrc"], dtype=np.int64), np.asarray(c["qscale"], dtype=float)
+        out = np.asarray(c["qoff"], dtype=float) + scale[:, 0] * q[..., src[:, 0]]
+        for t in range(1, src.shape[1]):
+            out = out + scale[:, t] * q[..., src[:, t]]
+        return out
+
+    def full_q_slice(self, name: str) -> slice:
+        """The coordinates of joint ``name`` in :meth:`expand`'s full q (a follower's too)."""
+        sl = self.q_slices if self.coupling is None else self.coupling["full_q_slices"]
+        idx = {n: i for i, n in enumerate(self.joint_names)} if sl else {}
+        if name not in idx:
+            raise KeyError(f"the saved model {self.name!r} records no coordinates of a joint {name!r}")
+        a, b = sl[idx[name]]
+        return slice(a, b)
 
     @property
     def _joint_index(self) -> dict:
@@ -189,6 +221,47 @@ class SavedModel:
             raise KeyError(f"the saved model {self.name!r} records no coordinates of a joint {name!r}")
         a, b = self.q_slices[self._joint_index[name]]
         return slice(a, b)
+
+
+def _coupling_meta(m):
+    """What a recording saves of a geared model's coupling (None without gears): enough to expand
+    its reduced q into every joint's coordinates (:meth:`SavedModel.expand`)."""
+    full, c = getattr(m, "_full", None), getattr(m, "_coupling", None)
+    if full is None or c is None:
+        return None
+    gears = []
+    for g in m.gears:
+        if hasattr(g, "terms"):
+            gears.append(["coupling", [[str(n), float(k)] for n, k in g.terms], float(g.offset), str(g.dependent)])
+        else:
+            gears.append(["gear", str(g.follower), str(g.leader), float(g.ratio), float(g.offset)])
+    return {"gears": gears, "full_nq": int(full.nq),
+            "full_q_slices": [[full.q_slice(j).start, full.q_slice(j).stop] for j in m.joint_names],
+            "qoff": np.asarray(c.qoff, dtype=float).tolist(), "qscale": np.asarray(c.qscale, dtype=float).tolist(),
+            "qsrc": np.asarray(c.qsrc, dtype=np.int64).tolist()}
+
+
+def _check_coupling(path, k, sm):
+    """A segment's saved coupling, checked against its sizes (None: no gears)."""
+    c = sm.get("coupling")
+    if c is None:
+        return None
+    bad = RecordingError(f"{path}: segment {k}'s coupling does not fit its {sm['nq']} coordinates and "
+                         f"{len(sm['joint_names'])} joints")
+    try:
+        n = int(c["full_nq"])
+        off, scale, src = (np.asarray(c[x], dtype=float) for x in ("qoff", "qscale", "qsrc"))
+        sl = [(int(a), int(b)) for a, b in c["full_q_slices"]]
+        gears = [list(g) for g in c["gears"]]
+    except (KeyError, TypeError, ValueError):
+        raise bad from None
+    if (off.shape != (n,) or scale.ndim != 2 or scale.shape[0] != n or src.shape != scale.shape
+            or not (np.isfinite(off).all() and np.isfinite(scale).all())
+            or (src.size and (src.min() < 0 or src.max() >= sm["nq"] or (src != np.round(src)).any()))
+            or len(sl) != len(sm["joint_names"]) or any(not 0 <= a <= b <= n for a, b in sl)):
+        raise bad
+    return {"gears": gears, "full_nq": n, "full_q_slices": tuple(sl), "qoff": off,
+            "qscale": scale, "qsrc": src.astype(np.int64)}
 
 
 #: the running extremes a simulation keeps at every step, and their values before the first step:
@@ -249,7 +322,10 @@ class Recording:
         for s in self.segments:
             a = s.arrays()
             full = getattr(s.model, "_full", None)
-            if full is not None:                  # a geared model: the joint's own coordinate, a follower's too
+            if isinstance(s.model, SavedModel) and s.model.coupling is not None:    # a loaded geared run
+                x = s.model.expand(a["q"])[:, s.model.full_q_slice(joint)] if joint in s.model.joint_names else None
+                width = x.shape[1] if x is not None else width
+            elif full is not None:                  # a geared model: the joint's own coordinate, a follower's too
                 x = s.model.expand(a["q"])[:, full.q_slice(joint)] if joint in full._joint_index else None
                 width = x.shape[1] if x is not None else width
             elif joint in s.model._joint_index:
@@ -280,7 +356,8 @@ class Recording:
             meta["segments"].append({"model": m.name, "joint_names": list(m.joint_names), "nq": m.nq, "nv": m.nv,
                                      "loops": [lp.name for lp in m.loops], "units": list(s.unit_names),
                                      "q_slices": [] if getattr(m, "_full", None) is not None else
-                                     [[m.q_slice(j).start, m.q_slice(j).stop] for j in m.joint_names]})
+                                     [[m.q_slice(j).start, m.q_slice(j).stop] for j in m.joint_names],
+                                     "coupling": _coupling_meta(m)})
         for e in self.events:
             meta["events"].append({"t": e.t, "kind": e.kind, "name": e.name, "impulse": np.asarray(e.impulse).tolist(),
                                    "dv": np.asarray(e.dv).tolist(), "loop_impulse": np.asarray(e.loop_impulse).tolist(),
@@ -338,7 +415,7 @@ class Recording:
                                any(not 0 <= a <= b <= sm["nq"] for a, b in slices)):
                     raise RecordingError(f"{path}: segment {k}'s q_slices do not fit its {sm['nq']} coordinates")
                 model = SavedModel(sm["model"], tuple(sm["joint_names"]), sm["nq"], sm["nv"], tuple(sm["loops"]),
-                                   slices)
+                                   slices, _check_coupling(path, k, sm))
                 seg = Segment(model, unit_names=list(sm["units"]))
                 for need in ("t", "q", "v"):
                     if need not in arrays:

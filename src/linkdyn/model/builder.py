@@ -51,6 +51,8 @@ class Inertia:
     inertia: ArrayLike = ((0.0, 0.0, 0.0), (0.0, 0.0, 0.0), (0.0, 0.0, 0.0))
 
     def matrix(self) -> NDArray[np.float64]:
+        for what, x in (("mass", self.mass), ("com", self.com), ("inertia", self.inertia)):
+            G._strict_reals(x, f"Inertia.{what}")                      # no bool or str (issue 28)
         m = float(self.mass)
         c = np.asarray(self.com, dtype=float)
         Ic = np.asarray(self.inertia, dtype=float)
@@ -60,6 +62,8 @@ class Inertia:
             raise ValueError(f"Inertia: com must have shape (3,) and inertia (3, 3), got {c.shape} and {Ic.shape}")
         if not (np.isfinite(c).all() and np.isfinite(Ic).all()):
             raise ValueError("Inertia: com and inertia must be finite")
+        if np.abs(c).max() > G.MAX_LENGTH:
+            raise ValueError(f"Inertia.com: {np.abs(c).max():g} m is beyond the physical range (<= {G.MAX_LENGTH:g} m)")
         if not np.allclose(Ic, Ic.T, atol=1e-9 * max(1.0, np.abs(Ic).max())):
             raise ValueError("Inertia.inertia: the rotational inertia must be symmetric")
         lam = np.linalg.eigvalsh(0.5 * (Ic + Ic.T))
@@ -83,6 +87,7 @@ def as_pose(placement: ArrayLike | tuple[ArrayLike, ArrayLike] | None, what: str
     """(R, p) from None, a 3-vector position, a 4x4 homogeneous matrix or an (R, p) pair."""
     if placement is None:
         return np.eye(3), np.zeros(3)
+    G._strict_reals(placement, what)                                 # no bool or str (issue 28)
     if isinstance(placement, (tuple, list)) and len(placement) == 2:
         R, p = (np.asarray(x, dtype=float) for x in placement)
     else:
@@ -97,9 +102,31 @@ def as_pose(placement: ArrayLike | tuple[ArrayLike, ArrayLike] | None, what: str
         raise ValueError(f"{what}: R must be 3x3 and p a 3-vector, got {R.shape} and {p.shape}")
     if not (np.isfinite(R).all() and np.isfinite(p).all()):
         raise ValueError(f"{what}: must be finite")
+    if np.abs(p).max() > G.MAX_LENGTH:
+        raise ValueError(f"{what}: the position {p.tolist()} is beyond the physical range (|x| <= {G.MAX_LENGTH:g} m; "
+                         "check the units)")
     if not np.allclose(R.T @ R, np.eye(3), atol=1e-6) or np.linalg.det(R) < 0:
         raise ValueError(f"{what}: the rotation is not a proper rotation matrix")
     return R.copy(), p.copy()
+
+
+def _check_limits(what, lo, hi):
+    """Position limits (nq,) of a joint: lower < upper (equal limits leave the joint no motion and
+    give the solver two opposite rows at one point: a Fixed joint locks it), at least one side
+    finite where one is given (lower=+inf or upper=-inf bound nothing), finite ones within
+    +-MAX_LENGTH (m or rad; 1e308 overflowed later, blamed on q).  Issue 28."""
+    if (lo == np.inf).any() or (hi == -np.inf).any():      # lower=upper=inf read as "no limit" (issue 28)
+        raise ValueError(f"{what}: a lower limit of +inf or an upper limit of -inf bounds nothing "
+                         f"(lower={lo.tolist()}, upper={hi.tolist()}); leave a side out (None) for no limit")
+    if (lo > hi).any():
+        raise ValueError(f"{what}: lower limit above upper limit (lower={lo.tolist()}, upper={hi.tolist()})")
+    if (lo == hi).any():
+        raise ValueError(f"{what}: lower limit equal to upper limit (lower={lo.tolist()}, upper={hi.tolist()}): "
+                         "the joint could not move; use a Fixed joint to lock it")
+    fin = np.concatenate([lo[np.isfinite(lo)], hi[np.isfinite(hi)]])
+    if fin.size and np.abs(fin).max() > G.MAX_LENGTH:
+        raise ValueError(f"{what}: a limit of {np.abs(fin).max():g} is beyond the physical range "
+                         f"(|limit| <= {G.MAX_LENGTH:g} m or rad; leave the side out for no limit)")
 
 
 def _z_to(n):
@@ -163,6 +190,7 @@ class ModelBuilder:
 
     def __init__(self, name: str = "model", gravity: ArrayLike = (0.0, 0.0, -9.81), world_name: str = "world") -> None:
         self.name = name
+        G._strict_reals(gravity, "gravity")
         self.gravity = np.asarray(gravity, dtype=float)
         if self.gravity.shape != (3,) or not np.isfinite(self.gravity).all():
             raise ValueError(f"gravity: expected a finite 3-vector, got {gravity!r}")
@@ -304,8 +332,8 @@ class ModelBuilder:
         elif isinstance(inertia, Inertia):
             try:
                 I6 = inertia.matrix()
-            except ValueError as exc:
-                raise ValueError(f"add_body({name!r}).inertia: {exc}") from None
+            except (ValueError, TypeError) as exc:
+                raise type(exc)(f"add_body({name!r}).inertia: {exc}") from None
         else:
             I6 = np.asarray(inertia, dtype=float)
             if I6.shape != (6, 6) or not np.isfinite(I6).all():
@@ -328,6 +356,8 @@ class ModelBuilder:
         nq, nv = joint.nq, joint.nv
 
         def vec(x, n, default, what):
+            if x is not None:
+                G._strict_reals(x, f"add_body({name!r}).{what}")      # no bool or str (issue 28)
             a = np.full(n, default, dtype=float) if x is None else np.asarray(x, dtype=float).reshape(-1)
             if a.shape != (n,):
                 raise ValueError(f"add_body({name!r}).{what}: expected {n} values for a {joint.kind_name} joint, got {a.size}")
@@ -335,12 +365,10 @@ class ModelBuilder:
                 raise ValueError(f"add_body({name!r}).{what}: NaN")
             return a
 
+        if stiffness is not None:
+            G._strict_reals(stiffness, f"add_body({name!r}).stiffness")
         lo, hi = vec(lower, nq, -np.inf, "lower"), vec(upper, nq, np.inf, "upper")
-        if (lo > hi).any():
-            raise ValueError(f"add_body({name!r}): lower limit above upper limit")
-        if (lo == np.inf).any() or (hi == -np.inf).any():      # lower=upper=inf read as "no limit" (issue 28)
-            raise ValueError(f"add_body({name!r}): a lower limit of +inf or an upper limit of -inf bounds nothing "
-                             f"(lower={lo.tolist()}, upper={hi.tolist()}); leave a side out (None) for no limit")
+        _check_limits(f"add_body({name!r}), joint {joint_name!r}", lo, hi)
         spec = _BodySpec(name, pidx, joint, joint_name, R, p, I6, lo, hi,
                          vec(velocity_limit, nv, np.inf, "velocity_limit"),
                          vec(effort_limit, nv, np.inf, "effort_limit"),
@@ -349,6 +377,10 @@ class ModelBuilder:
                          vec(np.full(nv, float(stiffness)) if np.ndim(stiffness) == 0 and stiffness is not None
                              else stiffness, nv, 0.0, "stiffness"),
                          _spring_ref(name, joint, spring_ref))
+        for what in ("velocity_limit", "effort_limit"):
+            x = getattr(spec, {"velocity_limit": "velocity", "effort_limit": "effort"}[what])
+            if (x < 0).any():
+                raise ValueError(f"add_body({name!r}).{what}: expected values >= 0 (inf: none), got {x.tolist()}")
         for what in ("armature", "damping", "friction", "stiffness"):
             x = getattr(spec, what)
             if not np.isfinite(x).all() or (x < 0).any():
@@ -512,9 +544,8 @@ class ModelBuilder:
             raise KeyError(f"add_rotor: unknown joint {joint!r}; joints: {sorted(self._joint_names)}")
         if b.joint.nv != 1:
             raise ValueError(f"add_rotor({joint!r}): the joint has {b.joint.nv} dofs; a rotor drives a one-dof joint")
-        x, r = float(inertia), float(ratio)
-        if not (np.isfinite(x) and x >= 0 and np.isfinite(r)):
-            raise ValueError(f"add_rotor({joint!r}): expected inertia >= 0 and a finite ratio, got {inertia!r}, {ratio!r}")
+        x = G._number(inertia, f"add_rotor({joint!r}).inertia", lo=0.0)
+        r = G._number(ratio, f"add_rotor({joint!r}).ratio")
         b.armature = b.armature + x * r * r
 
     def add_frame(self, name: str, body: str | int, placement: ArrayLike | tuple[ArrayLike, ArrayLike] | None = None) -> None:
@@ -532,10 +563,14 @@ class ModelBuilder:
         if spec is None:
             raise KeyError(f"set_limits: no joint {joint!r}; joints: {sorted(self._joint_names)}")
         nq = spec.joint.nq
+        for what, x in (("lower", lower), ("upper", upper)):
+            if x is not None:
+                G._strict_reals(x, f"set_limits({joint!r}).{what}")
         lo = spec.lower if lower is None else np.broadcast_to(np.asarray(lower, dtype=float), (nq,)).copy()
         hi = spec.upper if upper is None else np.broadcast_to(np.asarray(upper, dtype=float), (nq,)).copy()
-        if np.isnan(lo).any() or np.isnan(hi).any() or (lo > hi).any():
-            raise ValueError(f"set_limits({joint!r}): expected lower <= upper without NaN, got {lo} and {hi}")
+        if np.isnan(lo).any() or np.isnan(hi).any():
+            raise ValueError(f"set_limits({joint!r}): expected limits without NaN, got {lo} and {hi}")
+        _check_limits(f"set_limits({joint!r})", lo, hi)
         spec.lower, spec.upper = lo, hi
 
     def _contact_name_free(self, name):
@@ -552,11 +587,11 @@ class ModelBuilder:
         name = name or f"{self._bodies[bidx].name}_contact{sum(c['body'] == bidx for c in self._contacts)}"
         if not self._contact_name_free(name):
             raise ValueError(f"add_contact: the name {name!r} is already used by a contact or plane")
-        pos = np.asarray(position, dtype=float)
-        if pos.shape != (3,) or not np.isfinite(pos).all():
+        pos = G._reals(position, f"add_contact({name!r}).position", max_abs=G.MAX_LENGTH)
+        if pos.shape != (3,):
             raise ValueError(f"add_contact({name!r}).position: expected a finite 3-vector, got {position!r}")
-        for what, x, hi in (("radius", radius, np.inf), ("friction", friction, np.inf), ("restitution", restitution, 1.0)):
-            G._number(x, f"add_contact({name!r}).{what}", 0.0, None if hi == np.inf else hi)
+        for what, x, hi in (("radius", radius, G.MAX_LENGTH), ("friction", friction, None), ("restitution", restitution, 1.0)):
+            G._number(x, f"add_contact({name!r}).{what}", 0.0, hi)
         self._contacts.append(dict(name=name, body=bidx, position=pos.copy(), radius=float(radius),
                                    friction=float(friction), restitution=float(restitution)))
         return name
@@ -583,18 +618,18 @@ class ModelBuilder:
             R, p = as_pose(placement, f"add_plane({name!r}).placement")
         else:
             n = J.as_axis(normal, f"add_plane({name!r}).normal")
-            p = np.asarray(point, dtype=float)
-            if p.shape != (3,) or not np.isfinite(p).all():
+            p = G._reals(point, f"add_plane({name!r}).point", max_abs=G.MAX_LENGTH)
+            if p.shape != (3,):
                 raise ValueError(f"add_plane({name!r}).point: expected a finite 3-vector, got {point!r}")
             R = _z_to(n)
         if extent is not None:
-            extent = tuple(float(x) for x in np.asarray(extent, dtype=float).reshape(-1))
-            if len(extent) != 2 or not all(np.isfinite(x) and x > 0 for x in extent):
+            extent = tuple(float(x) for x in G._reals(extent, f"add_plane({name!r}).extent", max_abs=G.MAX_LENGTH).reshape(-1))
+            if len(extent) != 2 or not all(x > 0 for x in extent):
                 raise ValueError(f"add_plane({name!r}).extent: expected two positive half-sizes (hx, hy), got {extent!r}")
         friction = None if friction is None else G._number(friction, f"add_plane({name!r}).friction", 0.0)
         restitution = None if restitution is None else G._number(restitution, f"add_plane({name!r}).restitution", 0.0, 1.0)
-        if depth is not None and not (np.isfinite(float(depth)) and float(depth) > 0):
-            raise ValueError(f"add_plane({name!r}).depth: expected a positive number or None, got {depth!r}")
+        if depth is not None:
+            depth = G._number(depth, f"add_plane({name!r}).depth (m)", 0.0, G.MAX_LENGTH, lo_open=True)
         self._planes.append(dict(name=name, body=bidx, R=R, p=p.copy(), extent=extent,
                                  depth=None if depth is None else float(depth),
                                  friction=None if friction is None else float(friction),

@@ -380,6 +380,7 @@ def apply(model):
     lo, hi = np.array(full.lower)[c.keep_q], np.array(full.upper)[c.keep_q]
     vel = np.array(full.velocity_limit)[c.keep_v]
     single = {int(full.jnt_qadr[i]) for i in c.leader}
+    narrowed = {}                                   # reduced coordinate -> the followers that narrowed it
     for k in np.flatnonzero(~c.keep_q):
         if k not in single:
             continue        # a dependent of several dofs: its limits are rows (limit_rows), not a box
@@ -388,6 +389,16 @@ def apply(model):
             a, b = (full.lower[k] - o) / r, (full.upper[k] - o) / r
         a, b = min(a, b), max(a, b)
         lo[d], hi[d] = max(lo[d], a), min(hi[d], b)
+        narrowed.setdefault(int(d), []).append(int(k))
+    for d, ks in narrowed.items():
+        if lo[d] >= hi[d]:                          # issue 28: a leader in [0, 1], a follower (ratio 1) in [5, 6]
+            qname = {int(full.jnt_qadr[i]): full._joint_names[i] for i in range(1, full.nbody) if full.jnt_nq[i]}
+            lead = qname.get(int(np.flatnonzero(c.keep_q)[d]), f"q[{d}]")
+            folls = ", ".join(f"{qname.get(k, k)!r} in [{full.lower[k]:g}, {full.upper[k]:g}]" for k in ks)
+            raise ValueError(f"model {model.name!r}: the gear coupling(s) of joint {lead!r} leave it no position: "
+                             f"its own limits and those of its follower(s) {folls}, mapped through "
+                             f"q_follower = ratio q_leader + offset, give [{lo[d]:g}, {hi[d]:g}], which is "
+                             f"{'empty' if lo[d] > hi[d] else 'a single point'}")
     single_v = {int(full.jnt_vadr[i]) for i in c.leader}
     for k in np.flatnonzero(~c.keep_v):
         if k in single_v:

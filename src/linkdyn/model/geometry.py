@@ -74,6 +74,11 @@ SIZE_ARITY = {PLANE: (0, "none: a plane is unbounded"), SPHERE: (1, "(radius,)")
               CYLINDER: (2, "(radius, half-length)"), BOX: (3, "(x, y, z) half-extents"),
               MESH: (0, "none: a mesh is given by its vertices")}
 CONDIMS = (1, 3, 4, 6)
+#: the largest length (m) a position, a radius, a size or a finite limit may have: 1000 km.  A
+#: model beyond that is a unit slip or garbage, and the squares the kinematics and the collision
+#: tests form of lengths near 1e154 overflow (issue 28: a contact at 1e300 m fell through the
+#: ground with only overflow warnings, ``checks()`` saying ok)
+MAX_LENGTH = 1e6
 
 
 def _number(x, what, lo=None, hi=None, lo_open=False):
@@ -89,6 +94,44 @@ def _number(x, what, lo=None, hi=None, lo_open=False):
     if hi is not None and v > hi:
         raise ValueError(f"{what}: expected a number in [{lo}, {hi}], got {x!r}")
     return v
+
+
+def _strict_reals(x, what):
+    """Refuse a bool, a string or anything not a real number anywhere in ``x`` (a number, a
+    sequence or an array): ``np.asarray([0, 0, True], float)`` would read True as 1 silently."""
+    if isinstance(x, np.ndarray):
+        if x.dtype.kind in "fiu":
+            return
+        if x.dtype.kind != "O":
+            raise TypeError(f"{what}: expected real numbers, got an array of {x.dtype}")
+        items = x.reshape(-1).tolist()
+    elif isinstance(x, (str, bytes, bool, np.bool_)):
+        raise TypeError(f"{what}: expected real numbers, got {x!r}")
+    elif isinstance(x, numbers.Real):
+        return
+    elif isinstance(x, (list, tuple)):
+        items = x
+    else:
+        raise TypeError(f"{what}: expected real numbers, got {type(x).__name__}")
+    for v in items:
+        _strict_reals(v, what)
+
+
+def _reals(x, what, n=None, max_abs=None):
+    """A float array from real numbers ``x`` (no bool or string), finite, of ``n`` values when
+    given (flattened), each |value| <= ``max_abs`` when given."""
+    _strict_reals(x, what)
+    a = np.asarray(x, dtype=float)
+    if n is not None:
+        a = a.reshape(-1)
+        if a.shape != (n,):
+            raise ValueError(f"{what}: expected {n} values, got {a.size}")
+    if not np.isfinite(a).all():
+        raise ValueError(f"{what}: expected finite values, got {a.tolist()}")
+    if max_abs is not None and a.size and np.abs(a).max() > max_abs:
+        raise ValueError(f"{what}: {np.abs(a).max():g} is beyond the physical range (|x| <= {max_abs:g}; "
+                         "check the units)")
+    return a
 
 
 def _integer(x, what, lo=0):
@@ -126,6 +169,9 @@ def check_size(code: int, size, what="size") -> np.ndarray:
         raise ValueError(f"{what}: a {SHAPE_NAMES[code]} takes {n} value(s) {meaning}, got {len(vals)}: {size!r}")
     for k, x in enumerate(vals):
         out[k] = _number(x, f"{what}[{k}] of a {SHAPE_NAMES[code]} {meaning}", lo=0.0, lo_open=True)
+        if out[k] > MAX_LENGTH:
+            raise ValueError(f"{what}[{k}] of a {SHAPE_NAMES[code]} {meaning}: {out[k]:g} m is beyond the physical "
+                             f"range (<= {MAX_LENGTH:g} m; check the units)")
     return out
 
 
@@ -152,6 +198,9 @@ def convex_hull(vertices, what="vertices") -> np.ndarray:
         raise ValueError(f"{what}: expected an (n, 3) array of at least 4 points, got shape {v.shape}")
     if not np.all(np.isfinite(v)):
         raise ValueError(f"{what}: the vertices must be finite")
+    if np.abs(v).max() > MAX_LENGTH:
+        raise ValueError(f"{what}: a vertex at {np.abs(v).max():g} m is beyond the physical range "
+                         f"(<= {MAX_LENGTH:g} m; check the units)")
     try:
         hull = ConvexHull(v)
     except QhullError:

@@ -153,6 +153,16 @@ def _angle(x, what):
     return x
 
 
+#: the narrowest swing cone (half-angle, rad) a ball joint may have: the swing-twist rows
+#: linearize the swing angle, whose direction turns a full circle about the cone's apex, and a
+#: cone narrower than a few steps' rotation pumps energy (issue 28, measured under time stepping
+#: with a pendulum turning at 1-6 rad/s: a 1e-9 rad cone went from 7.3 J to 2e6 J; 1e-5 rad blew
+#: up at dt = 1 ms, 1e-3 rad held at 1 ms and blew up at 10 ms; a cone holds while the rotation of
+#: a step stays below about a fifth of its half-angle).  A narrower cone locks the swing: a
+#: Revolute joint about the cone's axis is that joint.
+MIN_SWING = 1e-3
+
+
 def _swing_limit(swing):
     """None, a half-angle in (0, pi) or a pair of half-angles (a, b) in (0, pi)."""
     if swing is None:
@@ -174,6 +184,10 @@ def _swing_limit(swing):
         if not 0.0 < v < np.pi:
             raise ValueError(f"swing: every half-angle must be in (0, pi) rad (a cone of half-angle pi "
                              f"or more limits nothing and puts the twist's singularity inside), got {swing!r}")
+        if v < MIN_SWING:
+            raise ValueError(f"swing: a half-angle of {v:g} rad is below the narrowest cone the limit rows hold "
+                             f"({MIN_SWING:g} rad: linkdyn.model.joints.MIN_SWING); a cone that narrow locks the "
+                             "swing: use a Revolute joint about the cone's axis (its twist) instead")
     return out[0] if len(out) == 1 else out
 
 

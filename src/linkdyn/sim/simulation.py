@@ -77,6 +77,23 @@ def _deferred_interrupt():
 _STEPS = STEPS
 
 
+def _baumgarte(x):
+    """Baumgarte's (alpha, beta) in 1/s: a pair of finite real numbers >= 0 (issue 28: a NaN or a
+    triple was taken, to fail later in the constrained solve with an unrelated message)."""
+    import numbers
+    msg = f"baumgarte: expected a pair (alpha, beta) of finite numbers >= 0 (1/s), got {x!r}"
+    if isinstance(x, (str, bytes)) or not isinstance(x, (tuple, list, np.ndarray)) or np.ndim(x) != 1 or len(x) != 2:
+        raise ValueError(msg)
+    out = []
+    for v in (x.tolist() if isinstance(x, np.ndarray) else x):
+        if isinstance(v, (bool, np.bool_)) or not isinstance(v, numbers.Real):
+            raise TypeError(msg)
+        if not (math.isfinite(float(v)) and float(v) >= 0.0):
+            raise ValueError(msg)
+        out.append(float(v))
+    return tuple(out)
+
+
 def _events():
     from .unilateral import Unilateral
     return Unilateral
@@ -159,7 +176,7 @@ class Simulation:
         for k, c in enumerate(self.constraints):
             if not isinstance(c, Constraint):
                 raise TypeError(f"constraints[{k}]: expected a linkdyn.constraints.Constraint, got {type(c).__name__}")
-        self.baumgarte = tuple(float(x) for x in baumgarte)
+        self.baumgarte = _baumgarte(baumgarte)
         self.model = model
         self.q = neutral(model) if q is None else np.array(q, dtype=float)
         self.v = np.zeros(model.nv) if v is None else np.array(v, dtype=float)
@@ -189,9 +206,68 @@ class Simulation:
         self._method_asked = contact_method
         self.contact_method = contact_method
         self._unilateral()
+        if self.contact_method == "timestep":
+            self._check_stable_dt()
         self._segment = self.recording.start_segment(model)
         self._segment.unit_names = self._unit_names()
         self._record()
+
+    # ------------------------------------------------------------------- stable step
+    def _check_stable_dt(self):
+        """Refuse a ``dt`` at which time stepping cannot be stable (issue 28: the drop scene at
+        dt = 0.5 s gained 4e10 J and flew 10 km up).  The scheme is semi-implicit (symplectic)
+        Euler: on the linearization M dv/dt = -K dq - D v at the start, a mode of frequency omega
+        (omega^2 the largest real part of an eigenvalue of M^-1 K) grows unless h omega < 2, and a
+        mode of damping rate c (of M^-1 D) unless h c < 2 (one mode with both: h^2 omega^2 < 4 - 2 h c;
+        Hairer, Lubich and Wanner 2006, sec. I.1 on the symplectic Euler method).  (The spectral
+        radius of the whole linearized step was tried first: the free base's orientation, whose
+        gravity force turns with it, made it refuse MuJoCo's humanoid at its own 1 ms step.)  K is the stiffness of gravity, the
+        joint springs and the controller, D the joints' damping and the controller's, by central
+        differences at the initial state (the controller is called 4 nv times for it).  A necessary condition only:
+        contacts and limits are solved implicitly and do not enter it, and a dt that passes can
+        still be too long for the motion that follows."""
+        from ..dynamics.crba import mass_matrix
+        from ..dynamics.rnea import rnea
+        from ..model.configuration import integrate
+        m, q0, v0, nv = self.model, self.q, self.v, self.model.nv
+        if nv == 0:
+            return
+        z = np.zeros(nv)
+        try:
+            M = mass_matrix(m, q0)
+            eps = 1e-6
+            K, D = np.zeros((nv, nv)), np.diag(np.asarray(m.damping, dtype=float)).copy()
+            ctrl = self.controller is not None
+
+            def tau_c(q, v):
+                if not ctrl:
+                    return z
+                args = (self.t, q, v, m) if self._ctrl_model else (self.t, q, v)
+                return np.asarray(self.controller(*args), dtype=float).reshape(nv)
+            for i in range(nv):
+                e = np.zeros(nv)
+                e[i] = eps
+                qp, qm = integrate(m, q0, e), integrate(m, q0, -e)
+                K[:, i] = (rnea(m, qp, z, z) - rnea(m, qm, z, z) - tau_c(qp, v0) + tau_c(qm, v0)) / (2 * eps)
+                if ctrl:
+                    D[:, i] -= (tau_c(q0, v0 + e) - tau_c(q0, v0 - e)) / (2 * eps)
+            with np.errstate(all="ignore"):
+                lk = np.linalg.eigvals(np.linalg.solve(M, K))
+                lc = np.linalg.eigvals(np.linalg.solve(M, D))
+        except Exception:               # a model or controller the probe cannot linearize: no verdict
+            return
+        if not (np.isfinite(lk).all() and np.isfinite(lc).all()):
+            return
+        omega = math.sqrt(max(float(lk.real.max()), 0.0))      # the stiffest oscillation (rad/s)
+        c = max(float(lc.real.max()), 0.0)                      # the fastest damping (1/s)
+        bound = min(2.0 / omega if omega > 0 else math.inf, 2.0 / c if c > 0 else math.inf)
+        h = self.dt
+        if h >= bound:
+            raise ValueError(f"dt = {h:g} s: time stepping (semi-implicit Euler) cannot be stable at this step for "
+                             f"model {self.model.name!r}: linearized at the initial state (gravity, joint springs and "
+                             f"damping, the controller) its stiffest mode has {omega:.3g} rad/s and its fastest "
+                             f"damping {c:.3g} 1/s, which need dt < {bound:.3g} s (h omega < 2, h c < 2); "
+                             "take a smaller dt")
 
     # ------------------------------------------------------------------- limits, contacts
     def _unilateral(self):
@@ -592,7 +668,8 @@ class Simulation:
         what is left.  ``progress``: show a progress bar (tqdm; default: when the run is longer
         than 2 000 steps).  Ctrl-C stops the run (saying so), keeps what was recorded and leaves
         the simulation ready to go on."""
-        if not math.isfinite(until) or until < self.t:
+        if isinstance(until, (bool, np.bool_)) or not isinstance(until, (int, float, np.integer, np.floating)) \
+                or not math.isfinite(until) or until < self.t:
             raise ValueError(f"until: expected a time after the present {self.t:.6g}, got {until!r}")
         self._fire_due()
         n = int(math.floor((until - self.t) / self.dt + 1e-9))

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..recording import Trajectory
-from ..recording import Recording
+from ..recording import Recording, SavedModel
 
 from typing import TYPE_CHECKING
 
@@ -61,6 +61,39 @@ def segment_data(seg) -> SegmentData:
                        _field(getattr(seg, "unit_point", None), n, (k, 3), "unit_point"))
 
 
+def _with_model(rec, model):
+    """A recording read back from a file (``Recording.load``) keeps only the names and sizes of
+    its models (:class:`~linkdyn.recording.SavedModel`); its segments whose joints, sizes and loops
+    are ``model``'s get ``model`` back (a shallow copy of the recording: the file's arrays are
+    shared).  Others, and every segment without ``model``, are left as they are."""
+    import copy
+    import dataclasses
+    if model is None or not any(isinstance(s.model, SavedModel) for s in rec.segments):
+        return rec
+
+    def fits(sm):
+        return (tuple(sm.joint_names) == tuple(model.joint_names) and sm.nq == model.nq and sm.nv == model.nv
+                and tuple(sm.loop_names) == tuple(lp.name for lp in model.loops))
+    out = copy.copy(rec)
+    out.segments = [dataclasses.replace(s, model=model) if isinstance(s.model, SavedModel) and fits(s.model) else s
+                    for s in rec.segments]
+    return out
+
+
+def need_models(segs, model=None) -> None:
+    """Raise a clear error when a segment of a run read back from a file has no model to draw
+    with (its :class:`~linkdyn.recording.SavedModel` has names and sizes, no kinematics)."""
+    for k, s in enumerate(segs):
+        sm = s.model
+        if isinstance(sm, SavedModel):
+            why = ("no model= was given" if model is None else
+                   f"model {model.name!r} (nq={model.nq}, nv={model.nv}, {len(model.joint_names)} joints, "
+                   f"{model.nloops} loops) is not the one it ran")
+            raise ValueError(f"segment {k} of the run was read from a file and holds the names and sizes of its model "
+                             f"{sm.name!r} (nq={sm.nq}, nv={sm.nv}, {len(sm.joint_names)} joints, {sm.nloops} loops), "
+                             f"not the model itself, and {why}: pass model= the model it was simulated with")
+
+
 def as_recording(run: Recording | Trajectory, model: Model | None = None, loop_forces: bool = True) -> Recording:
     """``run`` as a :class:`~linkdyn.recording.Recording`: a Recording is returned as it is;
     a :class:`~linkdyn.sim.Trajectory` (from :func:`linkdyn.sim.simulate`) with its ``model``
@@ -68,7 +101,7 @@ def as_recording(run: Recording | Trajectory, model: Model | None = None, loop_f
     they are computed for a closed chain from the recorded (q, v, tau) by
     :func:`linkdyn.loops.constraint_forces`, otherwise they are NaN (not recorded)."""
     if isinstance(run, Recording):
-        return run
+        return _with_model(run, model)
     if isinstance(run, tuple) and len(run) == 2 and model is None:
         a, b = run
         run, model = (a, b) if isinstance(a, Trajectory) else (b, a)

@@ -51,7 +51,7 @@ from ..model import joints as J
 from ..model.io.urdf import _z_to
 from .animate import _frames, _nice, frame_times
 from .props import Tether, static_geometry
-from .runs import event_label, impulse_size, run_data
+from .runs import event_label, impulse_size, need_models, run_data
 from .skeleton import Skeleton, _side
 
 from typing import TYPE_CHECKING
@@ -699,6 +699,7 @@ def view(run: Recording | Trajectory, model: Model | None = None, props: Sequenc
             raise ValueError(f"camera: expected a non-zero direction (x, y, z), got {camera!r}")
         camera = (camera / np.linalg.norm(camera)).tolist()
     segs, events = run_data(run, model)
+    need_models(segs, model)            # a run read back from a file: its model must be given
     every = 1.0 / fps if every is None else float(every)
     t0, t1 = float(segs[0].t[0]), float(segs[-1].t[-1])
     times = frame_times(t0, t1, every)

@@ -32,7 +32,8 @@ Mapping (the same as Pinocchio's ``buildModelFromUrdf`` unless stated):
   given in the inertial frame is rotated into the link frame (R I R^T); a link without
   ``<inertial>`` is massless;
 * ``<limit>``: lower/upper (revolute, prismatic; 0 when the attribute is missing, as in
-  urdfdom), velocity, effort (infinite when missing).  A revolute or prismatic joint without
+  urdfdom; equal lower and upper, a range the joint could not move in, are dropped with a
+  :class:`URDFWarning`), velocity, effort (infinite when missing).  A revolute or prismatic joint without
   ``<limit>`` is accepted as unlimited (urdfdom rejects it);
 * ``<mimic joint multiplier offset>`` couples the joint to the one it names by a gear,
   q = multiplier q_mimicked + offset (:meth:`ModelBuilder.add_gear`): with ``mimic=True``
@@ -538,7 +539,12 @@ def _build(text, source, floating_base, gravity, default_name, joint_friction=Fa
                 if lo > hi:
                     raise ctx.error(where, f"<limit lower='{lim.get('lower')}' upper='{lim.get('upper')}'>: "
                                            "lower is above upper")
-                kw["lower"], kw["upper"] = [lo], [hi]
+                if lo == hi:        # a <limit effort velocity/> (urdfdom's 0, 0) or a locked joint
+                    warnings.warn(f"{source}: {where}: <limit lower='{lim.get('lower')}' upper='{lim.get('upper')}'>: "
+                                  "lower equals upper, a limit the joint could not move within; loaded without a "
+                                  "position limit (a fixed joint locks a joint)", URDFWarning, stacklevel=3)
+                else:
+                    kw["lower"], kw["upper"] = [lo], [hi]
         dyn = el.find("dynamics")
         if joint_friction and dyn is not None and js.type in ("revolute", "continuous", "prismatic"):
             for attr, key in (("damping", "damping"), ("friction", "friction")):
