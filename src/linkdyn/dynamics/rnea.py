@@ -38,8 +38,8 @@ if TYPE_CHECKING:
 
 
 
-@njit(cache=True)
-def _rnea_kernel(mi, mf, ws, q, v, a, fext, tau):
+@njit(inline="always", cache=True)
+def _rnea_body(mi, mf, ws, q, v, a, fext, tau):
     st = _check_inputs(mi, q, v, a, True)
     if st != OK:
         return st
@@ -51,10 +51,17 @@ def _rnea_kernel(mi, mf, ws, q, v, a, fext, tau):
 
 
 @njit(cache=True)
+def _rnea_kernel(mi, mf, ws, q, v, a, fext, tau):
+    return _rnea_body(mi, mf, ws, q, v, a, fext, tau)
+
+
+# the body inlined, not a call of _rnea_kernel: a compiled level between this entry and the passes
+# would link their code and have LLVM optimize and emit it again (0.5 s of a cold first rnea)
+@njit(cache=True)
 def _rnea_packed(buf, q, v, a, tau):
     """``_rnea_kernel`` without external forces on a model packed in one buffer (Model._packed)."""
     mi, mf, ws = _unpack_packed(buf)
-    return _rnea_kernel(mi, mf, ws, q, v, a, _no_forces(buf), tau)
+    return _rnea_body(mi, mf, ws, q, v, a, _no_forces(buf), tau)
 
 
 @njit(cache=True)
