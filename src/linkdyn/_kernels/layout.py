@@ -142,6 +142,40 @@ def _int_view(typingctx, buf, o, shape):
     return _view_type(shape, types.int64)(buf, o, shape), _view_codegen(True)
 
 
+def _segments(fields, what):
+    """An intrinsic ``views(buf, nb, nv)`` -> the tuple of C-contiguous views of the segments
+    ``fields`` [(name, shape(nb, nv))] laid one after another from buf's start (as ``_view`` of
+    each at its running offset), built in one call: one call site to type and lower instead of
+    a ``_view`` call, its shape tuple and its offset arithmetic per segment."""
+    dims = [shape("nb", "nv") for _, shape in fields]
+
+    @intrinsic
+    def views(typingctx, buf, nb, nv):
+        rets = [types.Array(buf.dtype, len(d), "C") for d in dims]
+
+        def codegen(context, builder, signature, args):
+            intp = types.intp
+            ary = context.make_array(signature.args[0])(context, builder, args[0])
+            sym = {"nb": context.cast(builder, args[1], signature.args[1], intp),
+                   "nv": context.cast(builder, args[2], signature.args[2], intp)}
+            off = context.get_constant(intp, 0)
+            out = []
+            for d, rt in zip(dims, rets):
+                shape = [sym[x] if isinstance(x, str) else context.get_constant(intp, x) for x in d]
+                shape_t = types.UniTuple(intp, len(d))
+                ptr_t = types.CPointer(rt.dtype)
+                out.append(np_cfarray(context, builder, rt(ptr_t, shape_t),
+                                      (builder.gep(ary.data, [off]), context.make_tuple(builder, shape_t, shape))))
+                size = shape[0]
+                for x in shape[1:]:
+                    size = builder.mul(size, x)
+                off = builder.add(off, size)
+            return context.make_tuple(builder, signature.return_type, out)
+        return types.Tuple(rets)(buf, nb, nv), codegen
+    views.__doc__ = f"The views of {what} (``_segments``)."
+    return views
+
+
 # --- one buffer for a model and its workspace ---------------------------------------------
 # [header (HEADER int64 slots) | mi (int64) | mf | ws]; the header holds
 # nb, offset of mf, size of mf, offset of ws, size of ws.
@@ -199,20 +233,18 @@ def model_sizes(mi):
     return nb, nq, nv
 
 
+_MODEL_ROWS = _segments([(name, lambda nb, nv: (nb,)) for name in INT_FIELDS[:JNV + 1]], "mi's first rows")
+_MODEL_FLOATS = _segments(FLOAT_FIELDS[:7], "mf's first segments (jnt_axis to gravity)")
+_DATA = _segments(DATA_FIELDS, "a workspace (DATA_FIELDS)")
+
+
 @njit(inline="always", cache=True)
 def unpack_model(mi, mf):
     """Named views of a packed model; order as in FLOAT_FIELDS."""
     nb, nq, nv = model_sizes(mi)
-    axis = _view(mf, 0, (nb, 3))
-    axis2 = _view(mf, 3 * nb, (nb, 3))
-    R_tree = _view(mf, 6 * nb, (nb, 3, 3))
-    p_tree = _view(mf, 15 * nb, (nb, 3))
-    inertia = _view(mf, 18 * nb, (nb, 6, 6))
-    armature = _view(mf, 54 * nb, (nv,))
-    gravity = _view(mf, 54 * nb + nv, (3,))
-    return (_view(mi, PARENT * nb, (nb,)), _view(mi, JTYPE * nb, (nb,)), _view(mi, QADR * nb, (nb,)),
-            _view(mi, VADR * nb, (nb,)), _view(mi, JNQ * nb, (nb,)), _view(mi, JNV * nb, (nb,)),
-            axis, axis2, R_tree, p_tree, inertia, armature, gravity)
+    parent, jtype, qadr, vadr, jnq, jnv = _MODEL_ROWS(mi, nb, nv)
+    axis, axis2, R_tree, p_tree, inertia, armature, gravity = _MODEL_FLOATS(mf, nb, nv)
+    return parent, jtype, qadr, vadr, jnq, jnv, axis, axis2, R_tree, p_tree, inertia, armature, gravity
 
 
 @njit(inline="always", cache=True)
@@ -248,27 +280,9 @@ def subtree_ends(mi):
 
 @njit(inline="always", cache=True)
 def unpack_data(ws, nb, nv):
-    """Named views of a workspace buffer; order as in DATA_FIELDS."""
-    o1 = 0
-    oR = _view(ws, o1, (nb, 3, 3)); o1 += 9 * nb
-    op = _view(ws, o1, (nb, 3)); o1 += 3 * nb
-    liR = _view(ws, o1, (nb, 3, 3)); o1 += 9 * nb
-    lip = _view(ws, o1, (nb, 3)); o1 += 3 * nb
-    vel = _view(ws, o1, (nb, 6)); o1 += 6 * nb
-    acc = _view(ws, o1, (nb, 6)); o1 += 6 * nb
-    frc = _view(ws, o1, (nb, 6)); o1 += 6 * nb
-    S = _view(ws, o1, (nv, 6)); o1 += 6 * nv
-    vJ = _view(ws, o1, (nb, 6)); o1 += 6 * nb
-    cJ = _view(ws, o1, (nb, 6)); o1 += 6 * nb
-    I6 = _view(ws, o1, (nb, 6, 6)); o1 += 36 * nb
-    pA = _view(ws, o1, (nb, 6)); o1 += 6 * nb
-    U = _view(ws, o1, (nv, 6)); o1 += 6 * nv
-    Dinv = _view(ws, o1, (nv, 6)); o1 += 6 * nv
-    u = _view(ws, o1, (nv,)); o1 += nv
-    tmp = _view(ws, o1, (nb, 6)); o1 += 6 * nb
-    W6 = _view(ws, o1, (2, 6, 6)); o1 += 72
-    W3 = _view(ws, o1, (3, 3, 3))
-    return oR, op, liR, lip, vel, acc, frc, S, vJ, cJ, I6, pA, U, Dinv, u, tmp, W6, W3
+    """Named views of a workspace buffer; order as in DATA_FIELDS: oR, op, liR, lip, vel, acc,
+    frc, S, vJ, cJ, I6, pA, U, Dinv, u, tmp, W6, W3."""
+    return _DATA(ws, nb, nv)
 
 
 # --- loop closures (linkdyn.loops): the solver's workspace and the loops in one buffer ---------------
