@@ -10,6 +10,8 @@ import math
 
 from numba import njit
 
+from . import INTERNAL
+
 from .kinds import (CYLINDRICAL, FREE, PLANAR, PRISMATIC, REVOLUTE, SPHERICAL,
                             SPHERICAL_ZYX, UNIVERSAL)
 
@@ -82,7 +84,7 @@ def _axis_columns(S, va, n, first, step, a):
 # every constant-index store costs Numba's typing and lowering (about 1 ms a store) when the
 # pass first compiles, and this function's code is compiled for every model, whichever kinds
 # it has (1.4 s of a cold first rnea before, written out kind by kind).
-@njit(cache=True)
+@njit(cache=True, **INTERNAL)
 def jcalc(kind, a, a2, q, qa, v, va, has_v, R, p, S, vJ, cJ, T):
     """Fill R, p (joint transform), S[va:va+nv] (child frame), vJ and cJ.
 

@@ -17,7 +17,7 @@ import numpy as np
 
 from numba import njit, types
 
-from . import njit_on_first_use
+from . import INTERNAL, njit_on_first_use
 from .kinds import FREE, PRISMATIC, REVOLUTE, SPHERICAL
 from .jcalc import jcalc, rodrigues
 from .layout import axis_ids, model_sizes, subtree_ends, unpack_data, unpack_model
@@ -120,7 +120,7 @@ _PASS_SIG = (types.Array(types.int64, 2, "C", readonly=True), types.Array(types.
              types.int64)
 
 
-@njit_on_first_use(types.void(*_PASS_SIG), cache=True)
+@njit_on_first_use(types.void(*_PASS_SIG), cache=True, **INTERNAL)
 def forward_pass(mi, mf, ws, q, v, a, level, world, with_gravity, target):
     """Fill liMi (and oMi if ``world``), S, vJ, cJ, and for ``level`` >= VEL the body
     velocities, for ``level`` == ACC the accelerations.  With ``with_gravity`` the world

@@ -26,6 +26,8 @@ import math
 
 from numba import njit
 
+from . import INTERNAL
+
 from .jcalc import quat_to_rot
 from .kinds import FREE, PLANAR, SPHERICAL
 from .layout import model_sizes, unpack_model, unpack_springs
@@ -64,7 +66,7 @@ def _any(stiffness, va, n):
     return False
 
 
-@njit(cache=True)
+@njit(cache=True, **INTERNAL)
 def add_spring_torques(mi, mf, q, sign, R, r, out):
     """out += sign * tau_s (tau_s: the torque that holds the springs; MuJoCo's qfrc_spring is
     -tau_s).  R (3, 3), r (3,): scratch.  Returns False when the model has no spring."""
