@@ -8,8 +8,8 @@ The page orbits, pans and zooms (mouse or touch), plays the run with a time slid
 play/pause button and a speed choice, marks the events on the timeline (a click jumps to one),
 and draws the ground, the scene props (bars, ropes, tethers), the contact forces as arrows, the
 loop closures and the model's collision geometry: every geom (``model.geom_*``) and contact
-plane (``model.planes``) on its body, translucent orange, shown or hidden by a checkbox of the
-legend (``#collision=0`` in the URL hides it at load).  The ground is where the physics has it:
+plane (``model.planes``) on its body, translucent orange (a convex mesh geom as its hull's
+triangles), shown or hidden by a checkbox of the legend (``#collision=0`` in the URL hides it at load).  The ground is where the physics has it:
 the model's unbounded world plane with normal +z (the highest, if several) sets the height of
 the page's grid and floor, whatever height a ``ground`` prop gives; without one, as before: the
 prop's height, else a horizontal contact plane of the world, else the lowest point of the
