@@ -335,3 +335,14 @@ def pytest_collection_modifyitems(session, config, items):
     child processes load compiled kernels instead of compiling them a second time."""
     late = ("test_docs.py", "test_cli.py")
     items.sort(key=lambda item: item.path.name in late)
+
+
+@pytest.fixture(scope="session")
+def swing_demo_run():
+    """The swing of ``linkdyn demo swing`` (Nakamura and Yamane 2000, Fig. 15), run once for the
+    session over the demo's 4 s: (simulation, its first model, its first q, the recording)."""
+    from linkdyn.models import scenarios as sc
+    sim = sc.swing_simulation()
+    model0, q0 = sim.model, sim.q.copy()
+    rec = sim.run(until=4.0, progress=False)
+    return sim, model0, q0, rec

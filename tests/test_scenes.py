@@ -51,3 +51,57 @@ def test_released_arm_posture_opens_the_arm_outward():
     changed = np.flatnonzero(q2 != q)
     arm = set(range(model.q_slice("r_shoulder").start, model.q_slice("r_shoulder").stop)) | {model.q_slice("r_elbow").start}
     assert set(changed) <= arm
+
+
+# ---------------------------------------------------------------------------------------
+# the swing (Fig. 15)
+@pytest.fixture(scope="module")
+def swing_run(swing_demo_run):
+    return swing_demo_run                  # conftest: the demo's run, shared with test_simulation
+
+
+def test_swing_thighs_slide_off_the_seat_and_the_figure_hangs_from_the_ropes(swing_run):
+    """Fig. 15 (Nakamura and Yamane 2000, sec. 5.2): the seat comes off the left rope, the thighs
+    (capsule geoms) slide along the seat (a box geom) and off it, and the figure falls while its
+    hands hold the ropes.  Asserted at every step (``SwingWatch``, kept by the simulation after
+    each step): the head's lowest point stays >= 0.2 m above the ground; each thigh slides
+    >= 5 cm along the seat after the break before it loses contact, and by the end neither
+    touches it; no contact force above 10 m g; at most 20 limit impacts in the run."""
+    sim, model0, q0, rec = swing_run
+    w = sim.watch
+    assert sim.contact_method == "timestep" and not model0.contacts and model0.ngeom == 10
+    geoms = dict(zip(model0.geom_names, model0.geom_type))
+    from linkdyn.model.geometry import BOX, CAPSULE, PLANE
+    assert geoms["seat"] == BOX and geoms["l_thigh"] == geoms["r_thigh"] == CAPSULE and geoms["ground"] == PLANE
+    # the ground is the plane z = 0; at the start the thighs rest on the seat (the watch's first step)
+    assert w.ground == 0.0
+    assert rec.extremes["steps"] == 4000
+    assert [e.kind for e in rec.events if e.kind != "impact"] == ["cut"]
+    assert rec.events[0].name == "seat_l_end__l_rope_end" and abs(rec.events[0].t - 1.2) < 1e-9
+    assert w.head_low >= 0.2, f"the head came within {w.head_low:.3f} m of the ground"
+    for side in ("l", "r"):
+        assert w.slide[side] >= 0.05, (side, w.slide)
+        assert w.last_on[side] is not None and w.last_on[side] < 3.9 and w.off[side], (side, w.last_on)
+    assert w.max_force <= 10.0 * w.weight, (w.max_force, w.max_force_at)
+    assert w.weight == pytest.approx(70.0 * 9.81)
+    limit_impacts = [e for e in rec.events if e.kind == "impact"
+                     and any(n.endswith((".upper", ".lower", ".swing")) for n in e.name.split(", "))]
+    assert len(limit_impacts) <= 20, [(e.t, e.name) for e in limit_impacts]
+    # the hands still hold the ropes at the end, and the figure hangs below them
+    m = sim.model
+    assert [lp.name for lp in m.loops] == ["l_grip__l_rope", "r_grip__r_rope"]
+    head = frame_pose(m, sim.q, "head_centre")[2, 3]
+    assert head < min(frame_pose(m, sim.q, f"{s}_grip")[2, 3] for s in "lr")
+    assert sim.checks().ok, str(sim.checks())
+
+
+def test_swing_watch_sees_what_it_claims(swing_run):
+    """The watch is not vacuous: its head height at the end is the kinematics' own, and its
+    running minimum is no larger than the head's height at every recorded sample."""
+    sim, _, _, rec = swing_run
+    w = sim.watch
+    r = w.head_radius
+    for seg in rec.segments:
+        for q in seg.q:
+            assert w.head_low <= frame_pose(seg.model, q, "head_centre")[2, 3] - r + 1e-12
+    assert w.max_force > 0.5 * w.weight              # it saw the thighs carry the figure

@@ -22,7 +22,7 @@ MODULES = ["linkdyn", "linkdyn.kinematics", "linkdyn.dynamics", "linkdyn.analysi
            "linkdyn.structure", "linkdyn.contact", "linkdyn.constraints", "linkdyn.control", "linkdyn.models",
            "linkdyn.model", "linkdyn.model.builder", "linkdyn.model.configuration", "linkdyn.model.joints",
            "linkdyn.model.model", "linkdyn.model.io.urdf", "linkdyn.model.io.mjcf", "linkdyn.spatial", "linkdyn.interop",
-           "linkdyn.sim", "linkdyn.viz"]
+           "linkdyn.sim", "linkdyn.viz", "linkdyn.mocap"]
 
 #: files whose public names are not walked (none: the whole public API is annotated)
 EXCLUDED_FILES: list[str] = []

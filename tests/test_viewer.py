@@ -97,7 +97,7 @@ def test_events_segments_and_props_are_on_the_page(two_segments):
     v = viz.view(two_segments, props=[viz.bar(height=2.3, length=1.0), viz.ground(z=0.0)], title="two <segments>")
     html = v.html()
     d = _page_data(html)
-    assert [(e["t"], e["kind"], e["label"]) for e in d["events"]] == [(0.6, "connect", "l_grip__bar connected")]
+    assert [(e["t"], e["kind"], e["label"]) for e in d["events"]] == [(0.6, "connect", "left grip takes hold of bar")]
     assert d["events"][0]["impulse"] == pytest.approx(5.0)
     assert [s["text"] for s in d["segments"]] == ["segment 1/2: closed loops: none (open tree)",
                                                  "segment 2/2: closed loops: l_grip__world"]
@@ -339,7 +339,7 @@ def test_the_page_plays_in_a_browser(two_segments, tmp_path):
         finally:
             browser.close()
     assert errors == []
-    assert label == "l_grip__bar connected"
+    assert label == "left grip takes hold of bar"
     diff = np.abs(shots[0.05] - shots[1.15]).sum(axis=2) > 30
     for b in panels:                                   # the title, the event's flash, the help: text, not the figure
         if b is not None:

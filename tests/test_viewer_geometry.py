@@ -1,8 +1,9 @@
 """The viewer draws the collision geometry and the ground where the physics has them.
 
 Two scenes: a box geom (placed off its body's origin, turned) dropped tumbling onto a ground
-plane geom at z = 0.3, and the swing of ``linkdyn demo swing`` (its contact ground
-``ContactPlane("ground")`` at z = +0.174 m, the demo's ground prop at -0.5 m before).  From the
+plane geom at z = 0.3, and the swing of ``linkdyn demo swing`` (its ground the plane geom
+"ground", a ground prop that disagrees at -0.5 m as the demo once had); and each demo page
+(high bar, drop, swing) in Chromium: the drawn floor and grid at the physics plane's height.  From the
 page's scene data (no browser): the ground is the physics plane's height exactly, whatever the
 props say; every geom and contact plane is in ``collision`` with its body and its placement;
 the box composed from the page's body poses is the physics' box at every frame.  In headless
@@ -21,7 +22,8 @@ from scipy.spatial.transform import Rotation
 
 import linkdyn as ld
 from linkdyn import viz
-from linkdyn.cli import _scene_props
+from linkdyn.cli import SCENE_CAMERAS, _scene_props
+from linkdyn.model.geometry import PLANE
 
 from test_viewer import _browser, _page_data
 
@@ -72,8 +74,14 @@ def _physics_box(model, q):
     return kin.R[b] @ model.geom_R[g], kin.p[b] + kin.R[b] @ model.geom_pos[g]
 
 
-def _ground_plane(model):
-    return next(pl for pl in model.planes if pl.name == "ground")
+def _physics_ground(model):
+    """The height of the model's ground: its unbounded world plane with normal +z, a contact plane
+    (``add_ground``) or a plane geom."""
+    zs = [float(pl.p[2]) for pl in model.planes if pl.body == 0 and pl.extent is None and pl.R[2, 2] == 1.0]
+    zs += [float(model.geom_pos[g][2]) for g in range(model.ngeom) if model.geom_body[g] == 0
+           and model.geom_names[g] and int(model.geom_type[g]) == PLANE and model.geom_R[g][2, 2] == 1.0]
+    assert len(zs) == 1, zs
+    return zs[0]
 
 
 # ---------------------------------------------------------------------------------------
@@ -114,20 +122,37 @@ def test_the_box_and_the_ground_plane_are_in_the_scene_data(box_run):
 def test_the_swing_ground_is_the_contact_ground_not_the_prop(swing_run):
     rec = swing_run
     model = rec.segments[0].model
-    plane = _ground_plane(model)
+    z = _physics_ground(model)
     props = _scene_props("swing", rec) + [viz.ground(z=-0.5)]       # a prop that disagrees, as the demo had
     d = viz.view(rec, props=props).data
-    z = float(plane.p[2])
-    assert z == pytest.approx(0.1744, abs=1e-4)
-    assert d["floor"] == z and d["ground"] == {"z": z, "source": "plane", "name": "ground"}
+    assert z == 0.0
+    assert d["floor"] == z and d["ground"] == {"z": z, "source": "geom", "name": "ground"}
     assert [p["z"] for p in d["props"] if p["kind"] == "ground"] == [z, z]
     assert any("ground prop (z = -0.5 m)" in n for n in d["notes"])
-    seat = next(c for c in d["collision"] if c["name"] == "seat_top")
-    pl = next(p for p in model.planes if p.name == "seat_top")
-    assert seat["src"] == "plane" and seat["body"] == model.body_names[pl.body] and seat["ext"] == list(pl.extent)
-    assert seat["s"] == [2 * pl.extent[0], 2 * pl.extent[1]] and seat["p"] == pl.p.tolist()
+    seat = next(c for c in d["collision"] if c["name"] == "seat")
+    g = model.geom_names.index("seat")
+    assert seat["src"] == "geom" and seat["k"] == "box" and seat["body"] == model.body_names[model.geom_body[g]]
+    np.testing.assert_allclose(seat["s"], 2 * np.asarray(model.geom_size[g]), rtol=0, atol=0)
+    assert seat["p"] == [float(x) for x in model.geom_pos[g]]
     lo = np.array(d["bounds"][0])
     assert lo[2] <= z
+    # the figure draws the seat as a solid where its geom is, and each rope as one line from its
+    # top to its end: no line from the origin, none from a rope's top to the places on the seat
+    seat_body = d["bodies"].index(model.body_names[model.geom_body[g]])
+    solid = [sh for sh in d["shapes"] if sh["b"] == seat_body and sh["k"] == "box"]
+    assert len(solid) == 1 and np.allclose(solid[0]["s"], seat["s"], atol=1e-6)
+    for rope in ("l_rope", "r_rope"):
+        k = d["bodies"].index(rope)
+        caps = [sh for sh in d["shapes"] if sh["b"] == k and sh["k"] == "capsule"]
+        assert len(caps) == 1 and caps[0]["s"][1] == pytest.approx(2.5), rope
+
+
+def test_the_page_camera_looks_from_the_direction_asked():
+    rec = ld.models.scenarios.drop_simulation().run(until=0.01, progress=False)
+    assert viz.view(rec).data["camera"] is None
+    assert viz.view(rec, camera=(2.0, 0.0, 0.0)).data["camera"] == [1.0, 0.0, 0.0]
+    with pytest.raises(ValueError, match="camera"):
+        viz.view(rec, camera=(0.0, 0.0, 0.0))
 
 
 def test_without_a_model_ground_the_page_keeps_its_default():
@@ -202,8 +227,7 @@ def test_the_pages_draw_the_ground_and_the_box_where_the_physics_has_them(box_ru
 
     got = _open(sync_playwright, chromium, pages, tmp_path, work)
     # the ground: the floor and its grid at the physics plane's height
-    for name, z, source in (("box", FLOOR_Z, "geom"), ("swing", float(_ground_plane(swing_run.segments[0].model).p[2]),
-                                                       "plane")):
+    for name, z, source in (("box", FLOOR_Z, "geom"), ("swing", _physics_ground(swing_run.segments[0].model), "geom")):
         g = got[name]["ground"]
         assert abs(g["floor"] - z) <= 1e-9 and abs(g["grid"] - z) <= 1e-9 and g["source"] == source, (name, g)
         assert f"z = {float(f'{z:.3g}'):g} m" in got[name]["legend"] and "collision geometry" in got[name]["legend"]
@@ -217,11 +241,11 @@ def test_the_pages_draw_the_ground_and_the_box_where_the_physics_has_them(box_ru
     np.testing.assert_allclose(M[:3, 3], p_ph, atol=1e-6)
     np.testing.assert_allclose(M[:3, :3], R_ph, atol=1e-6)
     assert abs(np.trace(R_ph) - 3.0) > 0.1 and p_ph[2] - FLOOR_Z > 0.06                # turned, in the air
-    # the swing's seat plane is drawn on the seat's body
-    (seat,) = [c for c in got["swing"]["collision"] if c["name"] == "seat_top"]
-    assert seat["kind"] == "plane" and seat["visible"]
+    # the swing's seat box is drawn on the seat's body
+    (seat,) = [c for c in got["swing"]["collision"] if c["name"] == "seat"]
+    assert seat["kind"] == "box" and seat["visible"]
     # the box's collision layer is seen: hiding it changes the picture around the box, not only the
-    # checkbox (the swing's seat plane lies under the thighs, out of sight from the page's camera)
+    # checkbox
     a = np.asarray(Image.open(tmp_path / "box.png").convert("RGB"), dtype=int)
     b = np.asarray(Image.open(tmp_path / "box-hidden.png").convert("RGB"), dtype=int)
     changed = np.abs(a - b).sum(axis=2) > 30
@@ -254,6 +278,39 @@ def test_an_mjcf_model_brings_its_floor_and_geoms_to_the_page():
         assert cap["k"] == "capsule" and cap["s"] == [0.05, 0.5] and cap["body"] == "a"
         np.testing.assert_allclose(cap["p"], [0, 0, -0.25], atol=1e-12)
         assert sph["s"] == [0.1] and np.allclose(sph["p"], [0, 0, -0.5])
+
+
+def test_each_demo_page_draws_the_ground_at_the_physics_plane(tmp_path):
+    """``linkdyn demo highbar|drop|swing``: each page (as the demo makes it, its props included),
+    opened in headless Chromium, draws its floor and its grid at the height of the physics'
+    ground plane (a contact plane for the high bar and the drop, a plane geom for the swing),
+    read from the page (``linkdynViewer.ground()``); the page's scene data say the same.  The
+    swing's page looks from the direction the demo asks (``SCENE_CAMERAS``)."""
+    sync_playwright, chromium = _browser()
+    from linkdyn.models import scenarios as sc
+    make = {"highbar": sc.high_bar_simulation, "drop": sc.drop_simulation, "swing": sc.swing_simulation}
+    pages, z = {}, {}
+    for name, f in make.items():
+        rec = f().run(until=0.03, progress=False)
+        z[name] = _physics_ground(rec.segments[0].model)
+        pages[name] = viz.view(rec, props=_scene_props(name, rec), title=name, camera=SCENE_CAMERAS.get(name))
+        assert pages[name].data["ground"]["z"] == z[name]
+    assert z == {"highbar": 0.0, "drop": 0.0, "swing": 0.0}
+
+    def work(page, name, v):
+        return (page.evaluate("window.linkdynViewer.ground()"), page.evaluate("window.linkdynViewer.cameraDirection()"),
+                page.locator("#legend").inner_text())
+
+    got = _open(sync_playwright, chromium, pages, tmp_path, work)
+    cam = np.asarray(SCENE_CAMERAS["swing"])
+    np.testing.assert_allclose(got["swing"][1], cam / np.linalg.norm(cam), atol=1e-6)
+    # the props are explained in the legend
+    assert "the bar, 2.8 m above the floor" in got["highbar"][2]
+    assert "the swing's frame" in got["swing"][2]
+    got = {name: g for name, (g, _, _) in got.items()}
+    for name, g in got.items():
+        assert abs(g["floor"] - z[name]) <= 1e-9 and abs(g["grid"] - z[name]) <= 1e-9, (name, g)
+        assert g["source"] == ("geom" if name == "swing" else "plane"), (name, g)
 
 
 # ---------------------------------------------------------------------------------------

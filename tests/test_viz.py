@@ -148,6 +148,26 @@ def test_skeleton_of_a_fixed_base_arm_starts_at_the_world():
     assert _has_segment(segs, kin.p[2], ld.frame_pose(arm, q, "tool")[:3, 3])
 
 
+def test_skeleton_of_bodies_hung_from_several_world_points_has_no_bones_from_the_origin():
+    """Two ropes, each on a spherical joint at its own point of the world 2.5 m up (a swing): no
+    line from the world origin to either top (the demo drew two thick rods from the floor to the
+    rope tops); the ropes themselves are drawn, from each top to its end frame."""
+    b = ld.ModelBuilder("ropes")
+    for side, y in (("l", 0.3), ("r", -0.3)):
+        b.add_body(f"{side}_rope", "world", ld.Spherical(), placement=[0.5, y, 2.5],
+                   inertia=ld.Inertia(0.5, [0, 0, -1.0], np.eye(3) * 0.1))
+        b.add_frame(f"{side}_end", f"{side}_rope", placement=[0, 0, -2.0])
+    m = b.build()
+    q = ld.neutral(m)
+    sk = viz.Skeleton(m)
+    assert len(sk.bones) == 0
+    segs = viz.skeleton(m, q)
+    assert len(segs) == 2
+    for y in (0.3, -0.3):
+        assert _has_segment(segs, np.array([0.5, y, 2.5]), np.array([0.5, y, 0.5]))
+    assert not np.any(np.all(np.isclose(segs, 0.0), axis=-1))                   # nothing starts at the origin
+
+
 def test_props():
     props = viz.static_geometry(viz.bar(height=2.5), viz.ground(size=2.0, spacing=0.5),
                                 [[0, -1, 3], [0, -1, 1]], viz.ropes([[0, -0.2, 3], [0, 0.2, 3]], [[0, -0.2, 1], [0, 0.2, 1]]))
@@ -279,3 +299,19 @@ def test_ball_joints_are_plotted_as_swing_and_twist():
     (l1, sw, a1), (l2, tw, a2) = _coordinates(J.SPHERICAL, "shoulder", x, joint)
     assert (l1, l2) == ("shoulder swing", "shoulder twist") and a1 and a2
     assert np.allclose(sw, [0.7, 0.0]) and np.allclose(tw, [0.0, 0.4])
+
+
+def test_event_labels_name_things_once_in_words():
+    from linkdyn.recording import Event
+    from linkdyn.viz.runs import event_label, unit_words
+
+    def ev(kind, name, note=""):
+        return Event(1.0, kind, name, None, None, 0.0, 0.0, note)
+    assert event_label(ev("cut", "r_grip__bar", "r_grip__bar")) == "right grip lets go of bar"
+    assert event_label(ev("connect", "l_grip__bar", "l_grip - bar")) == "left grip takes hold of bar"
+    assert event_label(ev("cut", "seat_l_end__l_rope_end", "seat_l_end__l_rope_end")) == \
+        "seat left end lets go of left rope end"
+    assert event_label(ev("impact", "l_thigh/seat, r_shoulder.twist.upper, l_knee.lower, x.upper")) == \
+        "impact: left thigh on seat, right shoulder twist stop (upper), left knee lower stop (+1)"
+    assert unit_words("head_contact/ground") == "head contact on ground"
+    assert event_label(ev("cut", "r_grip__bar", "a reason")) == "right grip lets go of bar (a reason)"

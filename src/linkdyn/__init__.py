@@ -54,9 +54,10 @@ _LAZY = {
 }
 
 #: subpackages and modules reachable as attributes (``ld.sim``, ``ld.viz``, ...); ``viz``,
-#: ``symbolic`` and ``distributed`` load matplotlib, SymPy and Dask, which the dynamics does not need
+#: ``symbolic`` and ``distributed`` load matplotlib, SymPy and Dask, which the dynamics does not need;
+#: ``mocap`` reads BVH captures (the ``mocap`` extra)
 _SUBMODULES = ("analysis", "constraints", "contact", "control", "dynamics", "kinematics", "loops", "model", "models",
-               "recording", "sim", "spatial", "structure", "viz", "symbolic", "distributed", "interop")
+               "recording", "sim", "spatial", "structure", "viz", "symbolic", "distributed", "interop", "mocap")
 
 if TYPE_CHECKING:       # what the names above are, for type checkers (never run)
     from .analysis import (IKError, analytic_jacobian, inverse_kinematics, manipulability,
@@ -86,7 +87,7 @@ if TYPE_CHECKING:       # what the names above are, for type checkers (never run
     from .models.dh import DHLink, from_dh
     from .sim import Simulation
     from . import (analysis, constraints, contact, control, distributed, dynamics, interop, kinematics,  # noqa: I001
-                   loops, model, models, recording, sim, spatial, structure, symbolic, viz)
+                   loops, mocap, model, models, recording, sim, spatial, structure, symbolic, viz)
 
 #: ``from linkdyn import *``: the public names and the packages ``import linkdyn`` used to load
 #: (not viz, symbolic, distributed or interop, which load heavy optional libraries)

@@ -1,4 +1,4 @@
-"""Command line: ``linkdyn demo [robot]``, ``linkdyn info model.urdf``."""
+"""Command line: ``linkdyn demo [robot]``, ``linkdyn info model.urdf``, ``linkdyn mocap capture.bvh``."""
 from __future__ import annotations
 
 import argparse
@@ -13,11 +13,19 @@ SCENES = {
     "highbar": ("the high bar (Nakamura and Yamane 2000, Fig. 14): a 16-DoF figure hangs by both hands from a bar "
                 "2.8 m above the floor, swings, lets go with the right hand at 1 s and opens that arm sideways, and "
                 "swings on, turning about its left hand; its joints stop at their anatomical limits", 3.0),
-    "swing": ("the swing (Nakamura and Yamane 2000, Fig. 15): the figure sits on the seat by unilateral "
-              "contacts, holding both ropes; the seat breaks off the left rope, tilts, and the thighs slide off", 4.0),
+    "swing": ("the swing (Nakamura and Yamane 2000, Fig. 15): the figure sits on the seat (a box; its thighs are "
+              "capsules that rest on it by contact with friction), holding both ropes above its head; at 1.2 s the "
+              "seat comes off the left rope and tilts, the thighs slide along it and off its end, and the figure "
+              "drops, its hands still on the ropes, and swings on hanging from them above the ground", 4.0),
     "drop": ("a 40-DoF figure drops 0.5 m and lands on the ground: its sole corners meet the floor as "
              "unilateral contacts with friction, a posture controller holds the joints", 1.0),
 }
+
+
+#: the direction the 3D page of a scene looks from (None: the page's default, the front right):
+#: the swing from the front left and low, so that the seat's left end dropping and the thighs
+#: sliding towards it face the camera
+SCENE_CAMERAS = {"swing": (1.0, 0.5, 0.15)}
 
 
 def _scene(args) -> int:
@@ -40,42 +48,19 @@ def _scene(args) -> int:
            else "RK4 on the configuration manifold, impacts located inside the step")
     print(f"\n{rec.t[-1]:g} s simulated in {wall:.2f} s of wall time (dt = {args.dt * 1e3:g} ms, "
           f"{how}, loops projected after every step)")
-    print(f"{'t [s]':>7}  {'event':<8}{'loop / joint / units':<34}{'|impulse| [N s]':>16}{'energy lost [J]':>17}")
-    from linkdyn.viz.runs import impulse_size
-    # every structure change; the impacts up to 12 (the largest by the energy they took, in time
-    # order) and a count of the rest, which the recording keeps
-    impacts = [e for e in rec.events if e.kind == "impact"]
-    big = set(map(id, sorted(impacts, key=lambda e: -e.energy_loss)[:12]))
-    for e in rec.events:
-        if e.kind == "impact" and id(e) not in big:
-            continue
-        name = e.name if len(e.name) <= 33 else e.name[:30] + "..."
-        print(f"{e.t:7.3f}  {e.kind:<8}{name:<34}{impulse_size(e):16.3f}{e.energy_loss:17.4f}")
-    if len(impacts) > len(big):
-        rest = [e for e in impacts if id(e) not in big]
-        print(f"   ... and {len(rest)} smaller impacts ({sum(e.energy_loss for e in rest):.3g} J in all; "
-              "in the recording's events)")
+    _print_events(rec.events)
     st = sim.contact_stats
     if st.get("impacts"):
         print(f"impacts: {st['impacts']} ({st['small_impacts']} slower than 1 cm/s, not listed: a body touching "
               f"down again, {st['small_impact_energy']:.3g} J); limits and contacts are on by default")
-    print(f"{'segment':>7}  {'loops':>5}  {'from':>7}  {'to':>7}  {'energy drift [J]':>17}  {'max loop error':>15}")
-    for k, seg in enumerate(rec.segments):
-        a = seg.arrays()
-        if len(a["t"]) < 2:
-            continue
-        E = a["kinetic"] + a["potential"]
-        drift = np.ptp(E) if not sim.controller else float("nan")
-        print(f"{k:7d}  {seg.model.nloops:5d}  {a['t'][0]:7.3f}  {a['t'][-1]:7.3f}  {drift:17.3e}  "
-              f"{a['loop_error'].max():15.2e}")
-    if sim.controller:
-        print("(a controller drives the joints: the energy is not conserved between events)")
+    _print_segments(rec, passive=not sim.controller)
     W = sim.work
     print(f"energy ledger [J]: joints (actuators, less joint friction) {W[0]:+.4g}, limits and contacts {W[1]:+.4g} (impacts, friction), "
           f"structure changes {W[2]:+.4g}; E(end) - E(0) = {rec.energy[-1] - rec.energy[0]:+.4g}")
     checks = sim.checks()
     print("checks (each says where it looked: at every step, or at the recorded samples):")
     print("  " + str(checks).replace("\n", "\n  "))
+    scene_failed = _scene_checks(sim, rec)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     rec_path = out / f"{args.robot}.npz"
@@ -85,7 +70,7 @@ def _scene(args) -> int:
     props = _scene_props(args.robot, rec)
     anim_path = out / f"{args.robot}.{args.format}"
     if args.format == "html":       # the interactive 3D viewer: needs nothing else
-        viz.view(rec, props=props, title=f"linkdyn: {args.robot}").save(anim_path)
+        viz.view(rec, props=props, title=f"linkdyn: {args.robot}", camera=SCENE_CAMERAS.get(args.robot)).save(anim_path)
         print(f"3D viewer written to {anim_path} (open it in a browser)")
     try:
         from linkdyn.viz.animate import require_matplotlib
@@ -93,20 +78,96 @@ def _scene(args) -> int:
     except ImportError:
         print("matplotlib is not installed (pip install 'linkdyn[plot]'): no plot"
               + ("" if args.format == "html" else " or animation"), file=sys.stderr)
-        return _verdict(checks)
+        return _verdict(checks, scene_failed)
     if args.format != "html":
         viz.animate(rec, anim_path, props=props, title=f"linkdyn: {args.robot}")
         print(f"animation written to {anim_path}")
     plot_path = out / f"{args.robot}.png"
-    viz.plot_run(rec, plot_path, title=f"linkdyn: {args.robot}")
+    viz.plot_run(rec, plot_path, SCENE_JOINTS.get(args.robot), title=f"linkdyn: {args.robot}")
     print(f"plots written to {plot_path}")
-    return _verdict(checks)
+    return _verdict(checks, scene_failed)
 
 
-def _verdict(checks) -> int:
-    if checks.ok:
+#: the events the scene and robot demos list: every structure change, and of the impacts the
+#: MAX_LISTED that took the most energy together with the MAX_LISTED largest impulses
+MAX_LISTED = 8
+
+
+def _print_events(events):
+    """The table of events: time, kind, |impulse|, energy lost, and what happened in words
+    (``linkdyn.viz.runs.event_label``)."""
+    from linkdyn.viz.runs import event_label, impulse_size
+    impacts = [e for e in events if e.kind == "impact"]
+    big = {id(e) for e in sorted(impacts, key=lambda e: -e.energy_loss)[:MAX_LISTED]}
+    big |= {id(e) for e in sorted(impacts, key=lambda e: -np.nan_to_num(impulse_size(e)))[:MAX_LISTED]}
+    print(f"{'t [s]':>7}  {'event':<8}{'|impulse| [N s]':>16}{'energy lost [J]':>17}  what")
+    if not events:
+        print("   (no events)")
+    for e in events:
+        if e.kind == "impact" and id(e) not in big:
+            continue
+        p = impulse_size(e)
+        print(f"{e.t:7.3f}  {e.kind:<8}{(f'{p:.3f}' if np.isfinite(p) else '-'):>16}{e.energy_loss:17.4f}  "
+              f"{event_label(e)}")
+    if len(impacts) > len(big):
+        rest = [e for e in impacts if id(e) not in big]
+        print(f"   ... and {len(rest)} smaller impacts ({sum(e.energy_loss for e in rest):.3g} J in all, none with "
+              f"a larger impulse than those listed; in the recording's events)")
+
+
+def _print_segments(rec, passive):
+    """Per segment (one structure): its loops, time span, energy change and the largest loop error.
+    A passive run's energy is conserved between events: its drift (the spread of E in the
+    segment) is the integrator's error; a driven one's change is the controller's work and the
+    losses (the run's ledger, below, closes it)."""
+    head = "energy drift [J]" if passive else "E change [J]"
+    print(f"{'segment':>7}  {'loops':>5}  {'from':>7}  {'to':>7}  {head:>17}  {'max loop error':>15}")
+    for k, seg in enumerate(rec.segments):
+        a = seg.arrays()
+        if len(a["t"]) < 2:
+            continue
+        E = a["kinetic"] + a["potential"]
+        dE = float(np.ptp(E)) if passive else float(E[-1] - E[0])
+        print(f"{k:7d}  {seg.model.nloops:5d}  {a['t'][0]:7.3f}  {a['t'][-1]:7.3f}  {dE:17.3e}  "
+              f"{a['loop_error'].max():15.2e}")
+    if not passive:
+        print("(a controller drives the joints: the energy changes by its work and by what the contacts and "
+              "limits take; the ledger below accounts for it)")
+
+
+#: the joints a scene's plot shows (None: the first of the model's): the drop's legs
+SCENE_JOINTS = {"drop": ["l_hip", "l_knee", "l_ankle", "r_hip", "r_knee", "r_ankle"]}
+
+
+def _scene_checks(sim, rec) -> list:
+    """What a person watching the scene would check, at every step, for the scenes that keep a
+    watch (the swing: ``linkdyn.models.scenarios.SwingWatch``): printed; returns the names of
+    those that failed."""
+    w = getattr(sim, "watch", None)
+    if w is None:
+        return []
+    limit = [e for e in rec.events if e.kind == "impact"
+             and any(n.endswith((".upper", ".lower", ".swing")) for n in e.name.split(", "))]
+    from linkdyn.viz.runs import unit_words
+    at = f" (at t = {w.max_force_at[0]:.3f} s, {unit_words(w.max_force_at[1])})" if w.max_force_at else ""
+    rows = [("head's lowest point above the ground", w.head_low >= 0.2, f"{w.head_low:.3f} m", ">= 0.2 m"),
+            ("largest contact force", w.max_force <= 10 * w.weight,
+             f"{w.max_force:.0f} N = {w.max_force / w.weight:.2f} m g{at}", "<= 10 m g"),
+            ("limit impacts", len(limit) <= 20, f"{len(limit)}", "<= 20")]
+    for s, side in (("l", "left"), ("r", "right")):
+        rows.append((f"{side} thigh's slide along the seat before it leaves", w.slide[s] >= 0.05 and w.off[s],
+                     f"{w.slide[s]:.3f} m" + (f", last on it at {w.last_on[s]:.3f} s" if w.last_on[s] else "")
+                     + ("" if w.off[s] else ", still on it"), ">= 0.05 m, then off"))
+    print("scene checks (at every step):")
+    for name, ok, value, bound in rows:
+        print(f"  {'ok  ' if ok else 'FAIL'} {name:<50} {value}  ({bound})")
+    return [name for name, ok, _, _ in rows if not ok]
+
+
+def _verdict(checks, scene_failed=()) -> int:
+    if checks.ok and not scene_failed:
         return 0
-    failed = ", ".join(c.name for c in checks if not c.ok)
+    failed = ", ".join([c.name for c in checks if not c.ok] + list(scene_failed))
     print(f"linkdyn demo: a check failed ({failed})", file=sys.stderr)
     return 1
 
@@ -118,13 +179,12 @@ def _scene_props(name, rec):
     q0 = np.asarray(seg.q[0])
     if name == "highbar":
         g = frame_pose(seg.model, q0, "l_grip")[:3, 3]
-        return [viz.bar(height=float(g[2]), x=float(g[0]), length=1.2)]
+        return [viz.bar(height=float(g[2]), x=float(g[0]), length=1.2,
+                        label=f"the bar, {float(g[2]):.2g} m above the floor, on its uprights")]
     if name == "swing":
         tops = [frame_pose(seg.model, q0, f"{s}_rope_top_point")[:3, 3] for s in ("l", "r")]
-        floor = [float(pl.p[2]) for pl in seg.model.planes if pl.body == 0 and pl.extent is None
-                 and pl.R[2, 2] > 1.0 - 1e-9]
-        return [viz.bar(height=float(tops[0][2]), x=float(tops[0][0]), length=1.2),
-                viz.ground(z=max(floor) if floor else -0.5)]           # the ground where the contacts have it
+        return [viz.bar(height=float(tops[0][2]), x=float(tops[0][0]), length=1.2,
+                        label="the swing's frame: the ropes hang from its top bar"), viz.ground(z=0.0)]
     return [viz.ground(z=0.0)]
 
 
@@ -152,18 +212,39 @@ def _demo(args) -> int:
         what = "tumbling in zero gravity"
     else:
         what = "swinging under gravity, no torques"
-    t0 = time.perf_counter()
     duration = 2.0 if args.duration is None else args.duration
-    traj = ld.sim.simulate(model, q0, v0, duration, args.dt, method="rk4", record_every=max(1, int(0.01 / args.dt)))
+    sim = ld.Simulation(model, q0, v0, dt=args.dt, integrator="rk4", record_every=max(1, int(0.01 / args.dt)))
+    t0 = time.perf_counter()
+    rec = sim.run(until=duration, progress=False)
     wall = time.perf_counter() - t0
-    E = traj.energy
-    print(f"\n{args.robot}: {what}; RK4 on the configuration manifold, dt = {args.dt * 1e3:g} ms, "
-          f"{duration:g} s simulated in {wall:.2f} s of wall time")
+    seg = rec.segments[0]
+    traj = seg.arrays()
+    E = traj["kinetic"] + traj["potential"]
+    print(f"\n{args.robot}: {what}; RK4 on the configuration manifold, dt = {args.dt * 1e3:g} ms, joint limits "
+          f"as unilateral stops (impacts located inside the step), {duration:g} s simulated in {wall:.2f} s of wall time")
     print(f"{'t [s]':>7} {'kinetic [J]':>13} {'potential [J]':>14} {'total [J]':>12}")
-    for k in np.linspace(0, len(traj.t) - 1, 6).astype(int):
-        print(f"{traj.t[k]:7.3f} {traj.kinetic[k]:13.6f} {traj.potential[k]:14.6f} {E[k]:12.6f}")
-    scale = max(np.abs(traj.kinetic).max(), np.abs(traj.potential - traj.potential[0]).max(), 1e-12)
-    print(f"energy drift over the run: {np.abs(E - E[0]).max():.3e} J ({np.abs(E - E[0]).max() / scale:.2e} of the energy exchanged)")
+    for k in np.linspace(0, len(traj["t"]) - 1, 6).astype(int):
+        print(f"{traj['t'][k]:7.3f} {traj['kinetic'][k]:13.6f} {traj['potential'][k]:14.6f} {E[k]:12.6f}")
+    _print_events(rec.events)
+    W = sim.work
+    change = float(E[-1] - E[0])
+    print(f"energy ledger [J]: E(end) - E(0) = {change:+.4g}: joint limits and contacts {W[1]:+.4g} (the impacts on "
+          f"the stops, each inelastic: the 'energy lost' above), joints {W[0]:+.4g} (no torques; joint damping and "
+          f"friction), the integrator {change - W.sum():+.3g} (its error)")
+    impacts = [e for e in rec.events if e.kind == "impact"]
+    if impacts:
+        from linkdyn.viz.runs import event_label
+        big = max(impacts, key=lambda e: e.energy_loss)
+        print(f"where the energy went: {-change:.4g} J lost over the run, {-W[1]:.4g} J of it in the {len(impacts)} "
+              f"impact{'s' * (len(impacts) != 1)} on the joint stops (the largest at {big.t:.3f} s, "
+              f"{event_label(big)[len('impact: '):]}: {big.energy_loss:.4g} J); between them the energy is kept")
+    else:
+        print(f"where the energy went: nowhere: no impacts, and between events the energy is kept "
+              f"(E(end) - E(0) = {change:+.3g} J)")
+    _print_segments_between_events(seg, rec.events)
+    checks = sim.checks()
+    print("checks (each says where it looked: at every step, or at the recorded samples):")
+    print("  " + str(checks).replace("\n", "\n  "))
     if args.plot:
         _plot(model, traj, args.plot, f"{args.robot}: {what}")
         print(f"plot written to {args.plot}")
@@ -173,9 +254,25 @@ def _demo(args) -> int:
         from linkdyn import viz
         out = Path(args.out)
         out.mkdir(parents=True, exist_ok=True)
-        page = viz.view(traj, model=model, title=f"linkdyn: {args.robot}, {what}").save(out / f"{args.robot}.html")
+        page = viz.view(rec, model=model, title=f"linkdyn: {args.robot}, {what}").save(out / f"{args.robot}.html")
         print(f"3D viewer written to {page} (open it in a browser)")
-    return 0
+    return _verdict(checks)
+
+
+def _print_segments_between_events(seg, events):
+    """A passive run's energy between its events: each stretch's drift (the spread of E), which
+    is the integrator's error; the events themselves take what the ledger says."""
+    a = seg.arrays()
+    t, E = a["t"], a["kinetic"] + a["potential"]
+    cuts = sorted({float(e.t) for e in events})
+    edges = [float(t[0])] + cuts + [float(t[-1])]
+    worst = 0.0
+    for lo, hi in zip(edges[:-1], edges[1:]):
+        inside = (t > lo + 1e-12) & (t < hi - 1e-12)
+        if inside.sum() >= 2:
+            worst = max(worst, float(np.ptp(E[inside])))
+    print(f"energy drift between events: {worst:.3e} J at most over {len(edges) - 1} stretch"
+          f"{'es' * (len(edges) > 2)} (the integrator's error)")
 
 
 def _plot(model, traj, path, title):
@@ -190,12 +287,13 @@ def _plot(model, traj, path, title):
     for name in model.joint_names[:8]:
         s = model.q_slice(name)
         if s.stop - s.start == 1:
-            ax1.plot(traj.t, traj.q[:, s.start], label=name)
+            ax1.plot(traj["t"], traj["q"][:, s.start], label=name)
     ax1.set_ylabel("joint angle [rad]")
     ax1.legend(fontsize=7, ncol=2)
-    ax2.plot(traj.t, traj.kinetic, label="kinetic")
-    ax2.plot(traj.t, traj.potential - traj.potential[0], label="potential (from start)")
-    ax2.plot(traj.t, traj.energy - traj.potential[0], "k--", label="total")
+    t, K, V = traj["t"], traj["kinetic"], traj["potential"]
+    ax2.plot(t, K, label="kinetic")
+    ax2.plot(t, V - V[0], label="potential (from start)")
+    ax2.plot(t, K + V - V[0], "k--", label="total")
     ax2.set_xlabel("t [s]")
     ax2.set_ylabel("energy [J]")
     ax2.legend(fontsize=7)
@@ -351,6 +449,76 @@ def _sweep(args) -> int:
     return 1 if len(bad) else 0
 
 
+def _phase_runs(down):
+    """(start, stop) frame pairs of the runs of True in ``down``."""
+    d = np.r_[False, down, False].astype(np.int8)
+    edges = np.flatnonzero(np.diff(d))
+    return list(zip(edges[::2], edges[1::2]))
+
+
+def _mocap(args) -> int:
+    """Read a BVH capture, find its ground reactions and joint torques, print a summary and
+    write the table (issue 26)."""
+    import csv
+    from pathlib import Path
+
+    from linkdyn import mocap
+    cutoff = None if args.cutoff == 0 else args.cutoff
+    ground = "auto" if args.ground is None else args.ground
+    t0 = time.perf_counter()
+    cap = mocap.load_bvh(args.file, mass=args.mass, height=args.height, scale=args.scale, cutoff=cutoff,
+                         ground=ground)
+    t1 = time.perf_counter()
+    res = mocap.inverse_dynamics(cap, solver=args.solver, progress=not args.quiet and len(cap.t) > 2000)
+    t2 = time.perf_counter()
+    T = len(cap.t)
+    W = cap.mass * 9.81
+    unit = {1.0: "m", 0.01: "cm", 0.001: "mm", 0.0254: "in"}.get(cap.scale, f"{cap.scale:g} m")
+    print(f"{args.file}: frames: {T} at {1 / cap.dt:g} Hz ({T * cap.dt:.2f} s), {len(cap.skeleton.names)} joints, "
+          f"file unit {unit}, figure {cap.mass:g} kg, {cap.height:.3f} m, "
+          f"cut-off {'none' if cutoff is None else f'{cutoff:g} Hz'}, ground at {cap.ground:+.3f} m (file)")
+    print("contact phases:")
+    for k, side in enumerate(cap.feet.names):
+        runs = _phase_runs(res.phases[:, k])
+        spans = ", ".join(f"{a * cap.dt:.2f}-{b * cap.dt:.2f} s" for a, b in runs[:6]) + (" ..." if len(runs) > 6 else "")
+        print(f"  {side} foot: {len(runs)} stance phase(s), {res.phases[:, k].mean() * 100:.0f} % of the frames"
+              + (f": {spans}" if runs else ""))
+    peak = np.linalg.norm(res.grf, axis=2).max(axis=0) / W
+    total = np.linalg.norm(res.grf.sum(axis=1), axis=1)
+    print("peak ground reaction: " + ", ".join(f"{s} {p:.2f} BW" for s, p in zip(cap.feet.names, peak))
+          + f", both feet {total.max() / W:.2f} BW")
+    stance = res.phases.any(axis=1)
+    rf = np.linalg.norm(res.residual[:, :3], axis=1)
+    rm = np.linalg.norm(res.residual[:, 3:], axis=1)
+    def rms(x):
+        return float(np.sqrt(np.mean(x ** 2))) if x.size else float("nan")
+    print(f"residual root force RMS: {rms(rf[stance]):.1f} N ({100 * rms(rf[stance]) / W:.1f} % BW) over the "
+          f"stance frames, {rms(rf):.1f} N over all; moment RMS {rms(rm[stance]):.1f} N m (stance)")
+    print(f"time: reading and kinematics {t1 - t0:.2f} s, inverse dynamics {t2 - t1:.2f} s "
+          f"({1e3 * (t2 - t1) / T:.2f} ms a frame, solver {res.solver})")
+    out = Path(args.out) / "mocap.csv"
+    m = cap.model
+    dof = []
+    for j, name in enumerate(m.joint_names[1:], start=1):
+        sl = m.v_slice(name)
+        dof += [f"tau_{name}_{i}" for i in range(sl.stop - sl.start)]
+    head = ["t"] + [f"residual_{c}" for c in ("fx", "fy", "fz", "mx", "my", "mz")]
+    for s_ in cap.feet.names:
+        head += [f"{s_}_down"] + [f"{s_}_grf_{c}" for c in "xyz"] + [f"{s_}_cop_{c}" for c in "xyz"]
+    head += dof
+    with open(out, "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(head)
+        for k in range(T):
+            row = [cap.t[k], *res.residual[k]]
+            for i in range(len(cap.feet.names)):
+                row += [int(res.phases[k, i]), *res.grf[k, i], *res.cop[k, i]]
+            row += list(res.tau[k])
+            w.writerow([f"{x:.9g}" if isinstance(x, float) else x for x in row])
+    print(f"table written to {out}")
+    return 0
+
+
 def _number(kind, test, what):
     """An argparse type: ``kind`` of the text, refused (exit 2, no traceback) unless ``test`` holds."""
     def parse(text):
@@ -436,21 +604,36 @@ def main(argv=None) -> int:
     i.add_argument("path")
     i.add_argument("--floating", action="store_true", help="attach the root link by a free joint")
     i.set_defaults(func=_info)
+    mc = sub.add_parser("mocap", help="a BVH capture: contact phases, ground reactions by a QP, joint torques "
+                                      "by RNEA; prints a summary, writes a CSV table (pip install 'linkdyn[mocap]')")
+    mc.add_argument("file", help="the .bvh file")
+    mc.add_argument("--mass", type=_positive, default=70.0, help="body mass [kg] (default 70)")
+    mc.add_argument("--height", type=_positive, default=None, help="body height [m] (default: the skeleton's)")
+    mc.add_argument("--scale", type=_positive, default=None,
+                    help="metres per file unit (default: m, cm, mm or inches, from the skeleton's height)")
+    mc.add_argument("--cutoff", type=_nonnegative, default=6.0,
+                    help="the kinematics' low-pass cut-off [Hz] (default 6; 0: no smoothing)")
+    mc.add_argument("--ground", type=_finite, default=None, help="the floor's height [m] (default: from the feet)")
+    mc.add_argument("--solver", default="proxsuite", choices=["proxsuite", "clarabel", "osqp"],
+                    help="the QP solver of the ground reactions (default proxsuite)")
+    mc.add_argument("--out", default=".", help="folder for mocap.csv (default: here)")
+    mc.add_argument("--quiet", action="store_true", help="no progress bar")
+    mc.set_defaults(func=_mocap)
     args = p.parse_args(argv)
     if args.cmd is None:
         p.print_help()
         return 0
-    if args.cmd in ("demo", "sweep"):
+    if args.cmd in ("demo", "sweep", "mocap"):
         problem = _out_problem(args.out)                 # before the run, not after it (issue 28)
         if problem:
             p.error(f"--out {args.out}: {problem}")
         if getattr(args, "format", None) == "parquet" and not _parquet_engine():
             p.error("--format parquet needs pyarrow or fastparquet (pip install pyarrow); or use --format csv")
-    if args.cmd == "info":
+    if args.cmd in ("info", "mocap"):
         try:
             return args.func(args)
         except (OSError, ValueError, NotImplementedError) as exc:       # a missing or malformed file
-            p.exit(2, f"linkdyn info: {exc}\n")
+            p.exit(2, f"linkdyn {args.cmd}: {exc}\n")
     return args.func(args)
 
 

@@ -207,8 +207,179 @@ def residual(A, r, kind, mu, normal, lam):
                            np.ascontiguousarray(normal, dtype=np.int64), np.ascontiguousarray(lam, dtype=float)))
 
 
+#: the polish's turns of the sliding pairs' directions at most (``_polish_kernel``)
+RIM_TURNS = 25
+#: how far each turn goes towards the slip's direction (1: all the way; less damps the oscillation
+#: of strongly coupled pairs)
+RIM_DAMP = 0.7
+
+
 @njit(cache=True)
-def _polish_kernel(A, r, kind, mu, normal, lam, out):
+def _min_norm_solve(B, b, rcond, x):
+    """x = the minimum-norm least-squares solution of B x = b for a small dense B (n_r, n), as
+    ``np.linalg.lstsq(B, b, rcond)`` (whose SVD costs ~35 us at n = 20 through LAPACK's gelsd;
+    this costs a few): a complete orthogonal decomposition (Golub and Van Loan 2013, sec. 5.4.2).
+    Householder QR with column pivoting, B P = Q [R11 R12; 0 0], stops at the rank r where the
+    largest remaining column norm falls to rcond |R_00|; then [R11 R12] Z = [T 0] by Householder
+    reflections from the right, and x = P Z [T^-1 (Q^T b)[:r]; 0].  B and b are not changed."""
+    n_r, n = B.shape
+    W = B.copy()
+    y = b.copy()
+    perm = np.arange(n)
+    kmax = min(n_r, n)
+    rank = kmax
+    r0 = 0.0
+    v = np.empty(n_r)
+    for k in range(kmax):
+        # pivot: the remaining column of largest norm (norms taken afresh: no downdating drift)
+        best, p = -1.0, k
+        for j in range(k, n):
+            s = 0.0
+            for i in range(k, n_r):
+                s += W[i, j] * W[i, j]
+            if s > best:
+                best, p = s, j
+        alpha = np.sqrt(best)
+        if k == 0:
+            r0 = alpha
+        if alpha <= rcond * r0 or alpha == 0.0:
+            rank = k
+            break
+        if p != k:
+            for i in range(n_r):
+                W[i, k], W[i, p] = W[i, p], W[i, k]
+            perm[k], perm[p] = perm[p], perm[k]
+        if W[k, k] > 0.0:
+            alpha = -alpha
+        vn2 = 0.0
+        for i in range(k, n_r):
+            v[i] = W[i, k]
+        v[k] -= alpha
+        for i in range(k, n_r):
+            vn2 += v[i] * v[i]
+        W[k, k] = alpha
+        for i in range(k + 1, n_r):
+            W[i, k] = 0.0
+        if vn2 == 0.0:
+            continue
+        for j in range(k + 1, n):
+            s = 0.0
+            for i in range(k, n_r):
+                s += v[i] * W[i, j]
+            s *= 2.0 / vn2
+            for i in range(k, n_r):
+                W[i, j] -= s * v[i]
+        s = 0.0
+        for i in range(k, n_r):
+            s += v[i] * y[i]
+        s *= 2.0 / vn2
+        for i in range(k, n_r):
+            y[i] -= s * v[i]
+    z = np.zeros(n)
+    nz = n - rank                                   # columns eliminated from the right
+    U = np.zeros((max(rank, 1), nz + 1))            # reflector k acts on entries k, rank.. n-1
+    un = np.zeros(max(rank, 1))
+    if nz:
+        for k in range(rank - 1, -1, -1):
+            s = W[k, k] * W[k, k]
+            for j in range(rank, n):
+                s += W[k, j] * W[k, j]
+            alpha = np.sqrt(s)
+            if W[k, k] > 0.0:
+                alpha = -alpha
+            U[k, 0] = W[k, k] - alpha
+            for j in range(nz):
+                U[k, 1 + j] = W[k, rank + j]
+            s = 0.0
+            for j in range(nz + 1):
+                s += U[k, j] * U[k, j]
+            un[k] = s
+            if s == 0.0:
+                continue
+            for i in range(k):                      # the rows above take the reflection
+                t = U[k, 0] * W[i, k]
+                for j in range(nz):
+                    t += U[k, 1 + j] * W[i, rank + j]
+                t *= 2.0 / s
+                W[i, k] -= t * U[k, 0]
+                for j in range(nz):
+                    W[i, rank + j] -= t * U[k, 1 + j]
+            W[k, k] = alpha
+    for k in range(rank - 1, -1, -1):               # T w = c
+        s = y[k]
+        for j in range(k + 1, rank):
+            s -= W[k, j] * z[j]
+        z[k] = s / W[k, k]
+    if nz:
+        for k in range(rank):                       # z = H_{r-1} ... H_0 [w; 0]
+            if un[k] == 0.0:
+                continue
+            t = U[k, 0] * z[k]
+            for j in range(nz):
+                t += U[k, 1 + j] * z[rank + j]
+            t *= 2.0 / un[k]
+            z[k] -= t * U[k, 0]
+            for j in range(nz):
+                z[rank + j] -= t * U[k, 1 + j]
+    for j in range(n):
+        x[perm[j]] = z[j]
+
+
+@njit(cache=True)
+def _solve_psd(B, b, rcond, x):
+    """x = B^-1 b for a symmetric positive definite B (its lower triangle is read) whose pivots
+    all stay above rcond times the largest diagonal, by Cholesky (a quarter of the cost of
+    ``_min_norm_solve``); returns False, x untouched, where one does not (B singular to rcond:
+    the caller takes the minimum-norm solution instead)."""
+    n = B.shape[0]
+    L = np.zeros((n, n))
+    d0 = 0.0
+    for i in range(n):
+        d0 = max(d0, B[i, i])
+    for j in range(n):
+        t = B[j, j]
+        for c in range(j):
+            t -= L[j, c] * L[j, c]
+        if not t > rcond * d0:
+            return False
+        L[j, j] = np.sqrt(t)
+        for i in range(j + 1, n):
+            t = B[i, j]
+            for c in range(j):
+                t -= L[i, c] * L[j, c]
+            L[i, j] = t / L[j, j]
+    z = np.empty(n)
+    for i in range(n):
+        t = b[i]
+        for c in range(i):
+            t -= L[i, c] * z[c]
+        z[i] = t / L[i, i]
+    for i in range(n - 1, -1, -1):
+        t = z[i]
+        for c in range(i + 1, n):
+            t -= L[c, i] * z[c]
+        z[i] = t / L[i, i]
+    x[:] = z
+    return True
+
+
+@njit(cache=True)
+def _symmetric(B):
+    """B = B^T to round-off (the event scheme's A is not symmetric where friction slides)."""
+    n = B.shape[0]
+    big = 0.0
+    for i in range(n):
+        for j in range(n):
+            big = max(big, abs(B[i, j]))
+    for i in range(n):
+        for j in range(i):
+            if abs(B[i, j] - B[j, i]) > 1e-13 * big:
+                return False
+    return True
+
+
+@njit(cache=True)
+def _polish_kernel(A, r, kind, mu, normal, lam, out, turns=RIM_TURNS):
     """The exact solution on the active set of ``lam`` into ``out`` (compiled; see _polish)."""
     m = r.shape[0]
     scale_l = 1e-300
@@ -247,25 +418,72 @@ def _polish_kernel(A, r, kind, mu, normal, lam, out):
         return
     B = np.empty((nu, nu))
     rhs = np.empty(nu)
-    for a in range(nu):
-        ia = unknown[a]
-        rhs[a] = -r[ia]
-        for b in range(nu):
-            B[a, b] = A[ia, unknown[b]]
-    for i in range(m):                # lambda_t = mu lambda_n d folds into the normal's column
-        if rim[i] and pos[normal[i]] >= 0:
-            c = pos[normal[i]]
-            for a in range(nu):
-                ia = unknown[a]
-                B[a, c] += mu[i] * (A[ia, i] * d1[i] + A[ia, i + 1] * d2[i])
-    x = np.linalg.lstsq(B, rhs, 1e-12)[0]
-    for a in range(nu):
-        out[unknown[a]] = x[a]
+    x = np.empty(nu)
+    anyrim = False
     for i in range(m):
         if rim[i]:
-            c = mu[i] * out[normal[i]]
-            out[i] = c * d1[i]
-            out[i + 1] = c * d2[i]
+            anyrim = True
+    # a sliding pair's force is mu lambda_n d along the direction d opposite to its slip w_t: d is
+    # taken from lam and then from the slip of the answer, until it stops turning (a fixed point
+    # that Gauss-Seidel approaches only slowly: 1e-6 of residual after a thousand sweeps)
+    best = np.inf
+    stale = 0
+    last_turn = np.inf
+    damp = RIM_DAMP
+    keep = np.empty(m)
+    for rep in range(turns if anyrim else 1):
+        for a in range(nu):
+            ia = unknown[a]
+            rhs[a] = -r[ia]
+            for b in range(nu):
+                B[a, b] = A[ia, unknown[b]]
+        for i in range(m):                # lambda_t = mu lambda_n d folds into the normal's column
+            if rim[i] and pos[normal[i]] >= 0:
+                c = pos[normal[i]]
+                for a in range(nu):
+                    ia = unknown[a]
+                    B[a, c] += mu[i] * (A[ia, i] * d1[i] + A[ia, i + 1] * d2[i])
+        # a principal block of a symmetric A (time stepping's) is solved by Cholesky where it is not
+        # singular; else, and where sliding pairs fold in, the minimum-norm solution
+        if anyrim or not _symmetric(B) or not _solve_psd(B, rhs, 1e-8, x):
+            _min_norm_solve(B, rhs, 1e-12, x)
+        for a in range(nu):
+            out[unknown[a]] = x[a]
+        for i in range(m):
+            if rim[i]:
+                c = mu[i] * out[normal[i]]
+                out[i] = c * d1[i]
+                out[i + 1] = c * d2[i]
+        if not anyrim:
+            break
+        res = _residual(A, r, kind, mu, normal, out)
+        if res < best:                    # the residual need not fall at every turn: the best kept
+            best = res
+            keep[:] = out
+            stale = 0
+        else:
+            stale += 1
+            if stale == 2:                # two turns without progress: the active set is wrong
+                break
+        turn = 0.0
+        for i in range(m):
+            if rim[i]:
+                w1, w2 = r[i], r[i + 1]
+                for j in range(m):
+                    w1 += A[i, j] * out[j]
+                    w2 += A[i + 1, j] * out[j]
+                nw = np.sqrt(w1 * w1 + w2 * w2)
+                if nw > 0.0:
+                    turn = max(turn, abs(d1[i] + w1 / nw), abs(d2[i] + w2 / nw))
+                    e1, e2 = d1[i] - damp * (d1[i] + w1 / nw), d2[i] - damp * (d2[i] + w2 / nw)
+                    ne = np.sqrt(e1 * e1 + e2 * e2)
+                    if ne > 0.0:
+                        d1[i], d2[i] = e1 / ne, e2 / ne
+        if turn <= 1e-15 or turn >= last_turn or best <= 1e-14:
+            break                         # turned, or turning no longer converges
+        last_turn = turn
+    if anyrim:
+        out[:] = keep
 
 
 @njit(cache=True)
@@ -274,6 +492,15 @@ def _polish_better(A, r, kind, mu, normal, lam, res):
     residual is below ``res``; returns the residual of what ``lam`` holds then."""
     pol = np.empty(lam.shape[0])
     _polish_kernel(A, r, kind, mu, normal, lam, pol)
+    # never a pulling force: a normal the linear system leaves below zero (round-off, or an active
+    # set that is not the answer's) is set to zero, with its friction, and the residual judges
+    # what that leaves
+    for i in range(pol.shape[0]):
+        if kind[i] == NORMAL and pol[i] < 0.0:
+            pol[i] = 0.0
+    for i in range(pol.shape[0]):
+        if (kind[i] == FRICTION or kind[i] == FRICTION2) and pol[normal[i]] <= 0.0:
+            pol[i] = 0.0
     pres = _residual(A, r, kind, mu, normal, pol)
     if pres < res:
         lam[:] = pol
@@ -285,18 +512,68 @@ def _polish_better(A, r, kind, mu, normal, lam, res):
 FALLBACK_ROUND = 200
 
 
+
+#: the first round of Gauss-Seidel sweeps of a step's solve, before its first polish (``_step_solve``)
+FIRST_ROUND = 8
+
+
+@njit(cache=True)
+def _active_set(kind, mu, normal, lam):
+    """A signature of lam's active set (``_polish_kernel``'s classes: normals in contact, friction
+    pairs sticking or on their rim), to polish each active set once."""
+    m = lam.shape[0]
+    scale = 1e-300
+    for i in range(m):
+        scale = max(scale, abs(lam[i]))
+    sig = np.int64(1469598103934665603)
+    for i in range(m):
+        c = 0
+        k = kind[i]
+        if k == NORMAL and lam[i] > 1e-12 * scale:
+            c = 1
+        elif k == FRICTION and lam[normal[i]] > 1e-12 * scale:
+            c = 2 if np.sqrt(lam[i] ** 2 + lam[i + 1] ** 2) < mu[i] * lam[normal[i]] * (1 - 1e-7) else 3
+        sig = (sig ^ np.int64(c + 4 * i)) * np.int64(1099511628211)
+    return sig
+
+
 @njit(cache=True)
 def _step_solve(A, r, kind, mu, normal, lam, sweeps, tol, fallback_sweeps):
-    """A time step's solve, in place on ``lam`` (the warm start): Gauss-Seidel (``sweeps`` at
-    most) with one polish; where that misses ``tol``, the fallback: Gauss-Seidel carried on
-    (redundant friction rows, e.g. two feet of one rigid body, converge slowly along their null
-    direction) in rounds of FALLBACK_ROUND sweeps, each followed by the polish, until an answer
-    meets tol or ``fallback_sweeps`` are spent (the polish needs only the right active set, which
-    the sweeps find long before they converge).  Returns (the residual, 1.0 if the fallback ran)."""
-    _pgs(A, r, kind, mu, normal, lam, sweeps, 1e-12)
+    """A time step's solve, in place on ``lam`` (the warm start): the polish of the warm start
+    (the last step's answer: its active set is often this step's), then rounds of Gauss-Seidel
+    sweeps, FIRST_ROUND and then twice as many each round up to ``sweeps`` in all, each
+    followed by a polish of an active set not polished yet (the exact solution on the active set
+    the sweeps found; it needs only the right active set, which the sweeps find long before they
+    converge), until the answer meets ``tol``.  Where it does not, the fallback: Gauss-Seidel
+    carried on (redundant friction rows, e.g. two feet of one rigid body, converge slowly along
+    their null direction) in rounds of FALLBACK_ROUND sweeps, each followed by the polish, until
+    an answer meets tol or ``fallback_sweeps`` are spent.  Returns (the residual, 1.0 if the
+    fallback ran)."""
     res = _residual(A, r, kind, mu, normal, lam)
-    if res > tol:
+    tried = np.int64(0)
+    warm = False
+    for i in range(lam.shape[0]):
+        if lam[i] != 0.0:
+            warm = True
+    if warm and res > 1e-12:
+        tried = _active_set(kind, mu, normal, lam)
         res = _polish_better(A, r, kind, mu, normal, lam, res)
+    if res <= 1e-12:
+        return res, 0.0
+    n = min(FIRST_ROUND, sweeps)
+    done = 0
+    while True:
+        _pgs(A, r, kind, mu, normal, lam, n, 1e-12)
+        done += n
+        res = _residual(A, r, kind, mu, normal, lam)
+        if res > 1e-12:
+            sig = _active_set(kind, mu, normal, lam)
+            if sig != tried:
+                tried = sig
+                res = _polish_better(A, r, kind, mu, normal, lam, res)
+        if res <= tol or done >= sweeps:
+            break
+        n = min(2 * n, sweeps - done)
     if res <= tol:
         return res, 0.0
     done = 0
@@ -306,7 +583,6 @@ def _step_solve(A, r, kind, mu, normal, lam, sweeps, tol, fallback_sweeps):
         done += n
         res = _polish_better(A, r, kind, mu, normal, lam, _residual(A, r, kind, mu, normal, lam))
     return res, 1.0
-
 
 def _polish(A, r, kind, mu, normal, lam, tol):
     """The exact solution on the active set of ``lam`` (None if it breaks a condition): normals

@@ -150,46 +150,80 @@ def figure_on_bar_40(grip: str = "revolute"):
 
 # ---------------------------------------------------------------------------------------
 # the swing (Nakamura and Yamane 2000 sec. 5.2, Fig. 15)
+#: contact filter bits of the swing (MuJoCo's contype/conaffinity): the figure's geoms touch
+#: the ground; its thighs also touch the seat; the figure never touches itself, nor the seat the
+#: ground.  (With the trunk touching the seat too, the seat swinging after the break strikes it
+#: at 7.4 kN, over 10 m g (a 1.5 kg seat: 6.0 kN, and the right thigh bounces on it 38 times);
+#: with the shanks too, they catch on the hanging seat and the figure stays on it.  So the seat
+#: may pass through the shanks (by up to 3 cm, at 1.4-1.8 s) and the trunk's capsule (up to
+#: 9 cm, from 2.8 s) in the picture.)
+_FIGURE, _THIGH, _GROUND, _SEAT = (1, 0), (3, 0), (0, 1), (0, 2)
+
+
 def swing(mass: float = 70.0, height: float = 1.75, rope_length: float = 2.5, swing_angle: float = 0.5,
-          friction: float = 0.3, ground_clearance: float = 0.25):
+          friction: float = 0.3, ground_clearance: float = 0.6, elbows: float = 1.2):
     """The swing of Nakamura and Yamane (2000, sec. 5.2, Fig. 15): the 16-DoF figure sits on a
     seat hung from two ropes.  Each rope turns about a spherical joint at its top; the seat is
     rigid between the rope ends (fixed to the right rope's end, welded to the left one's through
     the loop "seat_l_end__l_rope_end", the weld that breaks); the hands hold the ropes through
     spherical joints (loops "l_grip__l_rope", "r_grip__r_rope").  Where the paper joins each
-    thigh to the seat by a sideways prismatic joint, the thighs here *rest* on the seat: two
-    contact points under each thigh against the seat's top (a plane bounded by the seat, with
-    Coulomb ``friction``), so they stick while the seat is level enough, and can lift off or
-    slide.  The figure therefore has a floating base: the paper's 30 joint DoF (16 + 4 x 3 + 2)
-    are ours minus the 6 of the base plus the 2 prismatic joints (34 velocities).  A ground lies
-    ``ground_clearance`` below the feet at the bottom of the swing, which they can reach once
-    the figure hangs from its hands.  The swing starts at rest, drawn back by ``swing_angle``
-    rad from the bottom (the ropes hanging straight down) about the line through the rope tops.
-    Returns (model, q, w): frame "seat_centre" is the seat's middle and the seat is ``2 w`` wide
-    (``w`` = half the distance between the ropes)."""
+    thigh to the seat by a sideways prismatic joint, the thighs here *rest* on the seat through
+    collision geometry (``ModelBuilder.add_geom``): a capsule along each thigh ("l_thigh",
+    "r_thigh") on the seat, a box ("seat") 2 w wide, with Coulomb ``friction``, so they stick while
+    the seat is level enough, and can lift off or slide, and leave it over its end.  The figure
+    therefore has a floating base: the paper's 30 joint DoF (16 + 4 x 3 + 2) are ours minus the
+    6 of the base plus the 2 prismatic joints (34 velocities).  The ground is a plane geom
+    ("ground"), z = 0, ``ground_clearance`` below the feet at the bottom of the swing; the figure's head
+    (a sphere, "head"), trunk, shanks and feet (capsules) touch it, the thighs the seat and the
+    ground (contact filter bits: the figure never touches itself).  The hands hold the ropes
+    above the head, the arms raised forward, the elbows bent by ``elbows`` rad, the ropes hanging
+    straight down through the hands to the seat's ends at the bottom.  The swing starts at rest,
+    drawn back by ``swing_angle`` rad from the bottom (the ropes hanging straight down) about the
+    line through the rope tops.  Returns (model, q, w): frame "seat_centre" is the seat's middle
+    and the seat is ``2 w`` wide (``w`` = half the distance between the ropes)."""
     d = dimensions(height)
-    fig = human_figure_16(mass=mass, height=height)
-    r_thigh = 0.035 * height                      # the thigh's half-thickness under its axis
+    fig = human_figure_16(mass=mass, height=height, contacts=False)
+    r_thigh = 0.035 * height                      # the thigh's half-thickness about its axis
     # sitting: thighs forward (hips turned -90 deg about y), shanks down (knees at 90 deg), the
-    # arms forward and bent so that the hands reach the ropes beside the thighs, above the seat
+    # arms raised forward and up, elbows bent, the hands holding the ropes above the head's
+    # height (hands at the seat's level would leave the body standing on its hands once the seat
+    # goes: it topples backwards about them, head first)
     q = standing_configuration(fig)
     for side in ("l", "r"):
         q[fig.q_slice(f"{side}_hip")] = spatial.quat_from_axis_angle([0, 1, 0], -np.pi / 2)
         q[fig.q_slice(f"{side}_knee")] = np.pi / 2
-        q[fig.q_slice(f"{side}_elbow")] = 0.6
+        q[fig.q_slice(f"{side}_elbow")] = elbows
     b = _b.ModelBuilder.from_model(fig, name="swing")
-    for side in ("l", "r"):                       # under the middle of each thigh, and two contact points
+    H = d["vertex"]
+    for side in ("l", "r"):
+        # the frame under the middle of each thigh, where it rests on the seat
         b.add_frame(f"{side}_seat", f"{side}_thigh", placement=(np.eye(3), [-r_thigh, 0.0, -0.5 * d["L_thigh"]]))
-        for k, at in enumerate((0.25, 0.75)):
-            b.add_contact(f"{side}_thigh", [-r_thigh, 0.0, -at * d["L_thigh"]], friction=friction,
-                          name=f"{side}_thigh_contact{k}")
+        b.add_geom(f"{side}_thigh", "capsule", [r_thigh, 0.5 * d["L_thigh"] - r_thigh], [0.0, 0.0, -0.5 * d["L_thigh"]],
+                   name=f"{side}_thigh", friction=friction, contype=_THIGH[0], conaffinity=_THIGH[1])
+        r_shank = 0.025 * H
+        b.add_geom(f"{side}_shank_foot", "capsule", [r_shank, 0.5 * d["L_shank"] - r_shank],
+                   [0.0, 0.0, -0.5 * d["L_shank"]], name=f"{side}_shank", contype=_FIGURE[0], conaffinity=_FIGURE[1])
+        r_foot = 0.5 * d["ankle"]
+        foot_R = spatial.axis_angle_to_matrix([0.0, 1.0, 0.0], 0.5 * np.pi)          # its z along the foot (x)
+        b.add_geom(f"{side}_shank_foot", "capsule", [r_foot, 0.5 * (d["toe"] - d["heel"]) - r_foot],
+                   (foot_R, [0.5 * (d["toe"] + d["heel"]), 0.0, -d["L_shank"] - d["ankle"] + r_foot]),
+                   name=f"{side}_foot", contype=_FIGURE[0], conaffinity=_FIGURE[1])
+    head_centre = [0.0, 0.0, d["vertex"] - d["hip"] - 0.5 * d["L_head"]]
+    b.add_geom("trunk", "sphere", [0.055 * H], head_centre, name="head", contype=_FIGURE[0], conaffinity=_FIGURE[1])
+    b.add_frame("head_centre", "trunk", placement=head_centre)
+    r_trunk = 0.08 * H
+    b.add_geom("trunk", "capsule", [r_trunk, 0.5 * (d["neck"] - d["hip"]) - r_trunk],
+               [0.0, 0.0, 0.5 * (d["neck"] - d["hip"])], name="trunk", contype=_FIGURE[0], conaffinity=_FIGURE[1])
     fig = b.build()
+    # the ground is the plane z = 0: the seated figure's feet ``ground_clearance`` above it at
+    # the bottom of the swing
+    q[2] += ground_clearance - min(frame_pose(fig, q, f"{s}_{e}")[2, 3] for s in ("l", "r") for e in ("heel", "toe"))
     contact = {s: frame_pose(fig, q, f"{s}_seat")[:3, 3] for s in ("l", "r")}
     x_seat, z_seat = 0.5 * (contact["l"][0] + contact["r"][0]), contact["l"][2]
-    # the arms reach forward until the hands are right above the seat's ends (the ropes hang
-    # straight down through them at the bottom of the swing)
+    # the arms, raised overhead, come forward until the hands are right above the seat's ends
+    # (the ropes hang straight down through them at the bottom of the swing)
     best = None
-    for a in np.linspace(-1.6, 0.4, 2001):
+    for a in np.linspace(-3.0, -1.6, 1401):
         for side in ("l", "r"):
             q[fig.q_slice(f"{side}_shoulder")] = spatial.quat_from_axis_angle([0, 1, 0], a)
         miss = abs(frame_pose(fig, q, "l_grip")[0, 3] - x_seat)
@@ -214,7 +248,7 @@ def swing(mass: float = 70.0, height: float = 1.75, rope_length: float = 2.5, sw
         b.add_frame(f"{s}_rope_top_point", "world", placement=top)
         b.add_frame(f"{s}_rope_end", f"{s}_rope", placement=(R.T, [rope_length, 0.0, 0.0]))
     # the seat: a board 2w wide fixed to the right rope's end; its frame is at that end,
-    # world-aligned at q, its top the plane the thighs rest on
+    # world-aligned at q, its top the face the thighs rest on
     thick, depth, m_seat = 0.03, 0.3 * height / 1.75, 3.0
     Rr = rope_R["r"]
     b.add_body("seat", "r_rope", J.Fixed(), placement=(Rr.T, [rope_length, 0.0, 0.0]),
@@ -224,12 +258,10 @@ def swing(mass: float = 70.0, height: float = 1.75, rope_length: float = 2.5, sw
                joint_name="seat_mount")
     b.add_frame("seat_centre", "seat", placement=[0.0, w, 0.0])
     b.add_frame("seat_l_end", "seat", placement=[0.0, 2 * w, 0.0])
-    # (the board's ends, where the ropes and the hands are, are left out of the surface the
-    # thighs can rest on)
-    b.add_plane("seat_top", "seat", point=[0.0, w, 0.0], normal=[0.0, 0.0, 1.0], extent=(0.5 * depth, w - 0.04), depth=thick,
-                friction=friction)
+    b.add_geom("seat", "box", [0.5 * depth, w, 0.5 * thick], [0.0, w, -0.5 * thick], name="seat", friction=friction,
+               contype=_SEAT[0], conaffinity=_SEAT[1])
     scene = b.build()
-    q0 = structure.map_state(fig, scene, q)
+    q0 = structure.map_state(fig, scene, q)          # the thighs' capsules touch the seat's top
     tops = [frame_pose(scene, q0, f"{s}_rope_top_point")[:3, 3] for s in ("l", "r")]
     axis = (tops[0] - tops[1]) / np.linalg.norm(tops[0] - tops[1])
 
@@ -242,9 +274,8 @@ def swing(mass: float = 70.0, height: float = 1.75, rope_length: float = 2.5, sw
             qs[scene.q_slice(f"{s}_rope_top")] = spatial.matrix_to_quat(R0.T @ Rs @ R0)
         return _rotate_base_about(scene, qs, tops[0], axis, angle)
     # as built the swing is at its bottom: the ropes hang straight down, the seat level
-    feet = min(frame_pose(scene, q0, f"{s}_{e}")[2, 3] for s in ("l", "r") for e in ("heel", "toe"))
     b = _b.ModelBuilder.from_model(scene, name="swing")
-    b.add_ground(height=feet - ground_clearance)
+    b.add_geom("world", "plane", (), name="ground", friction=1.0, contype=_GROUND[0], conaffinity=_GROUND[1])
     scene = b.build()
     qs = turned(-swing_angle)                    # drawn back from the bottom
     # the loops, closed where everything now is
@@ -263,22 +294,32 @@ def thigh_offset(model, q, side):
 
 
 def swing_simulation(dt: float = 1e-3, seat_breaks: float = 1.2, record_every: int = 10,
-                     posture: float | None = 8.0, friction: float = 0.1, **options):
-    """Fig. 15 as a simulation: the figure swings on the seat; at ``seat_breaks`` s the seat
-    comes off the left rope (that weld is cut) and hangs from the right rope, tilts, and the
-    thighs slide off it.  Stepped by time stepping (``contact_method="timestep"`` unless
-    ``options`` say otherwise).  ``friction``: between the thighs and the seat (the paper's
-    sideways prismatic joints are frictionless; 0.1 is a smooth board).
+                     posture: float | None = 8.0, friction: float = 0.05, arm_damping: float = 40.0,
+                     ground_clearance: float = 0.6, **options):
+    """Fig. 15 as a simulation (Nakamura and Yamane 2000, sec. 5.2): the figure swings on the
+    seat, holding the ropes above its head; at ``seat_breaks`` s the seat comes off the left rope
+    (that weld is cut) and hangs from the right rope, tilts (left end down), and the thighs (two
+    capsule geoms on the seat's box) slide along it and off its end; the figure falls, its hands
+    still on the ropes, and swings on hanging from them, its feet above the ground.  Stepped by
+    time stepping (``contact_method="timestep"`` unless ``options`` say otherwise: the
+    contacts are collision geometry).  ``friction``: between the thighs and the seat (the paper's
+    sideways prismatic joints are frictionless; 0.05 is a polished board: at 0.1 the thighs
+    stay on the tilted seat for another 2 s).  ``ground_clearance``: the ground this far below
+    the feet of the figure seated at the bottom of the swing (0.6 m: the figure hanging from
+    the ropes swings 7 cm above it; at 0.25 m its feet strike the ground while it slides off).
 
     ``posture``: the figure keeps its sitting posture with the posture controller at this
-    frequency (rad/s; the seat and the ropes carry it: ``posture_controller``'s stance) until
-    the seat breaks; from then on its arms give (shoulders and elbows passive, the hands still
-    on the ropes) while the trunk and the legs keep their posture.  Held arms would make the
-    figure, the two ropes and the seat one rigid parallelogram: the seat could only tilt by a
-    few degrees and the thighs would lift off it rather than slide.  None: a passive figure
-    (which tips backwards off the seat while it swings: nothing holds its thighs down)."""
+    frequency (rad/s; the seat and the ropes carry it: ``posture_controller``'s stance on the
+    geom contacts) until the seat breaks; from then on its arms give (shoulders and elbows not
+    controlled, the hands still on the ropes), damped by ``arm_damping`` N m s/rad on the
+    shoulders' swing (flexion, abduction) and the elbows (a tau = -c v of the muscles, which lets the body down
+    slowly instead of dropping it onto the arms' stops), while the trunk and the legs keep their
+    posture.  Held arms would make the figure, the two ropes and the seat one rigid
+    parallelogram: the seat could only tilt by a few degrees and the thighs would lift off it
+    rather than slide.  None: a passive figure (nothing holds its thighs on the seat)."""
+    from ..dynamics.crba import crba
     from ..sim import Simulation
-    model, q, w = swing(friction=friction)
+    model, q, w = swing(friction=friction, ground_clearance=ground_clearance)
     options.setdefault("contact_method", "timestep")
     if posture is not None:
         ropes = ("l_rope_top", "r_rope_top")
@@ -287,20 +328,99 @@ def swing_simulation(dt: float = 1e-3, seat_breaks: float = 1.2, record_every: i
                                      passive=ropes + ("l_shoulder", "r_shoulder", "l_elbow", "r_elbow"))
 
         def control(t, q_, v, m):
-            return (seated if t < seat_breaks else falling)(t, q_, v, m)
+            if t < seat_breaks:
+                return seated(t, q_, v, m)
+            tau = falling(t, q_, v, m)
+            # the arms give, damped: tau = -c v on the shoulders' swing (flexion and abduction,
+            # about the upper arm's y and x axes) and the elbows, c at most half of what an
+            # explicit step keeps stable on the dof's own inertia (c dt / M_jj < 2); the
+            # shoulders' twist stays free (damped, the twist of the arm and hand about the arm
+            # against the grip on the rope, ~1 % of the swing's inertia, rings and blows up)
+            Mjj = np.diag(crba(m, q_))
+            for j in [m.v_index(f"{s}_shoulder") + k for s in "lr" for k in (0, 1)] + [m.v_index(f"{s}_elbow") for s in "lr"]:
+                tau[j] -= min(arm_damping, 0.5 * Mjj[j] / dt) * v[j]
+            return tau
         options.setdefault("controller", control)
     sim = Simulation(model, q, dt=dt, record_every=record_every, **options)
     sim.at(seat_breaks, "cut", "seat_l_end__l_rope_end")
+    if sim.contacts:
+        sim.watch = SwingWatch(sim)
+        sim.when(sim.watch, SwingWatch.nothing, once=False)
     return sim
 
 
-def thighs_on_seat(segment):
-    """Per sample of a swing recording's ``segment``: how many thigh contact points are over the
-    seat (inside its extent, within 1 cm of its top)."""
-    a = segment.arrays()
-    cols = [k for k, n in enumerate(segment.unit_names) if "_thigh_contact" in n and n.endswith("/seat_top")]
-    g = a["unit_gap"][:, cols]
-    return (np.isfinite(g) & (g < 0.01)).sum(axis=1)
+def thighs_on_seat(segment, within: float = 0.01) -> np.ndarray:
+    """Per sample of a swing recording's ``segment``: how many contacts the thighs' capsules have
+    with the seat's box within ``within`` m (collision detection at each recorded
+    configuration: two per thigh lying on the seat, none once both are off it)."""
+    from ..contact import collide
+    m = segment.model
+    out = np.zeros(len(segment.t), dtype=np.int64)
+    for k, q in enumerate(segment.q):
+        con = collide(m, q, margin=within)
+        out[k] = sum(1 for pair in con.names() if set(pair) in ({"l_thigh", "seat"}, {"r_thigh", "seat"}))
+    return out
+
+
+class SwingWatch:
+    """What a person watching the swing would check, kept at every step of a
+    :func:`swing_simulation` (``sim.when(watch, watch.nothing, once=False)``: a condition that
+    looks and never fires; :func:`swing_simulation` attaches one as ``sim.watch``):
+
+    * ``head_low``: the lowest point of the head's sphere above the ground (m);
+    * ``max_force``, ``max_force_at``: the largest contact force of any geom contact (its
+      magnitude, normal and friction, N) and the step it came at, and ``weight`` the body
+      weight m g (N) of the figure;
+    * per thigh (``"l"``, ``"r"``), over the steps after the seat breaks at which the thigh's
+      capsule pushes on the seat's box: ``slide[side]`` the range of the thigh's position along
+      the seat's width (:func:`thigh_offset`, m), ``last_on[side]`` the last such step's time
+      (None: never); ``off[side]`` whether it is off the seat now;
+    * ``seated_load``: the smallest total normal force of the thighs on the seat over the steps
+      before the break (N).
+    """
+
+    def __init__(self, sim):
+        m = sim.model
+        g = list(m.geom_names)
+        self.ground = float(m.geom_pos[g.index("ground")][2])
+        self.head_radius = float(m.geom_size[g.index("head")][0])
+        self.weight = float(sum(m.inertia[i][0, 0] for i in range(m.nbody) if not m.is_virtual[i]
+                                and not m.body_names[i].startswith(("l_rope", "r_rope", "seat")))) * 9.81
+        self.head_low, self.max_force, self.max_force_at = np.inf, 0.0, None
+        self._ys = {"l": [], "r": []}
+        self.last_on = {"l": None, "r": None}
+        self.off = {"l": False, "r": False}
+        self.seated_load = np.inf
+
+    @staticmethod
+    def nothing(sim):
+        """The action of the watch's condition, which never fires."""
+
+    @property
+    def slide(self) -> dict:
+        return {s: float(np.ptp(y)) if len(y) else 0.0 for s, y in self._ys.items()}
+
+    def __call__(self, sim) -> bool:
+        m, q = sim.model, sim.q
+        head = frame_pose(m, q, "head_centre")[2, 3] - self.head_radius - self.ground
+        self.head_low = min(self.head_low, float(head))
+        _, f, _, names = sim._uni.geom_step()
+        if len(f):
+            size = np.linalg.norm(f, axis=1)
+            k = int(np.argmax(size))
+            if size[k] > self.max_force:
+                self.max_force, self.max_force_at = float(size[k]), (float(sim.t), names[k])
+        seated = any(lp.name == "seat_l_end__l_rope_end" for lp in m.loops)
+        if seated and len(names):       # (the step of the break starts the new structure's contacts afresh)
+            self.seated_load = min(self.seated_load, float(sum(fk[0] for n, fk in zip(names, f)
+                                                                if n in ("l_thigh/seat", "r_thigh/seat"))))
+        for s in ("l", "r"):
+            on = any(n == f"{s}_thigh/seat" and fk[0] > 0.0 for n, fk in zip(names, f))
+            self.off[s] = not on
+            if on and not seated:
+                self._ys[s].append(thigh_offset(m, q, s))
+                self.last_on[s] = float(sim.t)
+        return False
 
 
 # ---------------------------------------------------------------------------------------
@@ -410,8 +530,34 @@ def posture_controller(model, q_ref, frequency: float = 12.0, damping_ratio: flo
 _CONTACTS: dict = {}
 
 
+class _GeomStance:
+    """The posture controller's view of a model whose contacts are collision geometry
+    (``ModelBuilder.add_geom``): the same two calls as a ``UnitCatalog`` of contact points,
+    ``gaps(q)`` (the geom contacts within ``margin`` of touching at q) and ``units(q, v, on,
+    with_drift)`` (the units of those with indices ``on``, through the model's
+    ``GeomCatalog``: normal and tangent rows and their drifts)."""
+
+    def __init__(self, m, margin: float = 0.01):
+        from ..contact.geom_rows import GeomCatalog
+        from ..loops.data import prepare
+        self.geoms, self.margin, self._con = GeomCatalog(m, prepare(m)), margin, None
+
+    def gaps(self, q):
+        self._con = (q.copy(), *self.geoms.collide(q, self.margin))
+        return self._con[2][:, 0] - self._con[2][:, 9]         # dist less the pair's skin
+
+    def units(self, q, v, on, with_drift=True):
+        q0, ci, cf = self._con
+        if not np.array_equal(q0, q):
+            self.gaps(q)
+            q0, ci, cf = self._con
+        return self.geoms.units(q, v if with_drift else None, ci[on], cf[on])
+
+
 def _contact_catalog(m):
-    """The UnitCatalog of ``m``'s contact pairs (no limits), or None when it has none."""
+    """The UnitCatalog of ``m``'s contact pairs (no limits), or None when it has none; for a
+    model whose contacts are collision geometry (geom pairs, no contact points), a
+    :class:`_GeomStance`."""
     if m in _CONTACTS:
         return _CONTACTS[m]
     cat = None
@@ -419,6 +565,8 @@ def _contact_catalog(m):
         from ..contact.rows import UnitCatalog
         cat = UnitCatalog(m, limits=False)
         cat = None if cat.empty else cat
+    elif m.full_model.ngeom and len(m.full_model.geom_pairs):
+        cat = _GeomStance(m)
     if len(_CONTACTS) > 64:
         _CONTACTS.clear()
     _CONTACTS[m] = cat

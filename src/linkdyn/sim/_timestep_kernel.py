@@ -126,15 +126,11 @@ def match(ia, fa, na, ib, fb, nb, radius, out):
 
 
 @njit(cache=True)
-def _geom_gaps_after(mi, mf, ws, q, v1, h, gk, cand_gap, R0, p0, con_i, con_f, ncg, out):
-    """The distances of the step's geom contacts at q moved by v1 over h (nan where a contact
-    has no match there): TimeStepping._end_gaps."""
+def _geom_gaps_after(mi, mf, ws, q1, gk, cand_gap, R0, p0, con_i, con_f, ncg, out):
+    """The distances of the step's geom contacts at q1, the configuration the step's motion
+    reaches (nan where a contact has no match there): TimeStepping._end_gaps."""
     gi, gf, pairs, adj, cw, ci, rho = gk[:7]
     nb, nq, nv = model_sizes(mi)
-    q1, vv = np.empty(nq), np.empty(nv)
-    st = step_configuration(mi, q, v1, h, q1, vv)
-    if st != OK:
-        return st
     R1, p1 = np.empty((nb, 3, 3)), np.empty((nb, 3))
     _poses(mi, mf, ws, q1, R1, p1)
     disp = displacement(R0, p0, R1, p1, rho)
@@ -151,7 +147,7 @@ def _geom_gaps_after(mi, mf, ws, q, v1, h, gk, cand_gap, R0, p0, con_i, con_f, n
 
 @njit(cache=True)
 def timestep_kernel(buf, q, v, tau, h, geo, mask, pair_mu, pair_e, lim_q, lim_v, lim_s, lim_b, bC, bI, ball_va,
-                    prm, warm, gk, gs, extra, q_out, v_out, v_mid, force, vn_out, gaps_out, info):
+                    prm, warm, gk, gs, extra, q_out, v_out, v_mid, force, vn_out, gaps_out, info, led):
     """One step of h; ``prm`` = (CANDIDATE, BETA, V_BOUNCE, sweeps, tol, fallback sweeps,
     relinearizations, their tolerance).  The catalog's units (point contacts, limits, ball
     cones) and the geom contacts (``gk``: the collider's buffers gi, gf, pairs, adj, cw, ci, the
@@ -166,7 +162,9 @@ def timestep_kernel(buf, q, v, tau, h, geo, mask, pair_mu, pair_e, lim_q, lim_v,
     (NaN elsewhere), gaps_out (size,) the gaps at q_out, warm (size, 3) the impulses (for the next
     step), info = (status, number of candidates, residual, 1 if the fallback ran, the smallest
     geom distance at q_out (inf: none), number of geom contacts, relinearizations).  The caller
-    refuses a residual above its tolerance (ContactSolverError)."""
+    refuses a residual above its tolerance (ContactSolverError).  ``led`` = (v_free (nv,), M (nv, nv)):
+    the free motion's velocity and, where the step has a problem, the mass matrix at q, for the
+    ledger of ``run_kernel``."""
     mi, mf, ws = unpack_packed(buf)
     nb, nq, nv = model_sizes(mi)
     ncp = geo[7].shape[0]
@@ -190,6 +188,7 @@ def timestep_kernel(buf, q, v, tau, h, geo, mask, pair_mu, pair_e, lim_q, lim_v,
     v_free = np.empty(nv)
     for d in range(nv):
         v_free[d] = v[d] + h * a[d]
+    led[0][:] = v_free
     g0 = np.empty(size)
     g1 = np.empty(size)
     st = _gaps(mi, mf, ws, q, geo, lim_q, lim_s, lim_b, bC, bI, v0, ncp, g0)
@@ -364,75 +363,62 @@ def timestep_kernel(buf, q, v, tau, h, geo, mask, pair_mu, pair_e, lim_q, lim_v,
         # Delassus matrix A = G M^-1 G^T by the Cholesky factor of M
         M = np.empty((nv, nv))
         _crba_kernel(mi, mf, ws, q[::1], M)
+        led[1][:] = M
         L = np.linalg.cholesky(M)
-        Y = np.empty((nv, m))                         # M^-1 G^T
+        Zt = np.empty((m, nv))                        # rows of L^-1 G^T: A = Zt Zt^T
         for i in range(m):
-            col = G[i].copy()
-            for d in range(nv):                       # L z = g
-                s = col[d]
+            for d in range(nv):                       # L z = g, by rows of L
+                t = G[i, d]
                 for c in range(d):
-                    s -= L[d, c] * col[c]
-                col[d] = s / L[d, d]
-            for d in range(nv - 1, -1, -1):           # L^T y = z
-                s = col[d]
-                for c in range(d + 1, nv):
-                    s -= L[c, d] * col[c]
-                col[d] = s / L[d, d]
-            Y[:, i] = col
-        A = G @ Y
+                    t -= L[d, c] * Zt[i, c]
+                Zt[i, d] = t / L[d, d]
+        A = np.empty((m, m))
+        for i in range(m):
+            for j in range(i + 1):
+                t = 0.0
+                for d in range(nv):
+                    t += Zt[i, d] * Zt[j, d]
+                A[i, j] = t
+                A[j, i] = t
         lam = np.empty(m)
         for i in range(m):
             lam[i] = Pw[unit[i], slot[i]]
         res = 0.0
-        for it in range(1 + (relin if ncg else 0)):
+        nrel = relin if ncg else 0
+        if nrel:
+            # linearize at the motion the warm start gives (the last step's impulses), not at the
+            # free motion: a body resting on its contacts ends its step close to it, which spares
+            # most steps the relinearizations below
+            anywarm = False
+            for i in range(m):
+                if lam[i] != 0.0:
+                    anywarm = True
+            if anywarm:
+                st = _linearize_at(mi, mf, ws, q, v_free, h, lam, L, Zt, N, geo, lim_q, lim_s, lim_b, bC, bI, v0, ncp, gk,
+                                   cand_gap, R0, p0, ci_now, cf_now, ncg, cand, kc, size, gend, v1, True)
+                if st < 0:
+                    info[0] = -st
+                    return
+                _bounds(Gv, gap, gend, vn, e, h, beta, v_bounce, k, rr)
+        for it in range(1 + nrel):
             res, fell = lcp._step_solve(A, rr, kinds, mus, normals, lam, sweeps, tol, fallback_sweeps)
             info[3] = max(info[3], fell)
-            if it == (relin if ncg else 0):
+            if it == nrel:
                 break
-            # the curvature was the free motion's: where the answer's own motion would
+            # the curvature was that of a guessed motion: where the answer's own motion would
             # penetrate, take the curvature of that motion and solve again (A is the same)
-            for d in range(nv):
-                s = 0.0
-                for i in range(m):
-                    s += Y[d, i] * lam[i]
-                v1[d] = v_free[d] + s
-            end = np.full(k, np.nan)
-            qa = np.empty(nq)
-            st = step_configuration(mi, q[::1], v1, h, qa, np.empty(nv))
-            if st != OK:
-                info[0] = st
+            st = _linearize_at(mi, mf, ws, q, v_free, h, lam, L, Zt, N, geo, lim_q, lim_s, lim_b, bC, bI, v0, ncp, gk,
+                               cand_gap, R0, p0, ci_now, cf_now, ncg, cand, kc, size, gend, v1, False,
+                               relin_tol)
+            if st < 0:
+                info[0] = -st
                 return
-            ga = np.empty(size)
-            st = _gaps(mi, mf, ws, qa, geo, lim_q, lim_s, lim_b, bC, bI, v0, ncp, ga)
-            if st != OK:
-                info[0] = st
-                return
-            for r in range(kc):
-                end[r] = ga[cand[r]]
-            st = _geom_gaps_after(mi, mf, ws, q[::1], v1, h, gk, cand_gap, R0, p0, ci_now, cf_now, ncg, end[kc:])
-            if st != OK:
-                info[0] = st
-                return
-            low = np.inf
-            for r in range(k):
-                if end[r] < low:
-                    low = end[r]
-            if not low < -relin_tol:
+            if st == 0:
                 break
             info[6] += 1
-            for r in range(k):
-                if np.isfinite(end[r]):
-                    s = 0.0
-                    for d in range(nv):
-                        s += N[r, d] * (v_free[d] - v1[d])
-                    gend[r] = end[r] + h * s
             _bounds(Gv, gap, gend, vn, e, h, beta, v_bounce, k, rr)
         info[2] = res
-        for d in range(nv):
-            s = 0.0
-            for i in range(m):
-                s += Y[d, i] * lam[i]
-            v1[d] = v_free[d] + s
+        _impulse_velocity(L, Zt, lam, v_free, v1)
         for u in range(size):
             warm[u, 0] = warm[u, 1] = warm[u, 2] = 0.0
         P = np.zeros((k, 3))
@@ -474,6 +460,66 @@ def timestep_kernel(buf, q, v, tau, h, geo, mask, pair_mu, pair_e, lim_q, lim_v,
             return
         for r in range(n):
             info[4] = min(info[4], cf_now[r, 0] - cf_now[r, 9])
+
+
+@njit(cache=True)
+def _impulse_velocity(L, Zt, lam, v_free, v1):
+    """v1 = v_free + M^-1 G^T lam with M = L L^T and Zt = (L^-1 G^T)^T: L^T x = Zt^T lam."""
+    nv, m = L.shape[0], lam.shape[0]
+    y = np.zeros(nv)
+    for i in range(m):
+        if lam[i] != 0.0:
+            for d in range(nv):
+                y[d] += Zt[i, d] * lam[i]
+    for d in range(nv - 1, -1, -1):
+        t = y[d]
+        for c in range(d + 1, nv):
+            t -= L[c, d] * y[c]
+        y[d] = t / L[d, d]
+    for d in range(nv):
+        v1[d] = v_free[d] + y[d]
+
+
+@njit(cache=True)
+def _linearize_at(mi, mf, ws, q, v_free, h, lam, L, Zt, N, geo, lim_q, lim_s, lim_b, bC, bI, v0, ncp, gk, cand_gap,
+                  R0, p0, ci_now, cf_now, ncg, cand, kc, size, gend, v1, always, relin_tol=0.0):
+    """The gaps at the end of the motion the impulses lam give, v1 = v_free + M^-1 G^T lam
+    (M = L L^T, Zt = rows of L^-1 G^T), taken as the problem's curvature: gend = gap at that end + h N (v_free - v1)
+    (the bound of ``_bounds`` then reproduces that end's gap for the motion v1).  ``always``:
+    take it; else only where that motion would end below -relin_tol somewhere.  Returns 1 if
+    gend changed, 0 if not, -status on a bad configuration."""
+    nq, nv = q.shape[0], v_free.shape[0]
+    k = N.shape[0]
+    _impulse_velocity(L, Zt, lam, v_free, v1)
+    end = np.full(k, np.nan)
+    qa = np.empty(nq)
+    st = step_configuration(mi, q[::1], v1, h, qa, np.empty(nv))
+    if st != OK:
+        return -st
+    ga = np.empty(size)
+    st = _gaps(mi, mf, ws, qa, geo, lim_q, lim_s, lim_b, bC, bI, v0, ncp, ga)
+    if st != OK:
+        return -st
+    for r in range(kc):
+        end[r] = ga[cand[r]]
+    st = _geom_gaps_after(mi, mf, ws, qa, gk, cand_gap, R0, p0, ci_now, cf_now, ncg, end[kc:])
+    if st != OK:
+        return -st
+    if not always:
+        low = np.inf
+        for r in range(k):
+            if end[r] < low:
+                low = end[r]
+        if not low < -relin_tol:
+            return 0
+    for r in range(k):
+        if np.isfinite(end[r]):
+            s = 0.0
+            for d in range(nv):
+                s += N[r, d] * (v_free[d] - v1[d])
+            gend[r] = end[r] + h * s
+    return 1
+
 
 
 @njit(cache=True)
@@ -538,7 +584,6 @@ def run_kernel(buf, q, v, tau, h, nsteps, geo, mask, pair_mu, pair_e, lim_q, lim
     info = np.empty(7)
     extra = np.zeros(size, dtype=np.bool_)
     M = np.empty((nv, nv))
-    a = np.empty(nv)
     warm0, ci0, cf0, gP0 = np.empty_like(warm), np.empty_like(con_i), np.empty_like(con_f), np.empty_like(gP)
     for step in range(nsteps):
         warm0[:] = warm                     # the step's warm starts, to undo it (allocated once)
@@ -549,7 +594,7 @@ def run_kernel(buf, q, v, tau, h, nsteps, geo, mask, pair_mu, pair_e, lim_q, lim
         extra[:] = False
         for attempt in range(2):
             timestep_kernel(buf, q, v, tau, h, geo, mask, pair_mu, pair_e, lim_q, lim_v, lim_s, lim_b, bC, bI,
-                            ball_va, prm, warm, gk, gs, extra, q1, v1, vm, force, vn, gaps, info)
+                            ball_va, prm, warm, gk, gs, extra, q1, v1, vm, force, vn, gaps, info, (vf, M))
             if attempt == 1 or info[0] != 0 or not _missed(gaps, vn, pen, extra):
                 break
             warm[:] = warm0                   # again, with the units the first try left penetrating
@@ -588,12 +633,7 @@ def run_kernel(buf, q, v, tau, h, nsteps, geo, mask, pair_mu, pair_e, lim_q, lim
             if gforce[r, 0] > 0.0:
                 pushing = True
         w = 0.0
-        if forces:
-            _aba_kernel(mi, mf, ws, q[::1], v[::1], tau[::1], no_forces(buf), a)
-            free_classical(mi, v, a)
-            for d in range(nv):
-                vf[d] = v[d] + h * a[d]
-            _crba_kernel(mi, mf, ws, q[::1], M)
+        if forces:                          # (vf, M: the step's own free motion and mass matrix)
             T1, Tf, Tj, Tg = 0.0, 0.0, 0.0, 0.0
             for r in range(nv):
                 for c in range(nv):

@@ -258,7 +258,7 @@ class TimeStepping:
             timestep_kernel(model._packed, q, v, tau, float(h), self._geo, cat._mask, cat._pair_mu, cat._pair_e,
                             cat._lim_q, cat._lim_v, cat._lim_s, cat._lim_b, self._balls.C, self._balls.I,
                             cat._ball_va, self._prm, self.warm, self._gk, gs, extra, q1, v1, vm, self.force, vn, gaps1,
-                            info)
+                            info, (np.empty(model.nv), np.empty((model.nv, model.nv))))
             missed = (gaps1 < -PEN_PROJECT) & np.isnan(vn)
             if attempt or info[0] != 0 or not missed.any():
                 break
@@ -461,6 +461,14 @@ class TimeStepping:
             ZF, MU = resp.apply(G.T, loops=True)
             A = G @ ZF
             lam = np.concatenate(warm)[unit, slot]
+            if gcon is not None and lam.any():
+                # linearize at the motion the warm start gives, not the free motion (as the
+                # compiled step, _timestep_kernel._linearize_at)
+                v1 = v_free + ZF @ lam
+                end = self._end_gaps(q, v1, h, cand, kc)
+                ok = np.isfinite(end)
+                self._gaps_end[ok] = end[ok] + h * (units.N[ok] @ (v_free - v1))
+                kinds, mus, normals, G, r, unit, slot, vn = self._problem(units, v_free, v, h)
             for it in range(1 + GEOM_RELINEARIZE * (gcon is not None)):
                 lam = np.array(lam, dtype=float)
                 res, fell = lcp._step_solve(np.ascontiguousarray(A), np.ascontiguousarray(r, dtype=float), kinds, mus,

@@ -10,7 +10,7 @@ time) from the recorded samples, which need not be uniform (events insert sample
 shows the recorded sample nearest to its time (at an event, where two samples share a time, the
 one after it: the new structure).  The axes are fixed, of equal scale and hold the whole
 motion; a text shows the time, another the current structure (which loops are closed), and each
-event flashes its text ("r_grip__bar released") for ``flash`` seconds of playback.
+event flashes its text ("right grip lets go of bar") for ``flash`` seconds of playback.
 
 matplotlib is an optional dependency: ``pip install 'linkdyn[plot]'``.
 """

@@ -160,8 +160,11 @@ def _unit_panels(axs, segs, t):
     if drawn:
         ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=7, frameon=False, ncol=1 + (drawn > 6))
     else:
-        ax.text(0.5, 0.5, "no contact" if contacts else "no contact points", transform=ax.transAxes, ha="center",
-                va="center", color="0.4")
+        geoms = any(int(getattr(s_.model, "ngeom", 0) or 0) for s_ in segs)
+        ax.text(0.5, 0.5, "no contact" if contacts else
+                "contacts of collision geometry: their number varies, their forces are checked at every\n"
+                "step (the run's extremes), not recorded per sample" if geoms else "no contact points",
+                transform=ax.transAxes, ha="center", va="center", color="0.4", fontsize=8 if geoms else None)
     ax = axs[1]
     active = []
     for n in limits:
@@ -321,9 +324,24 @@ def plot_run(run: Recording | Trajectory, path: str | os.PathLike[str], joints: 
         te = np.array([e.t for e in events])
         pe = np.array([impulse_size(e) for e in events])
         ax.stem(te, pe, basefmt="k-")
-        for x, y, e in zip(te, pe, events):
-            if id(e) in labelled:
-                ax.annotate(event_label(e), (x, y), xytext=(3, 3), textcoords="offset points", fontsize=6, rotation=20)
+        # one label per cluster of events closer than 4 % of the run (the first structure change
+        # in it, else its largest impact, and how many more), left of the stem in the run's right
+        # half so that it stays inside the panel, rows alternating so that neighbours do not meet
+        span = max(float(t[-1] - t[0]), 1e-9)
+        order = [k for k in np.argsort(te, kind="stable") if id(events[k]) in labelled]
+        clusters = []
+        for k in order:
+            if clusters and te[k] - te[clusters[-1][0]] < 0.04 * span:
+                clusters[-1].append(k)
+            else:
+                clusters.append([k])
+        for row, ks in enumerate(clusters):
+            main = next((k for k in ks if events[k].kind != "impact"), max(ks, key=lambda k: np.nan_to_num(pe[k])))
+            text = event_label(events[main]) + (f" (+{len(ks) - 1} more)" if len(ks) > 1 else "")
+            right = te[main] - t[0] > 0.5 * span
+            y = np.nanmax(np.nan_to_num(pe[ks]))
+            ax.annotate(text, (te[main], y), xytext=(-3 if right else 3, 3 + 9 * (row % 2)), textcoords="offset points",
+                        fontsize=6, ha="right" if right else "left", annotation_clip=False)
         if len(labelled) < len(events):
             ax.text(0.99, 0.95, f"labels: the structure changes and the {MAX_LABELS} largest impacts of "
                     f"{sum(e.kind == 'impact' for e in events)}", transform=ax.transAxes, ha="right", va="top",

@@ -107,14 +107,43 @@ def run_data(run, model=None, loop_forces: bool = False):
     return segs, list(rec.events)
 
 
+def words(name: str) -> str:
+    """A model's name for something in words: "l_rope_end" -> "left rope end" (the l_ and r_ of the
+    figures' sides spelled out, underscores as spaces)."""
+    return " ".join({"l": "left", "r": "right"}.get(w, w) for w in str(name).split("_") if w)
+
+
+#: a limit unit's suffix (``linkdyn.contact.rows``) in words
+_STOPS = {"upper": "upper stop", "lower": "lower stop", "swing": "swing stop", "twist.upper": "twist stop (upper)",
+          "twist.lower": "twist stop (lower)"}
+
+
+def unit_words(name: str) -> str:
+    """A contact or limit unit in words: "l_thigh/seat" -> "left thigh on seat",
+    "r_shoulder.twist.upper" -> "right shoulder twist stop (upper)"."""
+    if "/" in name:
+        a, b = name.split("/", 1)
+        return f"{words(a)} on {words(b)}"
+    joint, _, stop = name.partition(".")
+    return f"{words(joint)} {_STOPS.get(stop, stop)}" if stop else words(name)
+
+
 def event_label(e) -> str:
-    """What an event did, in a few words: "r_grip__bar released", "l_grip__bar connected"."""
+    """What an event did, in a few words, each thing named once: "right grip lets go of bar",
+    "left grip takes hold of bar", "impact: left thigh on seat" (the names the recording keeps
+    are in ``e.name``)."""
     if e.kind == "impact":
         names = e.name.split(", ")
-        return "impact: " + ", ".join(names[:3]) + (f" (+{len(names) - 3})" if len(names) > 3 else "")
-    verb = {"cut": "released", "connect": "connected"}.get(e.kind, e.kind)
-    s = f"{e.name} {verb}"
-    return f"{s} ({e.note})" if getattr(e, "note", "") else s
+        return "impact: " + ", ".join(unit_words(n) for n in names[:3]) + (f" (+{len(names) - 3})" if len(names) > 3
+                                                                          else "")
+    a, sep, b = e.name.partition("__")
+    if sep:
+        s = f"{words(a)} {'lets go of' if e.kind == 'cut' else 'takes hold of' if e.kind == 'connect' else e.kind} " \
+            f"{words(b)}"
+    else:
+        s = f"{words(e.name)} " + {"cut": "released", "connect": "connected"}.get(e.kind, e.kind)
+    note = getattr(e, "note", "")
+    return f"{s} ({note})" if note and note not in (e.name, f"{a} - {b}") else s
 
 
 def impulse_size(e):

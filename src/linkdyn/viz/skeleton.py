@@ -7,7 +7,9 @@ Rules (:class:`Skeleton`):
 * **bones**: a line from each body's parent body origin to the body origin, for every body that
   is not a virtual link (the zero-inertia end links of loop closures coincide with their real
   link, ``model.is_virtual``) and except from the world origin to a floating base (a free or
-  planar joint on the world, whose "bone" would be a line through empty space);
+  planar joint on the world, whose "bone" would be a line through empty space) and to the
+  bodies of a model with several bodies jointed to the world (a swing's ropes, each hung from its
+  own point: lines from the origin to each);
 * **ends**: a line from a body origin to each of its frames that marks the end of a limb: every
   user frame (not a body's own frame, not a loop's frame) at a distance from the body origin,
   on a body with no (real) child body, or farther from the body origin than every child body's
@@ -53,10 +55,13 @@ class Skeleton:
         virtual = np.asarray(model.is_virtual, dtype=bool)
         parent = np.asarray(model.parent)
         bones = []
+        # bodies hung from several points of the world (a swing's two ropes) have no bone from
+        # the world origin: it would be a line through empty space to each suspension point
+        on_world = [i for i in range(1, nb) if parent[i] == 0 and not virtual[i] and model.jnt_type[i] not in _FLOATING]
         for i in range(1, nb):
             if virtual[i]:
                 continue
-            if parent[i] == 0 and model.jnt_type[i] in _FLOATING:
+            if parent[i] == 0 and (model.jnt_type[i] in _FLOATING or len(on_world) > 1):
                 continue
             bones.append((int(parent[i]), i))
         self.bones = np.array(bones, dtype=np.int64).reshape(-1, 2)

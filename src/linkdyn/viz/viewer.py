@@ -405,10 +405,31 @@ def _figure_shapes(sc: _Scene, model):
             feet[b] = (heel, toe)
             d = toe - heel
             front = d / np.linalg.norm(d)
-    for b, off, name in zip(sk.ends, sk.end_offsets, sk.end_names):
+    # box geoms on bodies (a seat): drawn as solids below; the frames on or in one mark places on
+    # it, not limbs (only the one nearest the body's origin is drawn: what holds the box)
+    from ..model.geometry import BOX
+    boxes = {}
+    for g in range(int(getattr(model, "ngeom", 0) or 0)):
+        if int(model.geom_type[g]) == BOX and int(model.geom_body[g]) != 0:
+            boxes.setdefault(int(model.geom_body[g]), []).append(g)
+
+    def on_box(b, p):
+        for g in boxes.get(b, ()):
+            local = np.asarray(model.geom_R[g]).T @ (np.asarray(p) - np.asarray(model.geom_pos[g]))
+            if np.all(np.abs(local) <= np.asarray(model.geom_size[g]) + 1e-9):
+                return True
+        return False
+    held = {}
+    for k, (b, off) in enumerate(zip(sk.ends, sk.end_offsets)):
+        if on_box(b, off) and (b not in held or np.linalg.norm(off) < np.linalg.norm(sk.end_offsets[held[b]])):
+            held[b] = k
+    for k, (b, off, name) in enumerate(zip(sk.ends, sk.end_offsets, sk.end_names)):
         low = name.lower()
-        side = _side(name) if _side(name) == _side(bn[b]) else ""
+        # left and right are the figure's: a body hung from the world (a rope) is neither
+        side = _side(name) if _side(name) == _side(bn[b]) and model.parent[b] != 0 else ""
         if b in feet and any(w in low for w in ("heel", "toe", "sole", "foot", "ankle")):
+            continue
+        if on_box(b, off) and k != held[b]:
             continue
         if "head" in low:
             heads[b] = (off, side)
@@ -452,11 +473,14 @@ def _figure_shapes(sc: _Scene, model):
     for b in range(1, model.nbody):
         if virtual[b] or body_id(b) is None:
             continue
-        side = _side(bn[b])
+        side = _side(bn[b]) if model.parent[b] != 0 else ""
         I6 = np.asarray(model.inertia[b])
         m = float(np.trace(I6[:3, :3]) / 3.0)
         mine = limbs.get(b, [])
         color = _SIDE_COLORS[side] if side else "#d8c3ad"
+        for g in boxes.get(b, ()):                 # a seat: a wooden box where its geom is
+            sc.add(body_id(b), "box", [2.0 * x for x in model.geom_size[g]], np.asarray(model.geom_R[g]),
+                   np.asarray(model.geom_pos[g]), "#9c6b3c")
         if len(mine) == 1 and m > 1e-9:
             a, c, sd = mine[0]
             L = float(np.linalg.norm(c - a))
@@ -671,7 +695,8 @@ class Viewer:
 
 
 def view(run: Recording | Trajectory, model: Model | None = None, props: Sequence = (), *, title: str | None = None, fps: float = 30.0, every: float | None = None,
-         meshes: bool = True, max_triangles: int = 150_000, forces: bool = True, height: int = 560) -> Viewer:
+         meshes: bool = True, max_triangles: int = 150_000, forces: bool = True, height: int = 560,
+         camera: Sequence[float] | None = None) -> Viewer:
     """An interactive 3D view of a recorded run (see the module docstring): returns a
     :class:`Viewer`; ``.save("run.html")`` writes the page, in Jupyter it shows inline.
 
@@ -684,11 +709,19 @@ def view(run: Recording | Trajectory, model: Model | None = None, props: Sequenc
     (default ``1 / fps``: real time); the page interpolates between frames.  ``meshes``: draw
     URDF/MJCF visual geometry (False: the figure of ellipsoids and capsules), within about
     ``max_triangles`` triangles in all.  ``forces``: draw contact forces as arrows.
+    ``camera``: the direction (x, y, z, world) from the middle of the motion towards the camera of
+    the page's home view (default (0.78, -1, 0.42): from the front right, +x being the front of
+    the figures, above); the camera stands as close as it can with the whole motion in view.
     """
     clock = time.perf_counter()
     if not (fps > 0 and np.isfinite(fps)):
         raise ValueError(f"fps: expected a positive number, got {fps!r}")
     props = static_geometry(*props) if isinstance(props, (list, tuple)) else static_geometry(props)
+    if camera is not None:
+        camera = np.asarray(camera, dtype=float)
+        if camera.shape != (3,) or not np.isfinite(camera).all() or not np.linalg.norm(camera) > 0:
+            raise ValueError(f"camera: expected a non-zero direction (x, y, z), got {camera!r}")
+        camera = (camera / np.linalg.norm(camera)).tolist()
     segs, events = run_data(run, model)
     every = 1.0 / fps if every is None else float(every)
     t0, t1 = float(segs[0].t[0]), float(segs[-1].t[-1])
@@ -881,6 +914,6 @@ def view(run: Recording | Trajectory, model: Model | None = None, props: Sequenc
         "events": ev, "segments": seg_info, "props": prop_data, "planes": planes,
         "bounds": [lo.tolist(), hi.tolist()], "floor": float(floor), "grid": spacing,
         "ground": ground, "collision": collision,
-        "figure": not drew_visuals, "notes": sorted(set(sc.notes))[:8],
+        "figure": not drew_visuals, "notes": sorted(set(sc.notes))[:8], "camera": camera,
     }
     return Viewer(data, times, seg_of, local, tuple(names), time.perf_counter() - clock, height)

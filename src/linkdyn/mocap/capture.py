@@ -1,0 +1,459 @@
+"""Captures: BVH to q(t), v(t), a(t) on a figure; contact phases; inverse dynamics with unknown
+ground reactions; and BVH out of a simulated motion.
+
+Kinematics
+----------
+q(t) takes each BVH joint's rotation (``bvh.py``: intrinsic Euler in the channel order) as a
+quaternion ``[x, y, z, w]``; the root's position and orientation are turned from the file's
+Y-up axes to the Z-up world and its lengths scaled to metres.  v and a follow Pinocchio's
+convention: a ball joint's v is its body-frame angular velocity, the free root's v its
+body-frame twist [R^T p'; w] and a its time derivative [R^T p'' - w x R^T p'; w'].
+
+* ``cutoff=None``: no smoothing; v and a are the differences of semi-implicit (symplectic)
+  Euler on the configuration manifold, v_k = (q_k (-) q_{k-1}) / h and a_k = (v_{k+1} - v_k) / h
+  (``linkdyn.difference``): a motion made by that integrator (v_{k+1} = v_k + h a_k,
+  q_{k+1} = q_k (+) h v_{k+1}) is read back exactly.
+* ``cutoff`` (Hz, default 6): the root's position and each joint's quaternion (made sign-
+  continuous) pass a zero-lag 4th-order Butterworth filter (``scipy.signal.sosfiltfilt``, the
+  2nd-order filter forwards and backwards, the usual filter of gait kinematics, Winter 2009); the
+  quaternions are normalised, and q, v, a are read off a cubic spline of the positions and
+  scipy's ``RotationSpline`` of the rotations (a C2 spline on SO(3) whose angular rate and
+  acceleration are body-frame vectors), so v and a are the exact derivatives of the smooth q.
+
+Inverse dynamics
+----------------
+At each frame the contact forces f_i (world frame) on the sole points of the feet in contact
+solve the convex QP
+
+    min ||W (w_root - A f)||^2 + eps ||f / (m g)||^2     s.t.  f_z >= 0,  |f_x|, |f_y| <= mu f_z
+
+with w_root the root's rows of RNEA without contacts (the wrench the body needs at the root,
+in the root frame), A f the wrench the contact forces give there (rows ``[R^T f; r x R^T f]``),
+W scaling forces by body weight and moments by body weight x half the height, and the friction
+cone linearised by the pyramid that encloses it.  The residual w_root - A f is what OpenSim's
+RRA calls the residual force and moment.  A foot's force is unique when the root's 6 equations
+fix it (a single foot down: its total force and centre of pressure); with both feet down the
+split between them is what the regulariser picks (the smallest forces), as with any method
+that has kinematics alone.  Then tau = RNEA(q, v, a, f_ext) over the clip in one batched call.
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+
+import numpy as np
+from numpy.typing import NDArray
+from scipy.spatial.transform import Rotation
+
+from .. import model as _m
+from ..dynamics import rnea
+from ..kinematics import forward_kinematics
+from .bvh import MocapError, Skeleton, read_skeleton, write_skeleton
+from .figure import Y_UP_TO_Z_UP, Feet, build_figure
+
+#: default filter cut-off (Hz) of the kinematics (a common choice for walking, Winter 2009)
+DEFAULT_CUTOFF = 6.0
+#: the contact-phase thresholds (m, m/s): a foot lands when its lowest sole point is below
+#: ``HEIGHT_ON`` and its points move slower than ``SPEED_ON``; it lifts when above ``HEIGHT_OFF``
+#: or faster than ``SPEED_OFF`` (hysteresis)
+HEIGHT_ON, HEIGHT_OFF, SPEED_ON, SPEED_OFF = 0.02, 0.04, 0.5, 1.0
+#: the QP's regulariser weight (eps above): small, so the residual is zero wherever forces can make it so
+REGULARISATION = 1e-9
+
+_UNITS = ((1.0, "m"), (0.01, "cm"), (0.001, "mm"), (0.0254, "in"))
+
+
+@dataclass
+class Capture:
+    """A capture on its figure: ``model``, times ``t`` (T,), ``q`` (T, nq), ``v``, ``a`` (T, nv),
+    ``feet`` (the sole contact points of each foot), ``scale`` (m per file unit), ``cutoff``
+    (Hz or None) and ``skeleton`` (the file's content)."""
+    model: _m.Model
+    t: NDArray[np.float64]
+    q: NDArray[np.float64]
+    v: NDArray[np.float64]
+    a: NDArray[np.float64]
+    feet: Feet
+    skeleton: Skeleton
+    scale: float
+    cutoff: float | None
+    mass: float
+    height: float
+    ground: float = 0.0
+    _phases: NDArray[np.bool_] | None = field(default=None, repr=False)
+
+    @property
+    def dt(self) -> float:
+        """The frame time (s)."""
+        return self.skeleton.frame_time
+
+    def __repr__(self):
+        return (f"Capture({len(self.t)} frames at {1 / self.dt:g} Hz, {self.model.nbody - 1} bodies, "
+                f"feet {self.feet.names}, cutoff {self.cutoff})")
+
+
+def _detect_scale(sk: Skeleton):
+    """(metres per file unit, the figure's height in file units): the height is the 90th
+    percentile over up to 50 frames of the skeleton's extent along the file's Y axis (joints
+    and end sites): a standing or walking figure's, whatever its rest pose (LAFAN1's lies along x)."""
+    frames = np.unique(np.linspace(0, sk.frames - 1, min(sk.frames, 50)).astype(int))
+    P, _, E = sk.world_positions(frames)
+    ys = np.concatenate([P[..., 1], E[..., 1]], axis=1)
+    H = float(np.percentile(ys.max(axis=1) - ys.min(axis=1), 90))
+    if not np.isfinite(H) or H <= 0:
+        raise MocapError(f"{sk.path}: the skeleton has no height (file Y axis)")
+    for s, unit in _UNITS:
+        if 0.8 <= H * s <= 2.5:
+            return s, H
+    raise MocapError(f"{sk.path}: cannot tell the length unit from the skeleton's height {H:g} "
+                     f"(not 0.8-2.5 m in m, cm, mm or inches); pass scale= (metres per file unit)")
+
+
+def _positive(x, what):
+    try:
+        x = float(x)
+    except (TypeError, ValueError):
+        raise TypeError(f"{what}: expected a number, got {x!r}") from None
+    if not np.isfinite(x) or x <= 0:
+        raise ValueError(f"{what}: expected a finite positive number, got {x}")
+    return x
+
+
+def _continuous(qs):
+    """Quaternion series (T, 4) with signs chosen so neighbours are on the same hemisphere."""
+    q = qs.copy()
+    d = np.einsum("ij,ij->i", q[1:], q[:-1])
+    flip = np.cumprod(np.where(d < 0, -1.0, 1.0))
+    q[1:] *= flip[:, None]
+    return q
+
+
+def _joint_slices(model, sk):
+    return [model.q_slice("root_joint" if p < 0 else n) for n, p in zip(sk.names, sk.parents)], \
+           [model.v_slice("root_joint" if p < 0 else n) for n, p in zip(sk.names, sk.parents)]
+
+
+def kinematics(model: _m.Model, sk: Skeleton, scale: float, ground: float, cutoff: float | None
+               ) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64]]:
+    """(q, v, a) of the skeleton's motion on ``model`` (module docstring)."""
+    T, h = sk.frames, sk.frame_time
+    C = Rotation.from_matrix(Y_UP_TO_Z_UP)
+    rots = sk.rotations()
+    rots[0] = C * rots[0]
+    pos = (Y_UP_TO_Z_UP @ (scale * sk.root_position).T).T
+    pos[:, 2] -= ground
+    quats = [_continuous(r.as_quat()) for r in rots]
+    qs, vs = _joint_slices(model, sk)
+    if cutoff is None:
+        q = np.empty((T, model.nq))
+        q[:, 0:3] = pos
+        for j, sl in enumerate(qs):
+            q[:, sl.stop - 4:sl.stop] = quats[j]
+        if T < 3:
+            raise MocapError(f"{sk.path}: {T} frames; differences need at least 3")
+        vb = _m.difference(model, q[:-1], q[1:]) / h          # v_{k+1} = (q_{k+1} (-) q_k) / h
+        v = np.vstack([vb[:1], vb])
+        a = np.empty_like(v)
+        a[:-1] = (v[1:] - v[:-1]) / h
+        a[-1] = a[-2]
+        return q, v, a
+    fs = 1.0 / h
+    cutoff = _positive(cutoff, "cutoff")
+    if cutoff >= 0.5 * fs:
+        raise ValueError(f"cutoff: {cutoff} Hz is not below the Nyquist frequency {0.5 * fs:g} Hz of the capture")
+    from scipy.interpolate import CubicSpline
+    from scipy.signal import butter, sosfiltfilt
+    from scipy.spatial.transform import RotationSpline
+    sos = butter(2, cutoff, fs=fs, output="sos")
+    # the ends are padded by an odd extension as long as three of the filter's time constants
+    # (scipy's default, 9 samples, is far shorter than a 6 Hz filter's memory at 120 Hz or more)
+    pad = min(T - 1, max(9, int(np.ceil(3 * fs / cutoff))))
+    if T <= 9:
+        raise MocapError(f"{sk.path}: {T} frames are too few to filter; pass cutoff=None")
+    t = np.arange(T) * h
+    pos = sosfiltfilt(sos, pos, axis=0, padlen=pad)
+    ps = CubicSpline(t, pos, axis=0)
+    q = np.empty((T, model.nq))
+    v = np.empty((T, model.nv))
+    a = np.empty((T, model.nv))
+    for j, (sl, vl) in enumerate(zip(qs, vs)):
+        qf = sosfiltfilt(sos, quats[j], axis=0, padlen=pad)
+        qf /= np.linalg.norm(qf, axis=1, keepdims=True)
+        spl = RotationSpline(t, Rotation.from_quat(qf))
+        q[:, sl.stop - 4:sl.stop] = qf
+        w, wd = spl(t, 1), spl(t, 2)
+        v[:, vl.stop - 3:vl.stop] = w
+        a[:, vl.stop - 3:vl.stop] = wd
+        if j == 0:
+            Rt = Rotation.from_quat(qf).inv()
+            pd, pdd = Rt.apply(ps(t, 1)), Rt.apply(ps(t, 2))
+            q[:, 0:3] = pos
+            v[:, 0:3] = pd
+            a[:, 0:3] = pdd - np.cross(w, pd)
+    return q, v, a
+
+
+def load_bvh(path: str | os.PathLike[str], mass: float = 70.0, height: float | None = None, *,
+             scale: float | None = None, cutoff: float | None = DEFAULT_CUTOFF, ground: float | str = "auto",
+             sex: str = "male") -> Capture:
+    """Read a BVH capture onto a figure built from its skeleton (:mod:`linkdyn.mocap.figure`).
+
+    ``mass`` (kg) and ``height`` (m; None: the skeleton's own, rest pose) scale de Leva's
+    (1996) segment table; ``scale``: metres per file unit (None: m, cm, mm or inches, whichever
+    makes the skeleton 0.8-2.5 m tall); ``cutoff``: the kinematics' filter cut-off in Hz, or None
+    for none; ``ground``: the floor's height (m, world z after the unit and axis change), or
+    ``"auto"``: the 2nd percentile over the clip of the lowest sole point.  Returns a
+    :class:`Capture`; a bad file raises :class:`MocapError` naming it."""
+    mass = _positive(mass, "mass")
+    sk = read_skeleton(path)
+    if sk.parents[0] != -1:
+        raise MocapError(f"{sk.path}: broken hierarchy: the first joint is not the root")
+    s_auto, H = _detect_scale(sk)
+    scale = s_auto if scale is None else _positive(scale, "scale")
+    height = H * scale if height is None else _positive(height, "height")
+    model, feet = build_figure(sk, scale, mass, height)
+    if isinstance(ground, str):
+        if ground != "auto":
+            raise ValueError(f"ground: expected a height in metres or 'auto', got {ground!r}")
+        q, _, _ = kinematics(model, sk, scale, 0.0, None)
+        z = _sole_points(model, q)[..., 2]
+        ground = float(np.percentile(z.min(axis=1), 2)) if z.size else 0.0
+    else:
+        ground = float(ground)
+    q, v, a = kinematics(model, sk, scale, ground, cutoff)
+    t = np.arange(sk.frames) * sk.frame_time
+    return Capture(model, t, q, v, a, feet, sk, scale, cutoff, mass, height, ground)
+
+
+def _sole_points(model, q, kin=None):
+    """World positions (T, npoints, 3) of the model's contact points."""
+    kin = forward_kinematics(model, q) if kin is None else kin
+    out = np.empty((q.shape[0], len(model.contacts), 3))
+    for i, c in enumerate(model.contacts):
+        out[:, i] = kin.p[:, c.body] + np.einsum("tij,j->ti", kin.R[:, c.body], c.position)
+    return out
+
+
+def contact_phases(capture: Capture, height_on: float = HEIGHT_ON, height_off: float = HEIGHT_OFF,
+                   speed_on: float = SPEED_ON, speed_off: float = SPEED_OFF) -> NDArray[np.bool_]:
+    """(T, nfeet) booleans: which feet are on the ground.  A foot lands when its lowest sole
+    point is below ``height_on`` (m above the ground) and its sole points' mean speed is below
+    ``speed_on`` (m/s); it stays down until the lowest point rises above ``height_off`` or the
+    speed exceeds ``speed_off`` (hysteresis: ``height_off >= height_on``, ``speed_off >= speed_on``)."""
+    if height_off < height_on or speed_off < speed_on:
+        raise ValueError("contact_phases: the off thresholds must not be below the on thresholds (hysteresis)")
+    m = capture.model
+    P = _sole_points(m, capture.q)
+    names = [c.name for c in m.contacts]
+    dt = capture.dt
+    T = len(capture.t)
+    out = np.zeros((T, len(capture.feet.names)), dtype=bool)
+    for k, pts in enumerate(capture.feet.points):
+        idx = [names.index(n) for n in pts]
+        z = P[:, idx, 2].min(axis=1)
+        vel = np.gradient(P[:, idx], dt, axis=0) if T > 1 else np.zeros_like(P[:, idx])
+        speed = np.linalg.norm(vel, axis=2).mean(axis=1)
+        down = False
+        for i in range(T):
+            if not down and z[i] < height_on and speed[i] < speed_on:
+                down = True
+            elif down and (z[i] > height_off or speed[i] > speed_off):
+                down = False
+            out[i, k] = down
+    return out
+
+
+@dataclass
+class InverseDynamics:
+    """Inverse dynamics of a capture: ``tau`` (T, nv) generalized forces (the root's 6 rows are
+    the residual in the root frame), ``grf`` (T, nfeet, 3) each foot's ground reaction in the
+    world frame, ``cop`` (T, nfeet, 3) its centre of pressure (NaN while the foot is off the
+    ground), ``residual`` (T, 6) the root force and moment that the contacts cannot give
+    ([force; moment] in the root frame, N and N m), ``phases`` (T, nfeet), ``forces`` (T,
+    npoints, 3) every sole point's force, ``power`` (T, nv) joint powers tau * v."""
+    tau: NDArray[np.float64]
+    grf: NDArray[np.float64]
+    cop: NDArray[np.float64]
+    residual: NDArray[np.float64]
+    phases: NDArray[np.bool_]
+    forces: NDArray[np.float64]
+    power: NDArray[np.float64]
+    solver: str
+
+
+def _qp_matrices(mu, n):
+    """Inequalities C f <= 0 of the friction pyramid for n points (5 rows a point)."""
+    Cm = np.zeros((5 * n, 3 * n))
+    for i in range(n):
+        r, c = 5 * i, 3 * i
+        Cm[r, c], Cm[r, c + 2] = 1.0, -mu[i]
+        Cm[r + 1, c], Cm[r + 1, c + 2] = -1.0, -mu[i]
+        Cm[r + 2, c + 1], Cm[r + 2, c + 2] = 1.0, -mu[i]
+        Cm[r + 3, c + 1], Cm[r + 3, c + 2] = -1.0, -mu[i]
+        Cm[r + 4, c + 2] = -1.0
+    return Cm
+
+
+def _solve_proxsuite(H, g, Cm, u):
+    """proxsuite's dense ProxQP.  Its infeasibility tests are tightened: with the tiny
+    regulariser the Hessian's condition number reaches 1e10 and the default thresholds call a
+    feasible problem (f = 0 always is) primal infeasible."""
+    from proxsuite import proxqp
+    n = H.shape[0]
+    qp = proxqp.dense.QP(n, 0, Cm.shape[0])
+    st = qp.settings
+    st.eps_abs, st.eps_rel, st.eps_primal_inf, st.eps_dual_inf, st.verbose = 1e-10, 0.0, 1e-15, 1e-15, False
+    qp.init(H, g, None, None, Cm, np.full(Cm.shape[0], -1e20), u)
+    qp.solve()
+    if qp.results.info.status != proxqp.PROXQP_SOLVED:
+        raise RuntimeError(f"proxsuite: {qp.results.info.status}")
+    return qp.results.x.copy()
+
+
+def _solve_clarabel(H, g, Cm, u):
+    import clarabel
+    from scipy import sparse
+    st = clarabel.DefaultSettings()
+    st.verbose = False
+    st.tol_gap_abs = st.tol_gap_rel = st.tol_feas = 1e-10
+    s = clarabel.DefaultSolver(sparse.csc_matrix(np.triu(H)), g, sparse.csc_matrix(Cm), u,
+                               [clarabel.NonnegativeConeT(Cm.shape[0])], st)
+    sol = s.solve()
+    if str(sol.status) != "Solved":
+        raise RuntimeError(f"clarabel: {sol.status}")
+    return np.asarray(sol.x)
+
+
+def _solve_osqp(H, g, Cm, u):
+    import osqp
+    from scipy import sparse
+    p = osqp.OSQP()
+    p.setup(sparse.csc_matrix(np.triu(H)), g, sparse.csc_matrix(Cm), np.full(Cm.shape[0], -np.inf), u,
+            verbose=False, eps_abs=1e-10, eps_rel=1e-10, max_iter=200000, polishing=True)
+    return p.solve().x
+
+
+SOLVERS = {"proxsuite": _solve_proxsuite, "clarabel": _solve_clarabel, "osqp": _solve_osqp}
+
+
+def inverse_dynamics(capture: Capture, phases: NDArray[np.bool_] | None = None, solver: str = "proxsuite",
+                     regularisation: float = REGULARISATION, progress: bool = False) -> InverseDynamics:
+    """Ground reactions and joint torques of a capture (module docstring).  ``phases`` (T,
+    nfeet): which feet may push (default :func:`contact_phases`); ``solver``: ``"proxsuite"``
+    (default: exact on the simulated ground truth and the fastest), ``"clarabel"`` or ``"osqp"``
+    (docs/mocap.md compares them; Clarabel stops at "AlmostSolved" on some ill-conditioned
+    frames and then raises); ``regularisation``: eps of the module docstring."""
+    if solver not in SOLVERS:
+        raise ValueError(f"solver: expected one of {sorted(SOLVERS)}, got {solver!r}")
+    solve = SOLVERS[solver]
+    m = capture.model
+    q, v, a = capture.q, capture.v, capture.a
+    T = len(q)
+    nf = len(capture.feet.names)
+    if nf == 0:
+        raise MocapError(f"{capture.skeleton.path}: the figure has no feet (no joint named foot/ankle with a side)")
+    phases = contact_phases(capture) if phases is None else np.asarray(phases, dtype=bool)
+    if phases.shape != (T, nf):
+        raise ValueError(f"phases: expected shape {(T, nf)}, got {phases.shape}")
+    names = [c.name for c in m.contacts]
+    pidx = [[names.index(n) for n in pts] for pts in capture.feet.points]
+    allp = [i for ps in pidx for i in ps]
+    n = len(allp)
+    foot_of = np.repeat(np.arange(nf), [len(p) for p in pidx])
+    mu = np.array([m.contacts[i].friction for i in allp])
+    kin = forward_kinematics(m, q)
+    P = _sole_points(m, q, kin)[:, allp]                            # (T, n, 3)
+    w0 = rnea(m, q, v, a)                                           # no contacts
+    Rr, pr = kin.R[:, 1], kin.p[:, 1]                               # the root body
+    mg = capture.mass * float(np.linalg.norm(m.gravity)) if np.linalg.norm(m.gravity) > 0 else capture.mass
+    Wd = np.r_[np.full(3, 1 / mg), np.full(3, 1 / (mg * 0.5 * capture.height))]
+    F = np.zeros((T, n, 3))
+    resid = np.empty((T, 6))
+    it = range(T)
+    if progress:
+        from tqdm import tqdm
+        it = tqdm(it, desc="inverse dynamics", unit="frame")
+    # every frame's map from point forces (world) to the root wrench: rows [R^T f; r x R^T f]
+    r = np.einsum("tij,tni->tnj", Rr, P - pr[:, None])              # points in the root frame
+    RT = np.transpose(Rr, (0, 2, 1))
+    Afull = np.empty((T, 6, n, 3))
+    Afull[:, :3] = RT[:, :, None, :]
+    Afull[:, 3:] = np.einsum("tnab,tbc->tanc", _skew_batch(r), RT)
+    Afull = Afull.reshape(T, 6, 3 * n)
+    cache = {}
+    for k in it:
+        on = phases[k][foot_of]
+        if not on.any():
+            resid[k] = w0[k, :6]
+            continue
+        cols = np.flatnonzero(np.repeat(on, 3))                    # the points that may push
+        na = cols.size // 3
+        key = tuple(mu[on])
+        if key not in cache:
+            cache[key] = (_qp_matrices(mu[on], na), np.eye(3 * na))
+        Ck, I = cache[key]
+        A = Afull[k][:, cols]
+        Aw = A * (Wd[:, None] * mg)                                 # unknowns x = f / (m g)
+        H = Aw.T @ Aw + regularisation * I
+        g = -Aw.T @ (Wd * w0[k, :6])
+        f = mg * solve(H, g, Ck, np.zeros(Ck.shape[0]))
+        F[k, on] = f.reshape(na, 3)
+        resid[k] = w0[k, :6] - A @ f
+    # joint torques: one batched RNEA with the sole forces as external forces (body frame)
+    fext = np.zeros((T, m.nbody, 6))
+    for i, ci in enumerate(allp):
+        b = m.contacts[ci].body
+        fb = np.einsum("tji,tj->ti", kin.R[:, b], F[:, i])          # R^T f
+        rb = np.einsum("tji,tj->ti", kin.R[:, b], P[:, i] - kin.p[:, b])
+        fext[:, b, :3] += fb
+        fext[:, b, 3:] += np.cross(rb, fb)
+    tau = rnea(m, q, v, a, fext)
+    grf = np.zeros((T, nf, 3))
+    cop = np.full((T, nf, 3), np.nan)
+    for k_f in range(nf):
+        sel = foot_of == k_f
+        grf[:, k_f] = F[:, sel].sum(axis=1)
+        fz = F[:, sel, 2]
+        tot = fz.sum(axis=1)
+        ok = tot > 1e-9 * mg
+        cop[ok, k_f] = np.einsum("ti,tij->tj", fz[ok], P[ok][:, sel]) / tot[ok, None]
+        cop[ok, k_f, 2] = P[ok][:, sel, 2].mean(axis=1)
+    return InverseDynamics(tau, grf, cop, resid, phases, F, tau * v, solver)
+
+
+def _skew_batch(x):
+    """Cross-product matrices of the last axis (..., 3) -> (..., 3, 3)."""
+    S = np.zeros(x.shape + (3,))
+    S[..., 0, 1], S[..., 0, 2], S[..., 1, 2] = -x[..., 2], x[..., 1], -x[..., 0]
+    S[..., 1, 0], S[..., 2, 0], S[..., 2, 1] = x[..., 2], -x[..., 1], x[..., 0]
+    return S
+
+
+def write_bvh(path: str | os.PathLike[str], capture: Capture, q: NDArray[np.float64] | None = None,
+              frame_time: float | None = None) -> None:
+    """Write a motion of a capture's figure as BVH: ``q`` (T, nq; default the capture's own),
+    e.g. a simulation of ``capture.model``, in the capture's skeleton, units, axes and channel
+    orders, every number with 17 significant digits, so that reading it back gives q to
+    rounding.  ``frame_time``: s (default the capture's)."""
+    if not isinstance(capture, Capture):
+        raise TypeError(f"capture: expected a linkdyn.mocap.Capture, got {type(capture).__name__}")
+    sk, scale, ground, model = capture.skeleton, capture.scale, capture.ground, capture.model
+    q = capture.q if q is None else q
+    frame_time = capture.dt if frame_time is None else frame_time
+    q = np.asarray(q, dtype=float)
+    if q.ndim != 2 or q.shape[1] != model.nq:
+        raise ValueError(f"q: expected shape (T, {model.nq}), got {q.shape}")
+    frame_time = _positive(frame_time, "frame_time")
+    qs, _ = _joint_slices(model, sk)
+    Cinv = Rotation.from_matrix(Y_UP_TO_Z_UP).inv()
+    angles = np.empty((len(q), len(sk.names), 3))
+    for j, sl in enumerate(qs):
+        r = Rotation.from_quat(q[:, sl.stop - 4:sl.stop])
+        if j == 0:
+            r = Cinv * r
+        angles[:, j] = r.as_euler(sk.orders[j], degrees=True)
+    pos = q[:, 0:3].copy()
+    pos[:, 2] += ground
+    root = (Y_UP_TO_Z_UP.T @ pos.T).T / scale
+    out = Skeleton(sk.names, sk.parents, sk.offsets, sk.orders, sk.end_sites, angles, root, frame_time)
+    write_skeleton(path, out)
