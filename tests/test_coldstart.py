@@ -119,7 +119,7 @@ def test_one_signature_compiled_on_first_use_serves_every_caller():
         assert f(np.arange(6.0)[::2], np.int32(1)) == 4.0      # strided, int32
         assert f.signatures == [sig.args]
     from linkdyn._kernels import passes
-    assert passes.kinematics_pass.signatures in ([], [passes._PASS_SIG])
+    assert passes.forward_pass.signatures in ([], [passes._PASS_SIG])
 
 
 def test_the_lazy_names_are_the_modules_own():

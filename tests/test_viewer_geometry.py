@@ -311,3 +311,101 @@ def test_each_demo_page_draws_the_ground_at_the_physics_plane(tmp_path):
     for name, g in got.items():
         assert abs(g["floor"] - z[name]) <= 1e-9 and abs(g["grid"] - z[name]) <= 1e-9, (name, g)
         assert g["source"] == ("geom" if name == "swing" else "plane"), (name, g)
+
+
+# ---------------------------------------------------------------------------------------
+# mesh geoms: their convex hulls drawn where the physics has them
+MESH_XML = """<mujoco model="meshes"><asset>
+  <mesh name="tet" vertex="0 0 0  1 0 0  0 1 0  0 0 1" scale="0.2 0.2 0.2"/>
+  <mesh name="brick" vertex="-1 -1 -1  1 -1 -1  -1 1 -1  1 1 -1  -1 -1 1  1 -1 1  -1 1 1  1 1 1  0 0 0.5"
+        scale="0.15 0.1 0.05"/></asset>
+  <worldbody><geom name="floor" type="plane" size="2 2 0.1"/>
+    <body name="a" pos="0 0 0.6" euler="20 10 0"><freejoint/>
+      <geom name="tet" type="mesh" mesh="tet" pos="0.1 -0.05 0.02" euler="0 0 90" density="500"/>
+      <geom name="brick" type="mesh" mesh="brick" pos="-0.2 0 0" euler="30 0 0" density="500"/>
+    </body></worldbody></mujoco>"""
+
+
+@pytest.fixture(scope="module")
+def mesh_run():
+    with pytest.warns(UserWarning, match="left out of contact"):     # (meshes touch no plane here)
+        model = ld.parse_mjcf(MESH_XML)
+    q = ld.neutral(model)
+    q[2] = 0.6                                                 # above the floor
+    v = np.zeros(model.nv)
+    v[3:] = [1.0, -2.0, 0.5]                                   # turning as it falls
+    traj = ld.sim.simulate(model, q, v, 0.2, dt=0.01)
+    return model, traj
+
+
+def _hull_volume(V, T):
+    """Volume enclosed by the triangles T (rows of V), by the divergence theorem: positive only
+    for a closed surface whose triangles all turn counter-clockwise seen from outside."""
+    a, b, c = V[T[:, 0]], V[T[:, 1]], V[T[:, 2]]
+    return float(np.einsum("ij,ij->i", a, np.cross(b, c)).sum() / 6.0)
+
+
+def test_a_mesh_geom_is_drawn_as_its_hull_at_the_geoms_pose(mesh_run):
+    """Each mesh geom of an MJCF is in the page's collision data with its hull: the triangles
+    close a surface turned outwards whose volume is the shape's (the scaled tetrahedron's
+    s^3 / 6; the brick's 8 |half sizes| product, its inner vertex left out of the hull), and,
+    composed with the page's own body poses, they lie where the physics has the geom (forward
+    kinematics, geom_R, geom_pos, geom_verts) at every frame."""
+    model, traj = mesh_run
+    v = viz.view(traj, model=model)
+    d = _page_data(v.html())
+    nf, names = d["nframes"], d["bodies"]
+    poses = _decode(d["poses"], "<f4").reshape(nf, len(names), 7)
+    items = {c["name"]: c for c in d["collision"] if c["k"] == "mesh"}
+    assert set(items) == {"tet", "brick"}
+    volume = {"tet": 0.2 ** 3 / 6.0, "brick": 8 * 0.15 * 0.1 * 0.05}
+    for name, it in items.items():
+        V, T = np.asarray(it["v"], dtype=float), np.asarray(it["t"], dtype=int)
+        assert T.shape == (2 * len(V) - 4, 3)                  # a closed triangulated hull (Euler: F = 2V - 4)
+        edges = np.sort(np.concatenate([T[:, [0, 1]], T[:, [1, 2]], T[:, [2, 0]]]), axis=1)
+        _, count = np.unique(edges, axis=0, return_counts=True)
+        assert (count == 2).all()                              # every edge shared by two triangles: closed
+        assert _hull_volume(V, T) == pytest.approx(volume[name], rel=1e-5)
+        g = model.geom_names.index(name)
+        a, n = int(model.geom_vert_adr[g]), int(model.geom_vert_num[g])
+        np.testing.assert_allclose(V, model.geom_verts[a:a + n], atol=1e-6)
+        b = names.index(it["body"])
+        for f in (0, nf // 2, nf - 1):
+            q = traj.q[v.sample[f]]
+            kin = ld.forward_kinematics(model, q)
+            k = int(model.geom_body[g])
+            Rg, pg = kin.R[k] @ model.geom_R[g], kin.p[k] + kin.R[k] @ model.geom_pos[g]
+            physics = model.geom_verts[a:a + n] @ Rg.T + pg
+            pose = poses[f, b].astype(float)
+            Rb = Rotation.from_quat(pose[3:]).as_matrix()
+            Ri = Rotation.from_quat(it["q"]).as_matrix()
+            page = (V @ Ri.T + np.asarray(it["p"])) @ Rb.T + pose[:3]
+            np.testing.assert_allclose(page, physics, atol=2e-6)
+        assert np.ptp(traj.q[:, 2]) > 0.1                     # it moved: the poses were not all the same
+
+
+def test_the_page_draws_the_mesh_hulls(mesh_run, tmp_path):
+    """In headless Chromium the page holds a mesh for each mesh geom, with the hull's triangles,
+    at the physics pose of the geom (float32 poses: 1e-6)."""
+    sync_playwright, chromium = _browser()
+    model, traj = mesh_run
+    pages = {"meshes": viz.view(traj, model=model, title="mesh geoms")}
+    f = len(pages["meshes"].times) // 2
+
+    def work(page, name, v):
+        page.evaluate(f"window.linkdynViewer.setTime({float(v.times[f])!r})")
+        page.screenshot(path=str(tmp_path / "meshes.png"))
+        return page.evaluate("window.linkdynViewer.collision()")
+
+    got = _open(sync_playwright, chromium, pages, tmp_path, work)["meshes"]
+    drawn = {c["name"]: c for c in got if c["kind"] == "mesh"}
+    items = {c["name"]: c for c in pages["meshes"].data["collision"] if c["k"] == "mesh"}
+    q = traj.q[pages["meshes"].sample[f]]
+    kin = ld.forward_kinematics(model, q)
+    for name in ("tet", "brick"):
+        assert drawn[name]["visible"] and drawn[name]["triangles"] == len(items[name]["t"])
+        g = model.geom_names.index(name)
+        k = int(model.geom_body[g])
+        M = np.array(drawn[name]["matrix"]).reshape(4, 4).T
+        np.testing.assert_allclose(M[:3, :3], kin.R[k] @ model.geom_R[g], atol=1e-6)
+        np.testing.assert_allclose(M[:3, 3], kin.p[k] + kin.R[k] @ model.geom_pos[g], atol=1e-6)

@@ -10,6 +10,8 @@ import math
 
 from numba import njit
 
+from . import INTERNAL
+
 from .kinds import (CYLINDRICAL, FREE, PLANAR, PRISMATIC, REVOLUTE, SPHERICAL,
                             SPHERICAL_ZYX, UNIVERSAL)
 
@@ -54,10 +56,35 @@ def _zero6(x):
         x[k] = 0.0
 
 
+@njit(inline="always", cache=True)
+def _unit_columns(S, va, n, first):
+    """S[va + k] = e_{first + k} for k < n (the joint's motion subspace is n unit columns)."""
+    for k in range(n):
+        for r in range(6):
+            S[va + k, r] = 0.0
+        S[va + k, first + k] = 1.0
+
+
+@njit(inline="always", cache=True)
+def _axis_columns(S, va, n, first, step, a):
+    """S[va + k] = a in slots first + step k .. first + step k + 2, zero elsewhere, for k < n
+    (a cylindrical joint's [a; 0] and [0; a]: first 0, step 3; a universal's [0; a] twice: 3, 0)."""
+    for k in range(n):
+        for r in range(6):
+            S[va + k, r] = 0.0
+        for r in range(3):
+            S[va + k, first + step * k + r] = a[r]
+
+
 # not inline="always": Numba's IR-level inlining of this large function into its one caller
 # doubled the compile time of the kinematics pass (14 s -> 7 s of CPU without it),
-# and the per-call times are unchanged (measured on UR5 and Talos)
-@njit(cache=True)
+# and the per-call times are unchanged (measured on UR5 and Talos).
+# Each primitive (the quaternion's rotation, Rodrigues' formula, a unit motion subspace) has one
+# call site shared by the kinds that use it, and S is written by loops: every inlined copy and
+# every constant-index store costs Numba's typing and lowering (about 1 ms a store) when the
+# pass first compiles, and this function's code is compiled for every model, whichever kinds
+# it has (1.4 s of a cold first rnea before, written out kind by kind).
+@njit(cache=True, **INTERNAL)
 def jcalc(kind, a, a2, q, qa, v, va, has_v, R, p, S, vJ, cJ, T):
     """Fill R, p (joint transform), S[va:va+nv] (child frame), vJ and cJ.
 
@@ -66,47 +93,47 @@ def jcalc(kind, a, a2, q, qa, v, va, has_v, R, p, S, vJ, cJ, T):
     plane rotation of two columns of R_tree for a coordinate axis); keeping them out of this
     function keeps the pass's inlined loop small, which measured twice as fast.
     """
-    p[0] = 0.0
-    p[1] = 0.0
-    p[2] = 0.0
-    _zero6(vJ)
-    _zero6(cJ)
+    for k in range(3):
+        p[k] = 0.0
+    for k in range(6):
+        vJ[k] = 0.0
+        cJ[k] = 0.0
     if kind == REVOLUTE or kind == PRISMATIC:
         # never reached: kinematics_pass forms these two kinds itself, fused with X_tree
         # (measured twice as fast as passing them through this function)
         return
-    if kind == CYLINDRICAL:
-        # q = [d, theta]: translation and rotation about the same axis (S^T a = a)
-        rodrigues(a, q[qa + 1], R)
-        for k in range(3):
-            p[k] = a[k] * q[qa]
-        _zero6(S[va])
-        _zero6(S[va + 1])
-        S[va, 0], S[va, 1], S[va, 2] = a[0], a[1], a[2]
-        S[va + 1, 3], S[va + 1, 4], S[va + 1, 5] = a[0], a[1], a[2]
-    elif kind == UNIVERSAL:
-        # R = R(a1, q1) R(a2, q2); w = R2^T a1 q1' + a2 q2'  ->  S = [0; R2^T a1 | 0; a2]
-        rodrigues(a, q[qa], R)
-        rodrigues(a2, q[qa + 1], T)
-        b0 = T[0, 0] * a[0] + T[1, 0] * a[1] + T[2, 0] * a[2]
-        b1 = T[0, 1] * a[0] + T[1, 1] * a[1] + T[2, 1] * a[2]
-        b2 = T[0, 2] * a[0] + T[1, 2] * a[1] + T[2, 2] * a[2]
-        _matmul3_inplace(R, T)
-        _zero6(S[va])
-        _zero6(S[va + 1])
-        S[va, 3], S[va, 4], S[va, 5] = b0, b1, b2
-        S[va + 1, 3], S[va + 1, 4], S[va + 1, 5] = a2[0], a2[1], a2[2]
-        if has_v:
-            # S' q' = d/dt(R2^T a1) q1' = (R2^T a1 x a2) q1' q2'
-            w = v[va] * v[va + 1]
-            cJ[3] = (b1 * a2[2] - b2 * a2[1]) * w
-            cJ[4] = (b2 * a2[0] - b0 * a2[2]) * w
-            cJ[5] = (b0 * a2[1] - b1 * a2[0]) * w
-    elif kind == SPHERICAL:
-        quat_to_rot(q, qa, R)
-        for k in range(3):
-            _zero6(S[va + k])
-            S[va + k, 3 + k] = 1.0
+    if kind == SPHERICAL or kind == FREE:
+        # Nakamura and Yamane 2000 sec. 2.5: the floating base as one 6-DoF joint, S = 1;
+        # a ball joint: the rotation of its quaternion, S = [0; 1]
+        free = kind == FREE
+        quat_to_rot(q, qa + 3 if free else qa, R)
+        if free:
+            for k in range(3):
+                p[k] = q[qa + k]
+        _unit_columns(S, va, 6 if free else 3, 0 if free else 3)
+    elif kind == CYLINDRICAL or kind == UNIVERSAL:
+        # cylindrical, q = [d, theta]: translation and rotation about the same axis (S^T a = a);
+        # universal: R = R(a1, q1) R(a2, q2); w = R2^T a1 q1' + a2 q2' -> S = [0; R2^T a1 | 0; a2]
+        cyl = kind == CYLINDRICAL
+        rodrigues(a, q[qa + 1] if cyl else q[qa], R)
+        if cyl:
+            for k in range(3):
+                p[k] = a[k] * q[qa]
+            _axis_columns(S, va, 2, 0, 3, a)
+        else:
+            rodrigues(a2, q[qa + 1], T)
+            b0 = T[0, 0] * a[0] + T[1, 0] * a[1] + T[2, 0] * a[2]
+            b1 = T[0, 1] * a[0] + T[1, 1] * a[1] + T[2, 1] * a[2]
+            b2 = T[0, 2] * a[0] + T[1, 2] * a[1] + T[2, 2] * a[2]
+            _matmul3_inplace(R, T)
+            _axis_columns(S, va, 2, 3, 0, a2)      # [0; a2] twice, the first overwritten next
+            S[va, 3], S[va, 4], S[va, 5] = b0, b1, b2
+            if has_v:
+                # S' q' = d/dt(R2^T a1) q1' = (R2^T a1 x a2) q1' q2'
+                w = v[va] * v[va + 1]
+                cJ[3] = (b1 * a2[2] - b2 * a2[1]) * w
+                cJ[4] = (b2 * a2[0] - b0 * a2[2]) * w
+                cJ[5] = (b0 * a2[1] - b1 * a2[0]) * w
     elif kind == SPHERICAL_ZYX:
         # Baerlocher and Boulic 2001: R = Rz(z) Ry(y) Rx(x); w = S [z', y', x'] with
         # S = [[-sy, 0, 1], [cy sx, cx, 0], [cy cx, -sx, 0]] (child frame)
@@ -122,11 +149,10 @@ def jcalc(kind, a, a2, q, qa, v, va, has_v, R, p, S, vJ, cJ, T):
         R[2, 0] = -sy
         R[2, 1] = cy * sx
         R[2, 2] = cy * cx
-        for k in range(3):
-            _zero6(S[va + k])
+        _unit_columns(S, va, 3, 3)            # (rows 0, 1 overwritten next)
         S[va, 3], S[va, 4], S[va, 5] = -sy, cy * sx, cy * cx
         S[va + 1, 4], S[va + 1, 5] = cx, -sx
-        S[va + 2, 3] = 1.0
+        S[va + 2, 3], S[va + 2, 5] = 1.0, 0.0
         if has_v:
             dz, dy, dx = v[va], v[va + 1], v[va + 2]
             cJ[3] = -cy * dy * dz
@@ -138,18 +164,8 @@ def jcalc(kind, a, a2, q, qa, v, va, has_v, R, p, S, vJ, cJ, T):
         _eye3(R)
         R[0, 0], R[0, 1], R[1, 0], R[1, 1] = c, -s, s, c
         p[0], p[1] = q[qa], q[qa + 1]
-        for k in range(3):
-            _zero6(S[va + k])
-        S[va, 0] = 1.0
-        S[va + 1, 1] = 1.0
-        S[va + 2, 5] = 1.0
-    elif kind == FREE:
-        # Nakamura and Yamane 2000 sec. 2.5: the floating base as one 6-DoF joint; S = 1
-        quat_to_rot(q, qa + 3, R)
-        p[0], p[1], p[2] = q[qa], q[qa + 1], q[qa + 2]
-        for k in range(6):
-            _zero6(S[va + k])
-            S[va + k, k] = 1.0
+        _unit_columns(S, va, 3, 0)
+        S[va + 2, 2], S[va + 2, 5] = 0.0, 1.0
     if has_v:
         nvj = _joint_nv(kind)
         for k in range(nvj):

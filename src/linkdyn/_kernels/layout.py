@@ -10,16 +10,18 @@ and every workspace of one evaluation (the "data" of Pinocchio) as one float64 b
 A model's own ``mi``, ``mf`` and single-state ``ws`` are views into one buffer (``pack``), so
 that the hottest entry points take that one array instead of three (``unpack_packed``).
 ``unpack_model`` / ``unpack_data`` turn the buffers back into named views inside a kernel at
-no cost (``carray`` views over the caller's buffer: unlike ``reshape`` views they carry no
+no cost (``carray``-like views over the caller's buffer, built by the ``_view`` intrinsic: unlike ``reshape`` views they carry no
 reference count, which made unpacking cost ~1 us per call); the Python ``Model`` exposes the very same views as read-only attributes.  The order
 of the segments is defined once here and nowhere else.
 """
 from __future__ import annotations
 
 import numpy as np
-from numba import carray, njit, types
+from numba import njit, types
+from numba.core.errors import TypingError
 from numba.core.imputils import impl_ret_borrowed
 from numba.extending import intrinsic
+from numba.np.arrayobj import np_cfarray
 
 # --- integer rows of mi, each of shape (nbody,) -----------------------------------------
 PARENT, JTYPE, QADR, VADR, JNQ, JNV, JAXIS, SUBTREE_END = range(8)
@@ -91,19 +93,6 @@ def views(buf: np.ndarray, fields, nb: int, nv: int) -> dict:
 
 
 @intrinsic
-def _address(typingctx, arr, offset):
-    """Pointer to ``arr.flat[offset]`` (arr C-contiguous; the caller keeps arr alive)."""
-    sig = types.CPointer(arr.dtype)(arr, offset)
-
-    def codegen(context, builder, signature, args):
-        ary = context.make_array(signature.args[0])(context, builder, args[0])
-        # inside parallel loops Numba sometimes hands the offset over as a float
-        index = context.cast(builder, args[1], signature.args[1], types.intp)
-        return builder.gep(ary.data, [index])
-    return sig, codegen
-
-
-@intrinsic
 def _int_address(typingctx, arr, offset):
     """Pointer to ``arr.flat[offset]`` read as int64 (arr a C-contiguous float64 buffer whose
     slots from there on hold int64 bit patterns, written through ``view(np.int64)``)."""
@@ -117,10 +106,74 @@ def _int_address(typingctx, arr, offset):
     return sig, codegen
 
 
-@njit(inline="always", cache=True)
-def _view(buf, o, shape):
-    """A C-contiguous view of buf[o:o + prod(shape)] with the given shape."""
-    return carray(_address(buf, o), shape)
+def _view_codegen(as_int):
+    def codegen(context, builder, signature, args):
+        buf_t, off_t, shape_t = signature.args
+        ary = context.make_array(buf_t)(context, builder, args[0])
+        index = context.cast(builder, args[1], off_t, types.intp)
+        ptr = builder.gep(ary.data, [index])
+        if as_int:
+            ptr = builder.bitcast(ptr, context.get_value_type(types.CPointer(types.int64)))
+        ptr_t = types.CPointer(signature.return_type.dtype)
+        return np_cfarray(context, builder, signature.return_type(ptr_t, shape_t), (ptr, args[2]))
+    return codegen
+
+
+def _view_type(shape, dtype):
+    if not (isinstance(shape, types.BaseTuple) and all(isinstance(t, types.Integer) for t in shape)):
+        raise TypingError(f"_view: the shape must be a tuple of integers, got {shape}")
+    return types.Array(dtype, len(shape), "C")
+
+
+@intrinsic
+def _view(typingctx, buf, o, shape):
+    """A C-contiguous view of buf[o:o + prod(shape)] with the given shape (buf C-contiguous;
+    the caller keeps it alive): what ``carray`` of a pointer to ``buf.flat[o]`` gives, built in one
+    step: an intrinsic is typed and lowered once per call site, where the inlined ``carray``
+    call cost Numba's typing and lowering about 7 ms more at each of the ~30 views a kernel
+    unpacks (0.59 s -> 0.36 s of CPU for a kernel that unpacks a model and its workspace)."""
+    return _view_type(shape, buf.dtype)(buf, o, shape), _view_codegen(False)
+
+
+@intrinsic
+def _int_view(typingctx, buf, o, shape):
+    """``_view`` of int64 slots of the float64 buffer ``buf`` (bit patterns written through
+    ``view(np.int64)``), as ``carray(_int_address(buf, o), shape)``."""
+    return _view_type(shape, types.int64)(buf, o, shape), _view_codegen(True)
+
+
+def _segments(fields, what):
+    """An intrinsic ``views(buf, nb, nv)`` -> the tuple of C-contiguous views of the segments
+    ``fields`` [(name, shape(nb, nv))] laid one after another from buf's start (as ``_view`` of
+    each at its running offset), built in one call: one call site to type and lower instead of
+    a ``_view`` call, its shape tuple and its offset arithmetic per segment."""
+    dims = [shape("nb", "nv") for _, shape in fields]
+
+    @intrinsic
+    def views(typingctx, buf, nb, nv):
+        rets = [types.Array(buf.dtype, len(d), "C") for d in dims]
+
+        def codegen(context, builder, signature, args):
+            intp = types.intp
+            ary = context.make_array(signature.args[0])(context, builder, args[0])
+            sym = {"nb": context.cast(builder, args[1], signature.args[1], intp),
+                   "nv": context.cast(builder, args[2], signature.args[2], intp)}
+            off = context.get_constant(intp, 0)
+            out = []
+            for d, rt in zip(dims, rets):
+                shape = [sym[x] if isinstance(x, str) else context.get_constant(intp, x) for x in d]
+                shape_t = types.UniTuple(intp, len(d))
+                ptr_t = types.CPointer(rt.dtype)
+                out.append(np_cfarray(context, builder, rt(ptr_t, shape_t),
+                                      (builder.gep(ary.data, [off]), context.make_tuple(builder, shape_t, shape))))
+                size = shape[0]
+                for x in shape[1:]:
+                    size = builder.mul(size, x)
+                off = builder.add(off, size)
+            return context.make_tuple(builder, signature.return_type, out)
+        return types.Tuple(rets)(buf, nb, nv), codegen
+    views.__doc__ = f"The views of {what} (``_segments``)."
+    return views
 
 
 # --- one buffer for a model and its workspace ---------------------------------------------
@@ -160,9 +213,9 @@ def unpack_packed(buf):
     """(mi, mf, ws) views of a buffer made by :func:`pack`, typed as the Model's own
     arrays (mi, mf read-only), so that a kernel called on them is the very compiled
     version the other entry points use, not a second one."""
-    h = carray(_int_address(buf, 0), (HEADER,))
+    h = _int_view(buf, 0, (HEADER,))
     nb, o_mf, n_mf, o_ws, n_ws = h[0], h[1], h[2], h[3], h[4]
-    return (_as_readonly(carray(_int_address(buf, HEADER), (N_INT_ROWS, nb))),
+    return (_as_readonly(_int_view(buf, HEADER, (N_INT_ROWS, nb))),
             _as_readonly(_view(buf, o_mf, (n_mf,))), _view(buf, o_ws, (n_ws,)))
 
 
@@ -180,20 +233,18 @@ def model_sizes(mi):
     return nb, nq, nv
 
 
+_MODEL_ROWS = _segments([(name, lambda nb, nv: (nb,)) for name in INT_FIELDS[:JNV + 1]], "mi's first rows")
+_MODEL_FLOATS = _segments(FLOAT_FIELDS[:7], "mf's first segments (jnt_axis to gravity)")
+_DATA = _segments(DATA_FIELDS, "a workspace (DATA_FIELDS)")
+
+
 @njit(inline="always", cache=True)
 def unpack_model(mi, mf):
     """Named views of a packed model; order as in FLOAT_FIELDS."""
     nb, nq, nv = model_sizes(mi)
-    axis = _view(mf, 0, (nb, 3))
-    axis2 = _view(mf, 3 * nb, (nb, 3))
-    R_tree = _view(mf, 6 * nb, (nb, 3, 3))
-    p_tree = _view(mf, 15 * nb, (nb, 3))
-    inertia = _view(mf, 18 * nb, (nb, 6, 6))
-    armature = _view(mf, 54 * nb, (nv,))
-    gravity = _view(mf, 54 * nb + nv, (3,))
-    return (_view(mi, PARENT * nb, (nb,)), _view(mi, JTYPE * nb, (nb,)), _view(mi, QADR * nb, (nb,)),
-            _view(mi, VADR * nb, (nb,)), _view(mi, JNQ * nb, (nb,)), _view(mi, JNV * nb, (nb,)),
-            axis, axis2, R_tree, p_tree, inertia, armature, gravity)
+    parent, jtype, qadr, vadr, jnq, jnv = _MODEL_ROWS(mi, nb, nv)
+    axis, axis2, R_tree, p_tree, inertia, armature, gravity = _MODEL_FLOATS(mf, nb, nv)
+    return parent, jtype, qadr, vadr, jnq, jnv, axis, axis2, R_tree, p_tree, inertia, armature, gravity
 
 
 @njit(inline="always", cache=True)
@@ -229,27 +280,9 @@ def subtree_ends(mi):
 
 @njit(inline="always", cache=True)
 def unpack_data(ws, nb, nv):
-    """Named views of a workspace buffer; order as in DATA_FIELDS."""
-    o1 = 0
-    oR = _view(ws, o1, (nb, 3, 3)); o1 += 9 * nb
-    op = _view(ws, o1, (nb, 3)); o1 += 3 * nb
-    liR = _view(ws, o1, (nb, 3, 3)); o1 += 9 * nb
-    lip = _view(ws, o1, (nb, 3)); o1 += 3 * nb
-    vel = _view(ws, o1, (nb, 6)); o1 += 6 * nb
-    acc = _view(ws, o1, (nb, 6)); o1 += 6 * nb
-    frc = _view(ws, o1, (nb, 6)); o1 += 6 * nb
-    S = _view(ws, o1, (nv, 6)); o1 += 6 * nv
-    vJ = _view(ws, o1, (nb, 6)); o1 += 6 * nb
-    cJ = _view(ws, o1, (nb, 6)); o1 += 6 * nb
-    I6 = _view(ws, o1, (nb, 6, 6)); o1 += 36 * nb
-    pA = _view(ws, o1, (nb, 6)); o1 += 6 * nb
-    U = _view(ws, o1, (nv, 6)); o1 += 6 * nv
-    Dinv = _view(ws, o1, (nv, 6)); o1 += 6 * nv
-    u = _view(ws, o1, (nv,)); o1 += nv
-    tmp = _view(ws, o1, (nb, 6)); o1 += 6 * nb
-    W6 = _view(ws, o1, (2, 6, 6)); o1 += 72
-    W3 = _view(ws, o1, (3, 3, 3))
-    return oR, op, liR, lip, vel, acc, frc, S, vJ, cJ, I6, pA, U, Dinv, u, tmp, W6, W3
+    """Named views of a workspace buffer; order as in DATA_FIELDS: oR, op, liR, lip, vel, acc,
+    frc, S, vJ, cJ, I6, pA, U, Dinv, u, tmp, W6, W3."""
+    return _DATA(ws, nb, nv)
 
 
 # --- loop closures (linkdyn.loops): the solver's workspace and the loops in one buffer ---------------

@@ -17,7 +17,7 @@ import numpy as np
 
 from numba import njit, types
 
-from . import njit_on_first_use
+from . import INTERNAL, njit_on_first_use
 from .kinds import FREE, PRISMATIC, REVOLUTE, SPHERICAL
 from .jcalc import jcalc, rodrigues
 from .layout import axis_ids, model_sizes, subtree_ends, unpack_data, unpack_model
@@ -53,10 +53,8 @@ _MI = types.Array(types.int64, 2, "C", readonly=True)
 _VEC = types.Array(types.float64, 1, "A")
 
 
-@njit_on_first_use(types.int64(_MI, _VEC), cache=True)
-def check_q(mi, q):
-    """BAD_SHAPE if q is not of length nq, BAD_Q if it has a NaN/inf, BAD_QUAT if a
-    quaternion is not of unit norm, else OK."""
+@njit(inline="always", cache=True)
+def _check_q(mi, q):
     if q.shape[0] != model_sizes(mi)[1]:
         return BAD_SHAPE
     if not all_finite(q):
@@ -72,10 +70,19 @@ def check_q(mi, q):
     return OK
 
 
+@njit_on_first_use(types.int64(_MI, _VEC), cache=True)
+def check_q(mi, q):
+    """BAD_SHAPE if q is not of length nq, BAD_Q if it has a NaN/inf, BAD_QUAT if a
+    quaternion is not of unit norm, else OK."""
+    return _check_q(mi, q)
+
+
+# check_q's body inlined, not called: a compiled level of its own cost the first rnea 0.2 s
+# (its compile, and LLVM optimizing and emitting its code again in this function)
 @njit_on_first_use(types.int64(_MI, _VEC, _VEC, _VEC, types.boolean), cache=True)
 def check_inputs(mi, q, v, a, need_a):
     """Check q, v (length nv) and, if ``need_a``, a (length nv)."""
-    st = check_q(mi, q)
+    st = _check_q(mi, q)
     if st != OK:
         return st
     nv = model_sizes(mi)[2]
@@ -101,10 +108,19 @@ def _tree_times_axis_rotation(Rt, k, c, s, out):
         out[r, k2] = c * y - s * x
 
 
-# not inline="always": Numba's IR-level inlining of this large function into its one caller
-# doubled the compile time of the kinematics pass (14 s -> 7 s of CPU without it),
-# and the per-call times are unchanged (measured on UR5 and Talos)
-@njit(cache=True)
+# One compiled signature for every caller (explicit: arrays of any layout convert to these), so
+# that the pass, the biggest piece of code in linkdyn, compiles once and not once per caller's
+# array layouts or literal flags (~13 s each on a cold cache); compiled on first use, not at import.
+# Not inline="always": Numba's IR-level inlining of this large function into its callers
+# doubled the compile time of the kinematics pass (14 s -> 7 s of CPU without it), and the
+# per-call times are unchanged (measured on UR5 and Talos)
+_ARR = types.Array(types.float64, 1, "A")
+_PASS_SIG = (types.Array(types.int64, 2, "C", readonly=True), types.Array(types.float64, 1, "C", readonly=True),
+             types.Array(types.float64, 1, "C"), _ARR, _ARR, _ARR, types.int64, types.boolean, types.boolean,
+             types.int64)
+
+
+@njit_on_first_use(types.void(*_PASS_SIG), cache=True, **INTERNAL)
 def forward_pass(mi, mf, ws, q, v, a, level, world, with_gravity, target):
     """Fill liMi (and oMi if ``world``), S, vJ, cJ, and for ``level`` >= VEL the body
     velocities, for ``level`` == ACC the accelerations.  With ``with_gravity`` the world
@@ -218,23 +234,18 @@ def _matmul3(A, B, out):
             out[r, c] = A[r, 0] * B[0, c] + A[r, 1] * B[1, c] + A[r, 2] * B[2, c]
 
 
-# One compiled signature for every caller (explicit: arrays of any layout convert to these), so
-# that the pass, the biggest piece of code in linkdyn, compiles once and not once per caller's
-# array layouts or literal flags (~13 s each on a cold cache); compiled on first use, not at import
-_ARR = types.Array(types.float64, 1, "A")
-_PASS_SIG = (types.Array(types.int64, 2, "C", readonly=True), types.Array(types.float64, 1, "C", readonly=True),
-             types.Array(types.float64, 1, "C"), _ARR, _ARR, _ARR, types.int64, types.boolean, types.boolean)
-
-
-@njit_on_first_use(types.void(*_PASS_SIG, types.int64), cache=True)
+# The two entries into the pass are inlined into their callers (a few statements each), so that
+# a kernel calls the compiled pass directly: each compiled level between a kernel and the pass
+# (these two were, each a function of its own) links the pass's code into its own and has LLVM
+# optimize and emit all of it again, about 0.4 s of a cold first ``rnea`` each.
+@njit(inline="always", cache=True)
 def support_pass(mi, mf, ws, q, v, a, level, world, with_gravity, target):
     """``forward_pass`` of the bodies that support body ``target``."""
     forward_pass(mi, mf, ws, q, v, a, level, world, with_gravity, target)
 
 
-@njit_on_first_use(types.void(*_PASS_SIG), cache=True)
+@njit(inline="always", cache=True)
 def kinematics_pass(mi, mf, ws, q, v, a, level, world, with_gravity):
-    """``forward_pass`` of every body (through ``support_pass``: the pass is compiled once, not
-    once per entry; callers pass ``np.int64``/``np.bool_`` flags and mutable arrays so that Numba
-    compiles one signature for all of them, not one per literal value: ~13 s each)."""
-    support_pass(mi, mf, ws, q, v, a, level, world, with_gravity, np.int64(-1))
+    """``forward_pass`` of every body (callers pass ``np.int64``/``np.bool_`` flags and mutable
+    arrays: the pass has one compiled signature for all of them, not one per literal value)."""
+    forward_pass(mi, mf, ws, q, v, a, level, world, with_gravity, np.int64(-1))

@@ -20,18 +20,19 @@ def _block(M, r, c):
 def motion_inv_act(R, p, v, out):
     """out = X^-1 v: motion v in frame a -> frame b; lin = R^T (v - p x w), ang = R^T w."""
     # every input is read into a local before the first store: the arrays are views of one
-    # buffer, so the compiler must otherwise assume a store may change them and reload
+    # buffer, so the compiler must otherwise assume a store may change them and reload.
+    # A loop over the columns of R (each element read once, LLVM unrolls it): written out,
+    # its 18 constant-index reads cost Numba's typing and lowering ~1 ms each per call site
     wx, wy, wz = v[3], v[4], v[5]
     lx = v[0] - (p[1] * wz - p[2] * wy)
     ly = v[1] - (p[2] * wx - p[0] * wz)
     lz = v[2] - (p[0] * wy - p[1] * wx)
-    r00, r01, r02, r10, r11, r12, r20, r21, r22 = _block(R, 0, 0)
-    out[0] = r00 * lx + r10 * ly + r20 * lz
-    out[1] = r01 * lx + r11 * ly + r21 * lz
-    out[2] = r02 * lx + r12 * ly + r22 * lz
-    out[3] = r00 * wx + r10 * wy + r20 * wz
-    out[4] = r01 * wx + r11 * wy + r21 * wz
-    out[5] = r02 * wx + r12 * wy + r22 * wz
+    for k in range(3):
+        r0, r1, r2 = R[0, k], R[1, k], R[2, k]
+        a = r0 * lx + r1 * ly + r2 * lz
+        b = r0 * wx + r1 * wy + r2 * wz
+        out[k] = a
+        out[3 + k] = b
 
 
 @njit(**_opts)
@@ -112,14 +113,12 @@ def force_cross_add(v, f, out):
 @njit(**_opts)
 def mat6_vec(M, x, out):
     """out = M x for a 6x6 M."""
+    # x is read into locals before the first store (out may share x's buffer); a loop over
+    # the rows (LLVM unrolls it): written out, its 36 constant-index reads of M cost Numba's
+    # typing and lowering ~1 ms each per call site
     x0, x1, x2, x3, x4, x5 = x[0], x[1], x[2], x[3], x[4], x[5]
-    y0 = M[0, 0] * x0 + M[0, 1] * x1 + M[0, 2] * x2 + M[0, 3] * x3 + M[0, 4] * x4 + M[0, 5] * x5
-    y1 = M[1, 0] * x0 + M[1, 1] * x1 + M[1, 2] * x2 + M[1, 3] * x3 + M[1, 4] * x4 + M[1, 5] * x5
-    y2 = M[2, 0] * x0 + M[2, 1] * x1 + M[2, 2] * x2 + M[2, 3] * x3 + M[2, 4] * x4 + M[2, 5] * x5
-    y3 = M[3, 0] * x0 + M[3, 1] * x1 + M[3, 2] * x2 + M[3, 3] * x3 + M[3, 4] * x4 + M[3, 5] * x5
-    y4 = M[4, 0] * x0 + M[4, 1] * x1 + M[4, 2] * x2 + M[4, 3] * x3 + M[4, 4] * x4 + M[4, 5] * x5
-    y5 = M[5, 0] * x0 + M[5, 1] * x1 + M[5, 2] * x2 + M[5, 3] * x3 + M[5, 4] * x4 + M[5, 5] * x5
-    out[0], out[1], out[2], out[3], out[4], out[5] = y0, y1, y2, y3, y4, y5
+    for r in range(6):
+        out[r] = M[r, 0] * x0 + M[r, 1] * x1 + M[r, 2] * x2 + M[r, 3] * x3 + M[r, 4] * x4 + M[r, 5] * x5
 
 
 @njit(**_opts)

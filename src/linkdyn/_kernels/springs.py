@@ -26,6 +26,8 @@ import math
 
 from numba import njit
 
+from . import INTERNAL
+
 from .jcalc import quat_to_rot
 from .kinds import FREE, PLANAR, SPHERICAL
 from .layout import model_sizes, unpack_model, unpack_springs
@@ -64,7 +66,7 @@ def _any(stiffness, va, n):
     return False
 
 
-@njit(cache=True)
+@njit(cache=True, **INTERNAL)
 def add_spring_torques(mi, mf, q, sign, R, r, out):
     """out += sign * tau_s (tau_s: the torque that holds the springs; MuJoCo's qfrc_spring is
     -tau_s).  R (3, 3), r (3,): scratch.  Returns False when the model has no spring."""
@@ -78,20 +80,21 @@ def add_spring_torques(mi, mf, q, sign, R, r, out):
             continue
         found = True
         kind = jtype[i]
-        if kind == SPHERICAL:
-            _rotation_vector(q, qa, ref[i], r)
+        if kind == SPHERICAL or kind == FREE:
+            # (one inlined copy of the rotation vector for both kinds: each copy costs Numba
+            # typing and lowering when the RNEA first compiles, springs or not)
+            o = 0
+            if kind == FREE:
+                o = 3
+                quat_to_rot(q, qa + 3, R)
+                f0 = stiffness[va] * (q[qa] - ref[i, 0])
+                f1 = stiffness[va + 1] * (q[qa + 1] - ref[i, 1])
+                f2 = stiffness[va + 2] * (q[qa + 2] - ref[i, 2])
+                for k in range(3):
+                    out[va + k] += sign * (R[0, k] * f0 + R[1, k] * f1 + R[2, k] * f2)
+            _rotation_vector(q, qa + o, ref[i, o:], r)
             for k in range(3):
-                out[va + k] += sign * stiffness[va + k] * r[k]
-        elif kind == FREE:
-            quat_to_rot(q, qa + 3, R)
-            f0 = stiffness[va] * (q[qa] - ref[i, 0])
-            f1 = stiffness[va + 1] * (q[qa + 1] - ref[i, 1])
-            f2 = stiffness[va + 2] * (q[qa + 2] - ref[i, 2])
-            for k in range(3):
-                out[va + k] += sign * (R[0, k] * f0 + R[1, k] * f1 + R[2, k] * f2)
-            _rotation_vector(q, qa + 3, ref[i, 3:], r)
-            for k in range(3):
-                out[va + 3 + k] += sign * stiffness[va + 3 + k] * r[k]
+                out[va + o + k] += sign * stiffness[va + o + k] * r[k]
         elif kind == PLANAR:
             c, s = math.cos(q[qa + 2]), math.sin(q[qa + 2])
             fx = stiffness[va] * (q[qa] - ref[i, 0])

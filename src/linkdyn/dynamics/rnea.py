@@ -21,6 +21,7 @@ from numba import njit, prange
 
 from .._api import _F64, _ND, FEXT, MF, MI, OUT1, PACKED, VEC, WS, Entry, as_fext, as_states, run
 from ..model.gears import reduced
+from .._kernels import INTERNAL as _INTERNAL
 from .._kernels.batch import chunk as _chunk, pick as _pick
 from .._kernels.layout import (model_sizes as _model_sizes, no_forces as _no_forces, unpack_data as _unpack_data,
     unpack_joint_terms as _unpack_joint_terms, unpack_model as _unpack_model, unpack_packed as _unpack_packed)
@@ -38,8 +39,8 @@ if TYPE_CHECKING:
 
 
 
-@njit(cache=True)
-def _rnea_kernel(mi, mf, ws, q, v, a, fext, tau):
+@njit(inline="always", cache=True)
+def _rnea_body(mi, mf, ws, q, v, a, fext, tau):
     st = _check_inputs(mi, q, v, a, True)
     if st != OK:
         return st
@@ -51,13 +52,20 @@ def _rnea_kernel(mi, mf, ws, q, v, a, fext, tau):
 
 
 @njit(cache=True)
+def _rnea_kernel(mi, mf, ws, q, v, a, fext, tau):
+    return _rnea_body(mi, mf, ws, q, v, a, fext, tau)
+
+
+# the body inlined, not a call of _rnea_kernel: a compiled level between this entry and the passes
+# would link their code and have LLVM optimize and emit it again (0.5 s of a cold first rnea)
+@njit(cache=True)
 def _rnea_packed(buf, q, v, a, tau):
     """``_rnea_kernel`` without external forces on a model packed in one buffer (Model._packed)."""
     mi, mf, ws = _unpack_packed(buf)
-    return _rnea_kernel(mi, mf, ws, q, v, a, _no_forces(buf), tau)
+    return _rnea_body(mi, mf, ws, q, v, a, _no_forces(buf), tau)
 
 
-@njit(cache=True)
+@njit(cache=True, **_INTERNAL)
 def _rnea_from_kinematics(mi, mf, ws, q, v, a, fext, add_gravity, tau):
     """The force passes of RNEA on the velocities and accelerations a kinematics pass left in
     ``ws``.  With ``add_gravity`` that pass ran without gravity, and gravity is added here, as

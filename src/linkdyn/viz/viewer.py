@@ -8,8 +8,8 @@ The page orbits, pans and zooms (mouse or touch), plays the run with a time slid
 play/pause button and a speed choice, marks the events on the timeline (a click jumps to one),
 and draws the ground, the scene props (bars, ropes, tethers), the contact forces as arrows, the
 loop closures and the model's collision geometry: every geom (``model.geom_*``) and contact
-plane (``model.planes``) on its body, translucent orange, shown or hidden by a checkbox of the
-legend (``#collision=0`` in the URL hides it at load).  The ground is where the physics has it:
+plane (``model.planes``) on its body, translucent orange (a convex mesh geom as its hull's
+triangles), shown or hidden by a checkbox of the legend (``#collision=0`` in the URL hides it at load).  The ground is where the physics has it:
 the model's unbounded world plane with normal +z (the highest, if several) sets the height of
 the page's grid and floor, whatever height a ``ground`` prop gives; without one, as before: the
 prop's height, else a horizontal contact plane of the world, else the lowest point of the
@@ -543,7 +543,9 @@ def collision_items(models, index) -> list:
     (full lengths: a box's edges, a capsule's or cylinder's radius and segment length; a bounded
     plane's two edges), ``p``, ``q`` (position, quaternion [x, y, z, w]) in the body frame,
     ``ext`` a plane's half sizes (None: unbounded), ``ground`` whether it is the ground (an
-    unbounded world plane with normal +z).  Positions are exact (float64, not rounded)."""
+    unbounded world plane with normal +z); a mesh geom's ``v`` its convex hull's vertices in the
+    geom frame (rounded to 1e-6 m) and ``t`` the hull's triangles (rows of ``v``, counter-clockwise
+    seen from outside), which the page draws.  Positions are exact (float64, not rounded)."""
     from ..model.geometry import SHAPE_NAMES
     items, seen = [], set()
     for m in models:
@@ -560,9 +562,11 @@ def collision_items(models, index) -> list:
             item = {"name": name, "src": "geom", "b": body_id(b), "body": bn[b], "k": kind,
                     "s": _geom_size(kind, m.geom_size[g]), "p": [float(x) for x in m.geom_pos[g]],
                     "q": _quat(m.geom_R[g]).tolist(), "ext": None}
-            if kind == "mesh":             # its convex hull's vertices in the geom frame (for the extents)
+            if kind == "mesh":             # its convex hull: vertices in the geom frame and triangles
                 a, n = int(m.geom_vert_adr[g]), int(m.geom_vert_num[g])
-                item["v"] = np.round(np.asarray(m.geom_verts[a:a + n], dtype=float), 6).tolist()
+                V = np.asarray(m.geom_verts[a:a + n], dtype=float)
+                item["v"] = np.round(V, 6).tolist()
+                item["t"] = _hull_triangles(V)
             items.append(item)
         for pl in getattr(m, "planes", ()):
             if body_id(pl.body) is None or ("plane", pl.name) in seen:
@@ -575,6 +579,26 @@ def collision_items(models, index) -> list:
     for it in items:
         it["ground"] = _is_ground(it)
     return items
+
+
+def _hull_triangles(V) -> list:
+    """The triangles [[i, j, k], ...] (rows of ``V``, counter-clockwise seen from outside) of the
+    convex hull of the points ``V`` (n, 3), the shape a convex mesh geom collides as
+    (scipy.spatial.ConvexHull, Barber, Dobkin and Huhdanpaa 1996, qhull); [] when the points
+    span no volume (a flat or degenerate set: the page then draws its points' extents only)."""
+    from scipy.spatial import ConvexHull, QhullError
+    V = np.asarray(V, dtype=float).reshape(-1, 3)
+    if len(V) < 4:
+        return []
+    try:
+        hull = ConvexHull(V)
+    except (QhullError, ValueError):
+        return []
+    tri = np.array(hull.simplices, dtype=np.int64)
+    a, b, c = V[tri[:, 0]], V[tri[:, 1]], V[tri[:, 2]]
+    flip = np.einsum("ij,ij->i", np.cross(b - a, c - a), hull.equations[:, :3]) < 0.0     # outward normals
+    tri[flip] = tri[flip][:, [0, 2, 1]]
+    return tri.tolist()
 
 
 def _item_corners(item) -> np.ndarray:
