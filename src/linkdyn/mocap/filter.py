@@ -108,9 +108,23 @@ def _friction_rows(mu, n, nv):
     return C
 
 
+def _clarabel(H, g, Aeq, beq, C, u, where):
+    import clarabel
+    from scipy import sparse
+    st = clarabel.DefaultSettings()
+    st.verbose = False
+    st.tol_gap_abs = st.tol_gap_rel = st.tol_feas = 1e-10
+    sol = clarabel.DefaultSolver(sparse.csc_matrix(np.triu(H)), g, sparse.csc_matrix(np.vstack([Aeq, C])),
+                                 np.r_[beq, u], [clarabel.ZeroConeT(len(beq)), clarabel.NonnegativeConeT(len(u))],
+                                 st).solve()
+    if str(sol.status) != "Solved":
+        raise RuntimeError(f"dynamics filter: the QP at {where} was not solved (proxsuite, then clarabel: {sol.status})")
+    return np.asarray(sol.x)
+
+
 def dynamics_filter(capture: Capture, *, omega: float = 20.0, zeta: float = 1.0, substeps: int | None = None,
                     max_step: float = 1 / 240, phases: NDArray[np.bool_] | None = None, beta: float = 0.2,
-                    contact_distance: float = 0.001, guard_distance: float = 0.05, stance_weight: float = 100.0,
+                    contact_distance: float = 0.001, guard_distance: float = 0.05, stance_weight: float = 100.0, root_weight: float = 1.0,
                     regularisation: float = 1e-3, progress: bool = False) -> Capture:
     """The capture made physically consistent by the dynamics filter (module docstring).
 
@@ -157,6 +171,9 @@ def dynamics_filter(capture: Capture, *, omega: float = 20.0, zeta: float = 1.0,
         raise ValueError(f"omega: {omega} rad/s is too stiff for steps of {h:g} s (omega h must be <= 1); "
                          f"lower it or pass more substeps")
     kp, kd = omega ** 2, 2 * zeta * omega
+    root_weight = _positive(root_weight, "root_weight")
+    wdiag = np.eye(m.nv)
+    wdiag[:6, :6] *= root_weight
 
     nv = m.nv
     names = [c.name for c in m.contacts]
@@ -224,8 +241,8 @@ def dynamics_filter(capture: Capture, *, omega: float = 20.0, zeta: float = 1.0,
         # objective
         H = np.zeros((nx, nx))
         gv = np.zeros(nx)
-        H[:nv, :nv] = np.eye(nv)
-        gv[:nv] = -a_ref
+        H[:nv, :nv] = wdiag
+        gv[:nv] = -wdiag.diagonal() * a_ref
         on = phases[k][foot_of]
         for i in act:
             if on[i]:
@@ -252,15 +269,15 @@ def dynamics_filter(capture: Capture, *, omega: float = 20.0, zeta: float = 1.0,
             u[5 * nc + r] = dJv[i, 2] + (Vp[i, 2] + (beta if gap[i] <= contact_distance else 1.0) * gap[i] / h) / h
         qp = proxqp.dense.QP(nx, 6, C.shape[0])
         st = qp.settings
-        st.eps_abs, st.eps_rel, st.verbose, st.max_iter = 1e-9, 0.0, False, 100000
+        st.eps_abs, st.eps_rel, st.verbose, st.max_iter = 1e-9, 0.0, False, 3000
         st.eps_primal_inf, st.eps_dual_inf = 1e-15, 1e-15
         qp.init(H, gv, Aeq, beq, C if C.shape[0] else None, np.full(C.shape[0], -1e20) if C.shape[0] else None,
                 u if C.shape[0] else None)
         qp.solve()
-        if qp.results.info.status != proxqp.PROXQP_SOLVED:
-            raise RuntimeError(f"dynamics filter: the QP at t = {s * h:.4f} s was not solved "
-                               f"({qp.results.info.status})")
-        x = qp.results.x
+        if qp.results.info.status == proxqp.PROXQP_SOLVED:
+            x = qp.results.x
+        else:       # ill-conditioned (a hard impact): the interior-point solver, slower but sure
+            x = _clarabel(H, gv, Aeq, beq, C, u, f"t = {s * h:.4f} s")
         a = x[:nv].copy()
         fa = mg * x[nv:].reshape(nc, 3)
         gen = np.zeros(nv)
