@@ -58,7 +58,8 @@ class FilterReport:
     """What the dynamics filter did.  Per simulation step (S steps of ``h`` s): ``t`` (S,),
     ``q`` (S, nq), ``v``, ``a``, ``tau`` (S, nv; the root's 6 rows zero), ``forces`` (S,
     npoints, 3) every sole point's ground force (world frame, N), ``gap`` (S, npoints) each
-    sole point's height above the ground (m).  Per capture frame: ``deviation`` (T, njoints)
+    sole point's height above the ground (m); ``relaxed``: the steps whose QP was infeasible until
+    the non-penetration rows of points that could not push were dropped.  Per capture frame: ``deviation`` (T, njoints)
     each joint's angle |q_cap (-) q| (rad; the root's rotation first) and ``root_deviation``
     (T,) the root's distance from the capture's (m).  ``joint_names``; ``rms_deviation``
     (njoints,) and ``root_rms`` (m) over the clip."""
@@ -70,6 +71,7 @@ class FilterReport:
     tau: NDArray[np.float64]
     forces: NDArray[np.float64]
     gap: NDArray[np.float64]
+    relaxed: NDArray[np.int_]
     joint_names: list[str]
     deviation: NDArray[np.float64]
     root_deviation: NDArray[np.float64]
@@ -92,7 +94,8 @@ class FilterReport:
                 f"joint deviation (deg RMS): mean {rms.mean():.2f}; largest: {worst}\n"
                 f"root residual max {np.abs(self.tau[:, :6]).max():.2e} N|N m; lowest sole point "
                 f"{1e3 * self.gap.min():+.2f} mm; peak ground force "
-                f"{self.forces[..., 2].sum(axis=1).max():.0f} N")
+                f"{self.forces[..., 2].sum(axis=1).max():.0f} N"
+                + (f"; {len(self.relaxed)} step(s) relaxed (infeasible)" if len(self.relaxed) else ""))
 
 
 def _friction_rows(mu, n, nv):
@@ -108,7 +111,7 @@ def _friction_rows(mu, n, nv):
     return C
 
 
-def _clarabel(H, g, Aeq, beq, C, u, where):
+def _clarabel(H, g, Aeq, beq, C, u):
     import clarabel
     from scipy import sparse
     st = clarabel.DefaultSettings()
@@ -118,8 +121,8 @@ def _clarabel(H, g, Aeq, beq, C, u, where):
                                  np.r_[beq, u], [clarabel.ZeroConeT(len(beq)), clarabel.NonnegativeConeT(len(u))],
                                  st).solve()
     if str(sol.status) != "Solved":
-        raise RuntimeError(f"dynamics filter: the QP at {where} was not solved (proxsuite, then clarabel: {sol.status})")
-    return np.asarray(sol.x)
+        return None, str(sol.status)
+    return np.asarray(sol.x), "Solved"
 
 
 def dynamics_filter(capture: Capture, *, omega: float = 20.0, zeta: float = 1.0, substeps: int | None = None,
@@ -198,6 +201,7 @@ def dynamics_filter(capture: Capture, *, omega: float = 20.0, zeta: float = 1.0,
         q[2] -= low
     v = vc[0].copy()
     S = (T - 1) * substeps + 1
+    relaxed = []
     Q, V, A = np.empty((S, m.nq)), np.empty((S, nv)), np.empty((S, nv))
     TAU, F, GAP = np.empty((S, nv)), np.zeros((S, npt, 3)), np.empty((S, npt))
     root = slice(0, 6)
@@ -277,7 +281,16 @@ def dynamics_filter(capture: Capture, *, omega: float = 20.0, zeta: float = 1.0,
         if qp.results.info.status == proxqp.PROXQP_SOLVED:
             x = qp.results.x
         else:       # ill-conditioned (a hard impact): the interior-point solver, slower but sure
-            x = _clarabel(H, gv, Aeq, beq, C, u, f"t = {s * h:.4f} s")
+            x, status = _clarabel(H, gv, Aeq, beq, C, u)
+            if x is None and nc < guard.size:
+                # infeasible: a point that cannot push (above contact_distance) cannot be stopped
+                # either (a straight leg cannot pull its foot up); its row is dropped this step
+                keep = np.r_[np.arange(5 * nc), 5 * nc + np.flatnonzero(gap[guard] < contact_distance)]
+                x, status = _clarabel(H, gv, Aeq, beq, C[keep], u[keep])
+                relaxed.append(s)
+            if x is None:
+                raise RuntimeError(f"dynamics filter: the QP at t = {s * h:.4f} s was not solved (proxsuite, "
+                                   f"then clarabel: {status})")
         a = x[:nv].copy()
         fa = mg * x[nv:].reshape(nc, 3)
         gen = np.zeros(nv)
@@ -296,6 +309,6 @@ def dynamics_filter(capture: Capture, *, omega: float = 20.0, zeta: float = 1.0,
     for c, jn in enumerate(joints):
         sl = m.v_slice(jn)
         dev[:, c] = np.linalg.norm(dq[:, sl.stop - 3:sl.stop], axis=1)
-    report = FilterReport(h, np.arange(S) * h, Q, V, A, TAU, F, GAP, joints, dev,
+    report = FilterReport(h, np.arange(S) * h, Q, V, A, TAU, F, GAP, np.array(relaxed, dtype=int), joints, dev,
                           np.linalg.norm(qo[:, :3] - qc[:, :3], axis=1))
     return replace(capture, q=qo, v=vo, a=ao, _phases=None, filter=report)
