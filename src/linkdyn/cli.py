@@ -458,7 +458,7 @@ def _phase_runs(down):
 
 def _mocap(args) -> int:
     """Read a BVH capture, find its ground reactions and joint torques, print a summary and
-    write the table (issue 26)."""
+    write the table (issue 26); with ``--filter`` run the dynamics filter and print its deviation."""
     import csv
     from pathlib import Path
 
@@ -516,6 +516,13 @@ def _mocap(args) -> int:
             row += list(res.tau[k])
             w.writerow([f"{x:.9g}" if isinstance(x, float) else x for x in row])
     print(f"table written to {out}")
+    if args.filter:
+        t3 = time.perf_counter()
+        filt = mocap.dynamics_filter(cap, phases=res.phases, progress=not args.quiet and len(cap.t) > 2000)
+        t4 = time.perf_counter()
+        print(filt.filter.summary())
+        print(f"time: dynamics filter {t4 - t3:.2f} s for {T * cap.dt:.2f} s of capture "
+              f"({T * cap.dt / (t4 - t3):.2f} x real time)")
     return 0
 
 
@@ -617,6 +624,8 @@ def main(argv=None) -> int:
     mc.add_argument("--solver", default="proxsuite", choices=["proxsuite", "clarabel", "osqp"],
                     help="the QP solver of the ground reactions (default proxsuite)")
     mc.add_argument("--out", default=".", help="folder for mocap.csv (default: here)")
+    mc.add_argument("--filter", action="store_true",
+                    help="also run the dynamics filter (Yamane and Nakamura 2003) and print its deviation")
     mc.add_argument("--quiet", action="store_true", help="no progress bar")
     mc.set_defaults(func=_mocap)
     args = p.parse_args(argv)

@@ -81,6 +81,8 @@ class Capture:
     height: float
     ground: float = 0.0
     _phases: NDArray[np.bool_] | None = field(default=None, repr=False)
+    #: a filtered motion's :class:`linkdyn.mocap.filter.FilterReport` (None for a capture as read)
+    filter: object = field(default=None, repr=False)
 
     @property
     def dt(self) -> float:

@@ -1,0 +1,314 @@
+"""The dynamics filter (Yamane and Nakamura 2003): a capture made physically consistent.
+
+Yamane, K. and Nakamura, Y. (2003), "Dynamics filter -- concept and implementation of online
+motion generator for human figures", IEEE Trans. Robotics and Automation 19(3):421-432.  A
+forward simulation of the capture figure tracks the capture; at every step a convex QP picks
+the accelerations and ground forces closest to what the capture asks for among those that the
+figure's equations of motion, with an unactuated root, allow.
+
+Each step (time step h, the state q, v):
+
+1. **Reference** (a PD law on the capture, Yamane and Nakamura 2003, Sec. III-A):
+   a_ref = a_cap + K_d (v_cap - v) + K_p (q_cap (-) q), with (-) :func:`linkdyn.difference` on
+   the configuration manifold (the free root and the ball joints), K_p = omega^2,
+   K_d = 2 zeta omega.  Between two frames the capture is extrapolated from the earlier one,
+   q_cap(t_k + s) = q_k (+) (s v_k + s^2/2 a_k).
+2. **QP** over x = [a (nv); f (3 per candidate sole point, world frame)] (proxsuite's dense ProxQP,
+   as :func:`linkdyn.mocap.inverse_dynamics` uses)::
+
+       min  ||a - a_ref||^2_W + w_c sum_stance ||J_i a + dJ_i v - a_i*||^2 + eps ||f / (m g)||^2
+       s.t. M[:6] a + h[:6] = J[:, :6]^T f           (the root is unactuated: 6 equalities)
+            f_z >= 0,  |f_x|, |f_y| <= mu f_z       (the friction pyramid enclosing the cone)
+            n^T (J_i a + dJ_i v) >= -(n^T v_i + beta_i d_i / h) / h   (every point near the ground)
+
+   M (CRBA) and h (RNEA at a = 0) are linkdyn's compiled kernels; J_i is the world Jacobian of
+   sole point i, dJ_i v its acceleration at a = 0, d_i its height above the ground.  Forces
+   may act only at points within ``contact_distance`` (1 mm) of the ground; the
+   non-penetration rows hold at every point within ``guard_distance``.  They are a discrete
+   Baumgarte stabilisation (Baumgarte 1972): after the semi-implicit step the height is
+   d' = d + h v_n' >= (1 - beta_i) d, with beta_i = beta (0.2) for a point in contact, whose
+   penetration, if any, is pushed out at beta d / h, and beta_i = 1 for a point still above
+   contact_distance, which may land on the ground in one step but not go through it.  A point that is down (within ``contact_distance``) while
+   its foot is in a stance phase of the capture (:func:`linkdyn.mocap.contact_phases`) should
+   not slide or leave the ground: a_i* = -(v_i + beta d_i n / h) / h is asked of it with the
+   heavy weight w_c.  (Asking it as an equality makes the QP infeasible: four sole points of
+   one rigid foot have more acceleration equations than the foot has freedoms, and the
+   Baumgarte targets of four slightly uneven points are not a rigid motion.)
+3. **Integration**: semi-implicit Euler on the manifold, v' = v + h a, q' = q (+) h v'.
+
+The joint torques are the other rows, tau = M a + h - J^T f; the root's rows are zero (to the
+QP's tolerance, 1e-9 here) by construction.  The figure of :func:`linkdyn.mocap.load_bvh` has
+no joint limits, so the QP has no limit rows.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+import numpy as np
+from numpy.typing import NDArray
+
+from .. import model as _m
+from ..dynamics import crba, nonlinear_effects
+from ..kinematics import forward_kinematics, jacobian
+from .capture import Capture, MocapError, _positive, _sole_points, contact_phases
+
+
+@dataclass
+class FilterReport:
+    """What the dynamics filter did.  Per simulation step (S steps of ``h`` s): ``t`` (S,),
+    ``q`` (S, nq), ``v``, ``a``, ``tau`` (S, nv; the root's 6 rows zero), ``forces`` (S,
+    npoints, 3) every sole point's ground force (world frame, N), ``gap`` (S, npoints) each
+    sole point's height above the ground (m); ``relaxed``: the steps whose QP was infeasible until
+    the non-penetration rows of points that could not push were dropped.  Per capture frame: ``deviation`` (T, njoints)
+    each joint's angle |q_cap (-) q| (rad; the root's rotation first) and ``root_deviation``
+    (T,) the root's distance from the capture's (m).  ``joint_names``; ``rms_deviation``
+    (njoints,) and ``root_rms`` (m) over the clip."""
+    h: float
+    t: NDArray[np.float64]
+    q: NDArray[np.float64]
+    v: NDArray[np.float64]
+    a: NDArray[np.float64]
+    tau: NDArray[np.float64]
+    forces: NDArray[np.float64]
+    gap: NDArray[np.float64]
+    relaxed: NDArray[np.int_]
+    joint_names: list[str]
+    deviation: NDArray[np.float64]
+    root_deviation: NDArray[np.float64]
+
+    @property
+    def rms_deviation(self) -> NDArray[np.float64]:
+        return np.sqrt(np.mean(self.deviation ** 2, axis=0))
+
+    @property
+    def root_rms(self) -> float:
+        return float(np.sqrt(np.mean(self.root_deviation ** 2)))
+
+    def summary(self) -> str:
+        """A few lines: the root path's and the joints' deviation from the capture."""
+        rms = np.degrees(self.rms_deviation)
+        order = np.argsort(rms)[::-1][:5]
+        worst = ", ".join(f"{self.joint_names[i]} {rms[i]:.1f}" for i in order)
+        return (f"dynamics filter: {len(self.t)} steps of {1e3 * self.h:g} ms; root path deviation "
+                f"{100 * self.root_rms:.2f} cm RMS, {100 * self.root_deviation.max():.2f} cm max\n"
+                f"joint deviation (deg RMS): mean {rms.mean():.2f}; largest: {worst}\n"
+                f"root residual max {np.abs(self.tau[:, :6]).max():.2e} N|N m; lowest sole point "
+                f"{1e3 * self.gap.min():+.2f} mm; peak ground force "
+                f"{self.forces[..., 2].sum(axis=1).max():.0f} N"
+                + (f"; {len(self.relaxed)} step(s) relaxed (infeasible)" if len(self.relaxed) else ""))
+
+
+def _friction_rows(mu, n, nv):
+    """C x <= 0 rows of the friction pyramid on the f block (x = [a; f]), 5 rows a point."""
+    C = np.zeros((5 * n, nv + 3 * n))
+    for i in range(n):
+        r, c = 5 * i, nv + 3 * i
+        C[r, c], C[r, c + 2] = 1.0, -mu[i]
+        C[r + 1, c], C[r + 1, c + 2] = -1.0, -mu[i]
+        C[r + 2, c + 1], C[r + 2, c + 2] = 1.0, -mu[i]
+        C[r + 3, c + 1], C[r + 3, c + 2] = -1.0, -mu[i]
+        C[r + 4, c + 2] = -1.0
+    return C
+
+
+def _clarabel(H, g, Aeq, beq, C, u):
+    import clarabel
+    from scipy import sparse
+    st = clarabel.DefaultSettings()
+    st.verbose = False
+    st.tol_gap_abs = st.tol_gap_rel = st.tol_feas = 1e-10
+    sol = clarabel.DefaultSolver(sparse.csc_matrix(np.triu(H)), g, sparse.csc_matrix(np.vstack([Aeq, C])),
+                                 np.r_[beq, u], [clarabel.ZeroConeT(len(beq)), clarabel.NonnegativeConeT(len(u))],
+                                 st).solve()
+    if str(sol.status) != "Solved":
+        return None, str(sol.status)
+    return np.asarray(sol.x), "Solved"
+
+
+def dynamics_filter(capture: Capture, *, omega: float = 20.0, zeta: float = 1.0, substeps: int | None = None,
+                    max_step: float = 1 / 240, phases: NDArray[np.bool_] | None = None, beta: float = 0.2,
+                    contact_distance: float = 0.001, guard_distance: float = 0.05, stance_weight: float = 100.0, root_weight: float = 1.0,
+                    regularisation: float = 1e-3, progress: bool = False) -> Capture:
+    """The capture made physically consistent by the dynamics filter (module docstring).
+
+    ``omega`` (rad/s) and ``zeta``: the PD law's natural frequency and damping ratio;
+    ``substeps``: simulation steps per capture frame (default: enough for steps of at most
+    ``max_step`` s); ``phases`` (T, nfeet): the capture's stance phases (default
+    :func:`contact_phases`); ``beta``: the Baumgarte fraction of a gap closed per step;
+    ``contact_distance``/``guard_distance`` (m): how near the ground a sole point may push /
+    is kept from going through; ``stance_weight``: w_c; ``regularisation``: eps.  Returns a
+    :class:`Capture` of the filtered motion at the capture's frames, with ``.filter`` its
+    :class:`FilterReport`."""
+    if not isinstance(capture, Capture):
+        raise TypeError(f"capture: expected a linkdyn.mocap.Capture, got {type(capture).__name__}")
+    omega, zeta = _positive(omega, "omega"), _positive(zeta, "zeta")
+    beta = _positive(beta, "beta")
+    if beta > 1:
+        raise ValueError(f"beta: expected a fraction in (0, 1], got {beta}")
+    contact_distance = _positive(contact_distance, "contact_distance")
+    guard_distance = _positive(guard_distance, "guard_distance")
+    if guard_distance < contact_distance:
+        raise ValueError("guard_distance: must not be below contact_distance")
+    stance_weight = _positive(stance_weight, "stance_weight")
+    regularisation = _positive(regularisation, "regularisation")
+    m = capture.model
+    qc, vc, ac = capture.q, capture.v, capture.a
+    T = len(qc)
+    if T < 2:
+        raise MocapError(f"{capture.skeleton.path}: {T} frame(s); the filter needs at least 2")
+    for name, x in (("q", qc), ("v", vc), ("a", ac)):
+        if not np.isfinite(x).all():
+            raise ValueError(f"capture.{name}: not finite")
+    nf = len(capture.feet.names)
+    if nf == 0:
+        raise MocapError(f"{capture.skeleton.path}: the figure has no feet (no joint named foot/ankle with a side)")
+    phases = contact_phases(capture) if phases is None else np.asarray(phases, dtype=bool)
+    if phases.shape != (T, nf):
+        raise ValueError(f"phases: expected shape {(T, nf)}, got {phases.shape}")
+    if substeps is None:
+        substeps = max(1, int(np.ceil(capture.dt / _positive(max_step, "max_step") - 1e-9)))
+    elif not isinstance(substeps, (int, np.integer)) or substeps < 1:
+        raise ValueError(f"substeps: expected a positive integer, got {substeps!r}")
+    h = capture.dt / substeps
+    if omega * h > 1.0:
+        raise ValueError(f"omega: {omega} rad/s is too stiff for steps of {h:g} s (omega h must be <= 1); "
+                         f"lower it or pass more substeps")
+    kp, kd = omega ** 2, 2 * zeta * omega
+    root_weight = _positive(root_weight, "root_weight")
+    wdiag = np.eye(m.nv)
+    wdiag[:6, :6] *= root_weight
+
+    nv = m.nv
+    names = [c.name for c in m.contacts]
+    pidx = [[names.index(n) for n in pts] for pts in capture.feet.points]
+    allp = [i for ps in pidx for i in ps]
+    npt = len(allp)
+    foot_of = np.repeat(np.arange(nf), [len(p) for p in pidx])
+    body = np.array([m.contacts[i].body for i in allp])
+    local = np.array([m.contacts[i].position for i in allp])
+    mu = np.array([m.contacts[i].friction for i in allp])
+    bodies = sorted(set(body.tolist()))
+    frame_of = {b: m.body_names[b] for b in bodies}
+    g = float(np.linalg.norm(m.gravity))
+    mg = capture.mass * (g if g > 0 else 1.0)
+
+    from proxsuite import proxqp
+
+    # the initial state: the capture's, lifted if a sole point starts below the ground
+    q = qc[0].copy()
+    low = _sole_points(m, q[None])[0, allp, 2].min()
+    if low < 0:
+        q[2] -= low
+    v = vc[0].copy()
+    S = (T - 1) * substeps + 1
+    relaxed = []
+    Q, V, A = np.empty((S, m.nq)), np.empty((S, nv)), np.empty((S, nv))
+    TAU, F, GAP = np.empty((S, nv)), np.zeros((S, npt, 3)), np.empty((S, npt))
+    root = slice(0, 6)
+    it = range(S)
+    if progress:
+        from tqdm import tqdm
+        it = tqdm(it, desc="dynamics filter", unit="step")
+    for s in it:
+        k, j = divmod(s, substeps)
+        k = min(k, T - 1)
+        tau_s = j * h
+        if j == 0:
+            q_ref, v_ref, a_ref0 = qc[k], vc[k], ac[k]
+        else:
+            q_ref = _m.integrate(m, qc[k], tau_s * vc[k] + 0.5 * tau_s ** 2 * ac[k])
+            v_ref, a_ref0 = vc[k] + tau_s * ac[k], ac[k]
+        a_ref = a_ref0 + kd * (v_ref - v) + kp * _m.difference(m, q, q_ref)
+        M = crba(m, q)
+        b = nonlinear_effects(m, q, v)
+        kin = forward_kinematics(m, q, v, np.zeros(nv))
+        # sole points: world position, velocity, acceleration at a = 0 and Jacobian
+        R = kin.R[body]                                                 # (n, 3, 3)
+        P = kin.p[body] + np.einsum("nij,nj->ni", R, local)
+        vb, ab = kin.v[body], kin.a[body]                               # body-frame [lin; ang]
+        w = vb[:, 3:]
+        vel_b = vb[:, :3] + np.cross(w, local)
+        acc_b = ab[:, :3] + np.cross(ab[:, 3:], local) + np.cross(w, vel_b)
+        Vp = np.einsum("nij,nj->ni", R, vel_b)
+        dJv = np.einsum("nij,nj->ni", R, acc_b)
+        Jb = {bb: jacobian(m, q, frame_of[bb], "world") for bb in bodies}
+        gap = P[:, 2]
+        GAP[s] = gap
+        guard = np.flatnonzero(gap < guard_distance)
+        act = np.flatnonzero(gap < contact_distance)
+        nc = act.size
+        Jp = {}
+        for i in guard:
+            J6 = Jb[body[i]]
+            Jp[i] = J6[:3] + np.cross(J6[3:], P[i][:, None], axisa=0, axisb=0, axisc=0)
+        nx = nv + 3 * nc
+        # objective
+        H = np.zeros((nx, nx))
+        gv = np.zeros(nx)
+        H[:nv, :nv] = wdiag
+        gv[:nv] = -wdiag.diagonal() * a_ref
+        on = phases[k][foot_of]
+        for i in act:
+            if on[i]:
+                target = -(Vp[i] + np.array([0.0, 0.0, beta * gap[i] / h])) / h - dJv[i]
+                Ji = Jp[i]
+                H[:nv, :nv] += stance_weight * Ji.T @ Ji
+                gv[:nv] -= stance_weight * Ji.T @ target
+        if nc:
+            H[nv:, nv:] += regularisation * np.eye(3 * nc)     # the unknowns are f / (m g)
+        # root equations: M[:6] a - J[:, :6]^T f = -b[:6]
+        Aeq = np.zeros((6, nx))
+        Aeq[:, :nv] = M[root]
+        for c, i in enumerate(act):
+            Aeq[:, nv + 3 * c:nv + 3 * c + 3] = -mg * Jp[i][:, root].T
+        beq = -b[root]
+        # inequalities: friction pyramid (<= 0), non-penetration (-n^T J a <= n^T dJ v + bound)
+        ng = guard.size
+        C = np.zeros((5 * nc + ng, nx))
+        u = np.zeros(5 * nc + ng)
+        if nc:
+            C[:5 * nc] = _friction_rows(mu[act], nc, nv)
+        for r, i in enumerate(guard):
+            C[5 * nc + r, :nv] = -Jp[i][2]
+            u[5 * nc + r] = dJv[i, 2] + (Vp[i, 2] + (beta if gap[i] <= contact_distance else 1.0) * gap[i] / h) / h
+        qp = proxqp.dense.QP(nx, 6, C.shape[0])
+        st = qp.settings
+        st.eps_abs, st.eps_rel, st.verbose, st.max_iter = 1e-9, 0.0, False, 3000
+        st.eps_primal_inf, st.eps_dual_inf = 1e-15, 1e-15
+        qp.init(H, gv, Aeq, beq, C if C.shape[0] else None, np.full(C.shape[0], -1e20) if C.shape[0] else None,
+                u if C.shape[0] else None)
+        qp.solve()
+        if qp.results.info.status == proxqp.PROXQP_SOLVED:
+            x = qp.results.x
+        else:       # ill-conditioned (a hard impact): the interior-point solver, slower but sure
+            x, status = _clarabel(H, gv, Aeq, beq, C, u)
+            if x is None and nc < guard.size:
+                # infeasible: a point that cannot push (above contact_distance) cannot be stopped
+                # either (a straight leg cannot pull its foot up); its row is dropped this step
+                keep = np.r_[np.arange(5 * nc), 5 * nc + np.flatnonzero(gap[guard] < contact_distance)]
+                x, status = _clarabel(H, gv, Aeq, beq, C[keep], u[keep])
+                relaxed.append(s)
+            if x is None:
+                raise RuntimeError(f"dynamics filter: the QP at t = {s * h:.4f} s was not solved (proxsuite, "
+                                   f"then clarabel: {status})")
+        a = x[:nv].copy()
+        fa = mg * x[nv:].reshape(nc, 3)
+        gen = np.zeros(nv)
+        for c, i in enumerate(act):
+            F[s, i] = fa[c]
+            gen += Jp[i].T @ fa[c]
+        Q[s], V[s], A[s] = q, v, a
+        TAU[s] = M @ a + b - gen
+        v = v + h * a
+        q = _m.integrate(m, q, h * v)
+    frames = np.arange(T) * substeps
+    qo, vo, ao = Q[frames], V[frames], A[frames]
+    joints = ["root_joint"] + [n for n, p in zip(capture.skeleton.names, capture.skeleton.parents) if p >= 0]
+    dq = _m.difference(m, qo, qc)
+    dev = np.empty((T, len(joints)))
+    for c, jn in enumerate(joints):
+        sl = m.v_slice(jn)
+        dev[:, c] = np.linalg.norm(dq[:, sl.stop - 3:sl.stop], axis=1)
+    report = FilterReport(h, np.arange(S) * h, Q, V, A, TAU, F, GAP, np.array(relaxed, dtype=int), joints, dev,
+                          np.linalg.norm(qo[:, :3] - qc[:, :3], axis=1))
+    return replace(capture, q=qo, v=vo, a=ao, _phases=None, filter=report)

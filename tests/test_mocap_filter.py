@@ -1,0 +1,149 @@
+"""The dynamics filter (Yamane and Nakamura 2003): linkdyn.mocap.dynamics_filter.
+
+A capture that a body can perform is given back unchanged; a capture that none can (a figure
+that floats above the floor, or rises off it with nothing pushing) comes out obeying the
+equations of motion with an unactuated root, the ground's unilateral contact and friction, at
+every simulation step, checked here by RNEA independently of the filter's QP."""
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+pytest.importorskip("pybvh")
+pytest.importorskip("proxsuite")
+
+import linkdyn as ld  # noqa: E402
+from linkdyn import mocap  # noqa: E402
+
+from test_mocap import skeleton, without_toes, write  # noqa: E402
+
+W = 70 * 9.81
+
+
+def sway(tmp_path, T=120, h=1 / 120):
+    """A figure standing on both feet that swings its arms and bends its chest: the feet and
+    the root stay still, so the ground can carry it (the centre of pressure stays between the
+    feet) and the motion is physically consistent."""
+    joints = without_toes()
+    names = [j[0] for j in joints]
+    t = np.arange(T) * h
+    angles = np.zeros((T, len(joints), 3))
+    for side, sg in (("Left", 1), ("Right", -1)):
+        angles[:, names.index(side + "Arm"), 1] = sg * 30 * np.sin(2 * np.pi * t)
+        angles[:, names.index(side + "ForeArm"), 0] = 20 * np.sin(3 * np.pi * t)
+    angles[:, names.index("Spine1"), 0] = 5 * np.sin(1.6 * np.pi * t)
+    root = np.tile([0.0, 95.0, 0.0], (T, 1))
+    return write(tmp_path, skeleton(angles, root, frame_time=h, joints=joints), "sway.bvh")
+
+
+def check_physics(cap, out):
+    """At every simulation step: the root's 6 rows of RNEA with the filter's ground forces are
+    zero (no force from nowhere), the torques are RNEA's, the forces push and stay in the
+    friction pyramid, and no sole point is more than 2 mm below the ground."""
+    r, m = out.filter, cap.model
+    kin = ld.forward_kinematics(m, r.q)
+    fext = np.zeros((len(r.t), m.nbody, 6))
+    for i, c in enumerate(m.contacts):
+        fb = np.einsum("tji,tj->ti", kin.R[:, c.body], r.forces[:, i])      # R^T f, body frame
+        fext[:, c.body, :3] += fb
+        fext[:, c.body, 3:] += np.cross(c.position, fb)
+    tau = ld.rnea(m, r.q, r.v, r.a, fext)
+    assert np.abs(tau[:, :6]).max() < 1e-6 * W
+    np.testing.assert_allclose(r.tau, tau, atol=1e-6 * W)
+    fz = r.forces[..., 2]
+    assert fz.min() > -1e-6 * W
+    mu = np.array([c.friction for c in m.contacts])
+    assert (np.abs(r.forces[..., :2]) <= mu[None, :, None] * fz[..., None] + 1e-6 * W).all()
+    z = mocap.capture._sole_points(m, r.q)[..., 2]
+    np.testing.assert_allclose(z, r.gap, atol=1e-12)
+    assert z.min() > -0.002
+    # forces act only at points on the ground (within the 1 mm contact distance)
+    assert (np.abs(r.forces)[z > 0.001] == 0).all()
+    # the semi-implicit Euler steps on the manifold
+    np.testing.assert_allclose(r.v[1:], r.v[:-1] + r.h * r.a[:-1], atol=1e-12)
+    np.testing.assert_allclose(r.q[1:], ld.integrate(m, r.q[:-1], r.h * r.v[1:]), atol=1e-12)
+
+
+def test_a_consistent_capture_is_given_back(tmp_path):
+    """Read without smoothing, the capture's v and a are semi-implicit Euler's differences, so
+    a_ref = a_cap is feasible and the filter at the capture's own rate retraces it: the
+    deviation is the QP's tolerance, not the PD law's."""
+    cap = mocap.load_bvh(sway(tmp_path), mass=70, cutoff=None)
+    out = mocap.dynamics_filter(cap, substeps=1)
+    r = out.filter
+    assert r.deviation.shape == (len(cap.t), len(r.joint_names)) and r.joint_names[0] == "root_joint"
+    assert r.deviation.max() < 1e-5 and r.root_deviation.max() < 1e-6
+    np.testing.assert_allclose(out.q, cap.q, atol=1e-5)
+    check_physics(cap, out)
+    # standing: the ground carries the weight plus the arms' vertical momentum change (N)
+    assert np.allclose(r.forces[..., 2].sum(1).mean(), W, rtol=0.02)
+    # the joint torques are those of inverse dynamics with the same forces, and the report's
+    # per-joint deviation is the angle of q_cap (-) q
+    dq = ld.difference(cap.model, out.q, cap.q)
+    sl = cap.model.v_slice("LeftArm")
+    np.testing.assert_allclose(r.deviation[:, r.joint_names.index("LeftArm")], np.linalg.norm(dq[:, sl], axis=1))
+
+
+@pytest.mark.parametrize("fault", ["floats", "levitates"])
+def test_an_inconsistent_capture_is_made_consistent(tmp_path, fault):
+    """'floats': the figure stands 5 cm above the floor (a wrong ground height), so it must fall
+    and land; 'levitates': the whole figure rises 10 cm off the floor and comes back within
+    0.4 s with nothing pushing it up.  The filtered motion obeys the physics at every step
+    and is not the capture."""
+    p = sway(tmp_path)
+    base = mocap.load_bvh(p, mass=70, cutoff=None)
+    if fault == "floats":
+        cap = mocap.load_bvh(p, mass=70, cutoff=None, ground=base.ground - 0.05)
+    else:
+        q = base.q.copy()
+        q[:, 2] += 0.10 * np.sin(np.pi * np.clip((base.t - 0.3) / 0.4, 0, 1)) ** 2
+        mocap.write_bvh(tmp_path / "lift.bvh", base, q)
+        cap = mocap.load_bvh(tmp_path / "lift.bvh", mass=70, cutoff=None, ground=base.ground)
+    out = mocap.dynamics_filter(cap)
+    r = out.filter
+    assert len(r.t) == 2 * (len(cap.t) - 1) + 1          # 120 Hz capture: two steps a frame
+    check_physics(cap, out)
+    low = mocap.capture._sole_points(cap.model, out.q)[..., 2].min(axis=1)
+    if fault == "floats":
+        assert mocap.capture._sole_points(cap.model, cap.q)[..., 2].min() > 0.049
+        # it stands on the floor at the end (the PD law, pulling it up to the capture, makes it
+        # hop a few millimetres now and then)
+        assert low[-30:].max() < 0.005 and low[-30:].mean() < 0.002
+        assert r.root_deviation[-30:].min() > 0.04
+    else:
+        top = np.argmax(cap.q[:, 2])
+        assert cap.q[top, 2] - out.q[top, 2] > 0.05    # it cannot rise with the capture
+    np.testing.assert_allclose(r.root_deviation, np.linalg.norm(out.q[:, :3] - cap.q[:, :3], axis=1))
+    assert r.root_rms == pytest.approx(np.sqrt(np.mean(r.root_deviation ** 2)))
+
+
+def test_bad_inputs_raise_clear_errors(tmp_path):
+    cap = mocap.load_bvh(sway(tmp_path, T=20), mass=70, cutoff=None)
+    with pytest.raises(TypeError, match="capture"):
+        mocap.dynamics_filter(cap.q)
+    with pytest.raises(ValueError, match="omega"):
+        mocap.dynamics_filter(cap, omega=-1.0)
+    with pytest.raises(ValueError, match="too stiff"):
+        mocap.dynamics_filter(cap, omega=500.0, substeps=1)
+    with pytest.raises(ValueError, match="substeps"):
+        mocap.dynamics_filter(cap, substeps=0)
+    with pytest.raises(ValueError, match="phases"):
+        mocap.dynamics_filter(cap, phases=np.ones((3, 2), bool))
+    with pytest.raises(ValueError, match="beta"):
+        mocap.dynamics_filter(cap, beta=2.0)
+    with pytest.raises(ValueError, match="guard_distance"):
+        mocap.dynamics_filter(cap, contact_distance=0.1, guard_distance=0.05)
+    from dataclasses import replace
+    q = cap.q.copy()
+    q[3, 0] = np.nan
+    with pytest.raises(ValueError, match="capture.q"):
+        mocap.dynamics_filter(replace(cap, q=q))
+
+
+def test_cli_filter_prints_the_deviation(tmp_path):
+    p = sway(tmp_path, T=40)
+    r = subprocess.run([sys.executable, "-m", "linkdyn.cli", "mocap", str(p), "--mass", "70", "--cutoff", "0",
+                        "--filter", "--out", str(tmp_path / "out")], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    assert "dynamics filter" in r.stdout and "root path deviation" in r.stdout and "joint deviation" in r.stdout
