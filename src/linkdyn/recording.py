@@ -165,7 +165,7 @@ class Segment:
         used = sorted(set(pair.ravel().tolist()))
         names = list(dict.fromkeys(label[g] for g in used))
         idx = {nm: c for c, nm in enumerate(names)}
-        to = np.array([idx[label[g]] for g in range(len(label))] if label else [], dtype=np.int64)
+        to = np.array([idx.get(label[g], -1) for g in range(len(label))], dtype=np.int64)
         return names, to[pair[:, 0]] if len(pair) else np.zeros(0, np.int64), \
             to[pair[:, 1]] if len(pair) else np.zeros(0, np.int64), a
 
