@@ -391,8 +391,8 @@ class TimeStepping:
 
     def geom_step(self, names=True):
         """The last step's geom contacts, which vary in number from step to step (the
-        recording's per-sample unit arrays hold the fixed catalog only; ``Simulation`` keeps
-        these in ``Recording.extremes``): (the smallest geom distance at the step's end, forces
+        recording keeps them per sample apart from the fixed catalog's units: ``geom_contacts``;
+        ``Simulation`` keeps their extremes in ``Recording.extremes``): (the smallest geom distance at the step's end, forces
         (n, 3) as (f_n, f_t1, f_t2), friction coefficients (n,), names (n,), or None without
         ``names``)."""
         return self._geom_end[1], self.geom_force, self.geom_mu, self.geom_names if names else None
