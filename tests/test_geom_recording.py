@@ -283,3 +283,23 @@ def test_swing_demo_records_the_thighs_on_the_seat(swing_demo_run):
         ft = np.linalg.norm(f - fnn[:, None] * n, axis=1)
         assert np.all(fnn > 0.0)
         assert np.all(ft <= 0.05 * fnn * (1 + 1e-6) + 1e-9)
+
+
+def test_viewer_draws_an_arrow_per_geom_contact_and_the_plots_sum_them(resting):
+    """The viewer's arrows for the resting box: 4 at its corners, pushing up, summing to m g; the
+    plots' per-pair curves (``linkdyn.viz.runs.segment_data``): m g normal, no friction."""
+    import base64
+
+    from linkdyn.viz.runs import segment_data
+    sim, rec = resting
+    v = sim.view()
+    arrows = v.data["arrows"]
+    assert arrows["n"] == 4
+    a = np.frombuffer(base64.b64decode(arrows["data"]), dtype="<f4").reshape(-1, 4, 6)
+    later = a[1:]                                    # the first frame is the first sample: no step ended there
+    assert np.allclose(later[:, :, 5].sum(axis=1), MASS * G, rtol=1e-6)
+    assert np.abs(later[:, :, 2]).max() < 1e-6 and np.abs(later[:, :, 3:5]).max() < 1e-5
+    assert np.allclose(np.abs(later[:, :, :2]), [0.1, 0.08], atol=1e-6)     # at the corners
+    sd = segment_data(rec.segments[0])
+    assert sd.geom_pairs == ("ground/box",)
+    assert np.allclose(sd.geom_normal_force[1:, 0], MASS * G) and np.abs(sd.geom_friction).max() < 1e-9
