@@ -126,15 +126,11 @@ def match(ia, fa, na, ib, fb, nb, radius, out):
 
 
 @njit(cache=True)
-def _geom_gaps_after(mi, mf, ws, q, v1, h, gk, cand_gap, R0, p0, con_i, con_f, ncg, out):
-    """The distances of the step's geom contacts at q moved by v1 over h (nan where a contact
-    has no match there): TimeStepping._end_gaps."""
+def _geom_gaps_after(mi, mf, ws, q1, gk, cand_gap, R0, p0, con_i, con_f, ncg, out):
+    """The distances of the step's geom contacts at q1, the configuration the step's motion
+    reaches (nan where a contact has no match there): TimeStepping._end_gaps."""
     gi, gf, pairs, adj, cw, ci, rho = gk[:7]
     nb, nq, nv = model_sizes(mi)
-    q1, vv = np.empty(nq), np.empty(nv)
-    st = step_configuration(mi, q, v1, h, q1, vv)
-    if st != OK:
-        return st
     R1, p1 = np.empty((nb, 3, 3)), np.empty((nb, 3))
     _poses(mi, mf, ws, q1, R1, p1)
     disp = displacement(R0, p0, R1, p1, rho)
@@ -151,7 +147,7 @@ def _geom_gaps_after(mi, mf, ws, q, v1, h, gk, cand_gap, R0, p0, con_i, con_f, n
 
 @njit(cache=True)
 def timestep_kernel(buf, q, v, tau, h, geo, mask, pair_mu, pair_e, lim_q, lim_v, lim_s, lim_b, bC, bI, ball_va,
-                    prm, warm, gk, gs, extra, q_out, v_out, v_mid, force, vn_out, gaps_out, info):
+                    prm, warm, gk, gs, extra, q_out, v_out, v_mid, force, vn_out, gaps_out, info, led):
     """One step of h; ``prm`` = (CANDIDATE, BETA, V_BOUNCE, sweeps, tol, fallback sweeps,
     relinearizations, their tolerance).  The catalog's units (point contacts, limits, ball
     cones) and the geom contacts (``gk``: the collider's buffers gi, gf, pairs, adj, cw, ci, the
@@ -166,7 +162,9 @@ def timestep_kernel(buf, q, v, tau, h, geo, mask, pair_mu, pair_e, lim_q, lim_v,
     (NaN elsewhere), gaps_out (size,) the gaps at q_out, warm (size, 3) the impulses (for the next
     step), info = (status, number of candidates, residual, 1 if the fallback ran, the smallest
     geom distance at q_out (inf: none), number of geom contacts, relinearizations).  The caller
-    refuses a residual above its tolerance (ContactSolverError)."""
+    refuses a residual above its tolerance (ContactSolverError).  ``led`` = (v_free (nv,), M (nv, nv)):
+    the free motion's velocity and, where the step has a problem, the mass matrix at q, for the
+    ledger of ``run_kernel``."""
     mi, mf, ws = unpack_packed(buf)
     nb, nq, nv = model_sizes(mi)
     ncp = geo[7].shape[0]
@@ -190,6 +188,7 @@ def timestep_kernel(buf, q, v, tau, h, geo, mask, pair_mu, pair_e, lim_q, lim_v,
     v_free = np.empty(nv)
     for d in range(nv):
         v_free[d] = v[d] + h * a[d]
+    led[0][:] = v_free
     g0 = np.empty(size)
     g1 = np.empty(size)
     st = _gaps(mi, mf, ws, q, geo, lim_q, lim_s, lim_b, bC, bI, v0, ncp, g0)
@@ -364,6 +363,7 @@ def timestep_kernel(buf, q, v, tau, h, geo, mask, pair_mu, pair_e, lim_q, lim_v,
         # Delassus matrix A = G M^-1 G^T by the Cholesky factor of M
         M = np.empty((nv, nv))
         _crba_kernel(mi, mf, ws, q[::1], M)
+        led[1][:] = M
         L = np.linalg.cholesky(M)
         Zt = np.empty((m, nv))                        # rows of L^-1 G^T: A = Zt Zt^T
         for i in range(m):
@@ -502,7 +502,7 @@ def _linearize_at(mi, mf, ws, q, v_free, h, lam, L, Zt, N, geo, lim_q, lim_s, li
         return -st
     for r in range(kc):
         end[r] = ga[cand[r]]
-    st = _geom_gaps_after(mi, mf, ws, q[::1], v1, h, gk, cand_gap, R0, p0, ci_now, cf_now, ncg, end[kc:])
+    st = _geom_gaps_after(mi, mf, ws, qa, gk, cand_gap, R0, p0, ci_now, cf_now, ncg, end[kc:])
     if st != OK:
         return -st
     if not always:
@@ -584,7 +584,6 @@ def run_kernel(buf, q, v, tau, h, nsteps, geo, mask, pair_mu, pair_e, lim_q, lim
     info = np.empty(7)
     extra = np.zeros(size, dtype=np.bool_)
     M = np.empty((nv, nv))
-    a = np.empty(nv)
     warm0, ci0, cf0, gP0 = np.empty_like(warm), np.empty_like(con_i), np.empty_like(con_f), np.empty_like(gP)
     for step in range(nsteps):
         warm0[:] = warm                     # the step's warm starts, to undo it (allocated once)
@@ -595,7 +594,7 @@ def run_kernel(buf, q, v, tau, h, nsteps, geo, mask, pair_mu, pair_e, lim_q, lim
         extra[:] = False
         for attempt in range(2):
             timestep_kernel(buf, q, v, tau, h, geo, mask, pair_mu, pair_e, lim_q, lim_v, lim_s, lim_b, bC, bI,
-                            ball_va, prm, warm, gk, gs, extra, q1, v1, vm, force, vn, gaps, info)
+                            ball_va, prm, warm, gk, gs, extra, q1, v1, vm, force, vn, gaps, info, (vf, M))
             if attempt == 1 or info[0] != 0 or not _missed(gaps, vn, pen, extra):
                 break
             warm[:] = warm0                   # again, with the units the first try left penetrating
@@ -634,12 +633,7 @@ def run_kernel(buf, q, v, tau, h, nsteps, geo, mask, pair_mu, pair_e, lim_q, lim
             if gforce[r, 0] > 0.0:
                 pushing = True
         w = 0.0
-        if forces:
-            _aba_kernel(mi, mf, ws, q[::1], v[::1], tau[::1], no_forces(buf), a)
-            free_classical(mi, v, a)
-            for d in range(nv):
-                vf[d] = v[d] + h * a[d]
-            _crba_kernel(mi, mf, ws, q[::1], M)
+        if forces:                          # (vf, M: the step's own free motion and mass matrix)
             T1, Tf, Tj, Tg = 0.0, 0.0, 0.0, 0.0
             for r in range(nv):
                 for c in range(nv):

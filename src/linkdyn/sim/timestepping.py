@@ -263,7 +263,7 @@ class TimeStepping:
             timestep_kernel(model._packed, q, v, tau, float(h), self._geo, cat._mask, cat._pair_mu, cat._pair_e,
                             cat._lim_q, cat._lim_v, cat._lim_s, cat._lim_b, self._balls.C, self._balls.I,
                             cat._ball_va, self._prm, self.warm, self._gk, gs, extra, q1, v1, vm, self.force, vn, gaps1,
-                            info)
+                            info, (np.empty(model.nv), np.empty((model.nv, model.nv))))
             missed = (gaps1 < -PEN_PROJECT) & np.isnan(vn)
             if attempt or info[0] != 0 or not missed.any():
                 break
