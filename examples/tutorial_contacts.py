@@ -140,3 +140,18 @@ assert np.allclose(c.normal[4:], [0, 0, -1])    # from the rod (geom 1) to the c
 lifted = q + np.r_[0, 0, 0.01, 0, 0, 0, 0, 0, 0, 0.02, 0, 0, 0, 0]   # 9 mm over the floor, 8 mm over the crate
 assert len(ld.contact.collide(geoms, lifted)) == 0 and len(ld.contact.collide(geoms, lifted, margin=0.01)) == 6
 # --8<-- [end:geoms]
+
+# --8<-- [start:georec]
+# the geom contacts in the recording: the crate on the floor, the rod resting on the crate
+q = ld.neutral(geoms)
+q[:3] = [0.0, 0.0, 0.1]                         # the crate on the floor
+q[7:10] = [0.1, 0.0, 0.23]                      # the rod on the crate (0.2 + its radius 0.03)
+rec = ld.Simulation(geoms, q, dt=1e-3).run(until=0.2)       # "auto": time stepping (the contacts are geoms)
+seg = rec.segments[0]
+print(seg.geom_contacts(-1).names)              # ['floor/crate', 'floor/crate', ..., 'rod/crate', 'rod/crate']
+t, pairs, fn = rec.geom_normal_force()          # the normal force summed per pair of geoms
+g = 9.81
+assert np.allclose(fn[1:, pairs.index("floor/crate")], 2.5 * g) and np.allclose(fn[1:, pairs.index("rod/crate")], 0.5 * g)
+t, bodies, w = rec.geom_wrench("body")          # [force; moment about the world origin] on each body
+assert np.allclose(w[1:, bodies.index("rod"), :3], [0, 0, 0.5 * g])    # the crate holds the rod up
+# --8<-- [end:georec]

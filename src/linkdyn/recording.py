@@ -63,7 +63,18 @@ class Segment:
     for the unilateral units ``unit_names`` (contacts "point/plane", limits "joint.lower", ...),
     ``unit_force`` (K, nunits, 3): [normal, tangent 1, tangent 2] per unit (zero when not in
     contact; the tangents are the plane's x and y), ``unit_gap`` (K, nunits) and
-    ``unit_point`` (K, nunits, 3) the world contact points (zero for limits)."""
+    ``unit_point`` (K, nunits, 3) the world contact points (zero for limits).
+
+    The contacts between collision geoms (``ModelBuilder.add_geom``, MJCF geoms; time stepping)
+    vary in number from sample to sample: each sample keeps those of the step that ended at it
+    (none at a segment's first sample, where no step has ended), per sample ``geom_pair``
+    (n, 2) indices into ``geom_names`` (geom 1, geom 2), ``geom_force`` (n, 3) the world force
+    geom 1 exerts on geom 2 over the step (its impulse / h; geom 1 takes the opposite),
+    ``geom_point`` (n, 3) the world contact point and ``geom_normal`` (n, 3) the unit normal
+    from geom 1 to geom 2, both where the step's problem took them (at the step's start).
+    :meth:`arrays` gives them flat (``geom_offset`` (K + 1,): sample k's contacts are rows
+    ``geom_offset[k]:geom_offset[k + 1]``), :meth:`geom_contacts` one sample's, and
+    :meth:`geom_wrench` / :meth:`geom_normal_force` their sums per pair, geom or body."""
     model: object
     t: list = field(default_factory=list)
     q: list = field(default_factory=list)
@@ -78,6 +89,13 @@ class Segment:
     unit_force: list = field(default_factory=list)
     unit_gap: list = field(default_factory=list)
     unit_point: list = field(default_factory=list)
+    #: the model's geom names (the indices of ``geom_pair``) and the body each geom is on
+    geom_names: list = field(default_factory=list)
+    geom_bodies: list = field(default_factory=list)
+    geom_pair: list = field(default_factory=list)
+    geom_force: list = field(default_factory=list)
+    geom_point: list = field(default_factory=list)
+    geom_normal: list = field(default_factory=list)
 
     def arrays(self) -> dict:
         """The samples as arrays; a field that was not recorded comes back as NaN."""
@@ -94,7 +112,110 @@ class Segment:
                 "loop_forces": field(self.loop_forces, (m.nloops, 6)),
                 "unit_force": field(self.unit_force, (len(self.unit_names), 3)),
                 "unit_gap": field(self.unit_gap, (len(self.unit_names),)),
-                "unit_point": field(self.unit_point, (len(self.unit_names), 3))}
+                "unit_point": field(self.unit_point, (len(self.unit_names), 3)), **self._geom_arrays()}
+
+    def _geom_arrays(self) -> dict:
+        """The geom contacts flat: ``geom_offset`` (K + 1,) and ``geom_pair`` (total, 2),
+        ``geom_force``, ``geom_point``, ``geom_normal`` (total, 3); none when not recorded."""
+        n = len(self.t)
+        if len(self.geom_force) != n or not n:
+            return {"geom_offset": np.zeros(n + 1, dtype=np.int64), "geom_pair": np.zeros((0, 2), dtype=np.int64),
+                    **{f"geom_{k}": np.zeros((0, 3)) for k in ("force", "point", "normal")}}
+        counts = [len(x) for x in self.geom_force]
+        out = {"geom_offset": np.concatenate([[0], np.cumsum(counts)]).astype(np.int64),
+               "geom_pair": np.concatenate([np.asarray(x, dtype=np.int64).reshape(-1, 2) for x in self.geom_pair])}
+        for k in ("force", "point", "normal"):
+            out[f"geom_{k}"] = np.concatenate([np.asarray(x, dtype=float).reshape(-1, 3)
+                                               for x in getattr(self, f"geom_{k}")])
+        return out
+
+    def geom_contacts(self, k: int) -> GeomContacts:
+        """The geom contacts of sample ``k`` (those of the step that ended at it):
+        :class:`GeomContacts` (empty when none touched or none were recorded)."""
+        n = len(self.t)
+        if not -n <= k < n:
+            raise IndexError(f"sample {k}: the segment has {n} samples")
+        k %= n
+        if len(self.geom_force) != n:
+            z = np.zeros((0, 3))
+            return GeomContacts([], np.zeros((0, 2), dtype=np.int64), z, z.copy(), z.copy())
+        pair = np.asarray(self.geom_pair[k], dtype=np.int64).reshape(-1, 2)
+        names = [f"{self.geom_names[a]}/{self.geom_names[b]}" for a, b in pair.tolist()]
+        return GeomContacts(names, pair, *(np.asarray(getattr(self, f"geom_{x}")[k], dtype=float).reshape(-1, 3)
+                                           for x in ("force", "point", "normal")))
+
+    def _geom_groups(self, by: str):
+        """(names, index of the group each contact's geom 1 is in, ... geom 2's; -1 for a pair's
+        geom 1: a pair counts the force on geom 2 only)."""
+        a = self._geom_arrays()
+        pair = a["geom_pair"]
+        if by == "pair":
+            keys = [f"{self.geom_names[i]}/{self.geom_names[j]}" for i, j in pair.tolist()]
+            names = list(dict.fromkeys(keys))
+            idx = {nm: c for c, nm in enumerate(names)}
+            return names, np.full(len(pair), -1), np.array([idx[x] for x in keys], dtype=np.int64), a
+        if by == "geom":
+            label = list(self.geom_names)
+        elif by == "body":
+            if len(self.geom_bodies) != len(self.geom_names):
+                raise ValueError("by='body': this segment does not record the geoms' bodies")
+            label = list(self.geom_bodies)
+        else:
+            raise ValueError(f"by: expected 'pair', 'geom' or 'body', got {by!r}")
+        used = sorted(set(pair.ravel().tolist()))
+        names = list(dict.fromkeys(label[g] for g in used))
+        idx = {nm: c for c, nm in enumerate(names)}
+        to = np.array([idx.get(label[g], -1) for g in range(len(label))], dtype=np.int64)
+        return names, to[pair[:, 0]] if len(pair) else np.zeros(0, np.int64), \
+            to[pair[:, 1]] if len(pair) else np.zeros(0, np.int64), a
+
+    def geom_wrench(self, by: str = "pair") -> tuple[list, NDArray[np.float64]]:
+        """The geom contacts' forces summed per sample: (names, (K, n, 6) wrenches [force;
+        moment about the world origin], world frame).  ``by="pair"``: per pair "geom1/geom2",
+        the wrench on geom 2 (e.g. "floor/foot": the floor's reaction on the foot); ``"geom"``
+        or ``"body"``: the wrench on each geom, or on each body (the sum over its geoms; a
+        contact between two geoms of one body cancels), from every contact it is in.  The
+        ground reaction of a robot on a floor geom is ``-`` the floor's by geom."""
+        names, g1, g2, a = self._geom_groups(by)
+        n, off = len(self.t), a["geom_offset"]
+        f, p = a["geom_force"], a["geom_point"]
+        w = np.concatenate([f, np.cross(p, f)], axis=1)
+        sample = np.repeat(np.arange(n), np.diff(off))
+        out = np.zeros((n, len(names), 6))
+        for grp, sign in ((g2, 1.0), (g1, -1.0)):
+            ok = grp >= 0
+            np.add.at(out, (sample[ok], grp[ok]), sign * w[ok])
+        return names, out
+
+    def geom_normal_force(self) -> tuple[list, NDArray[np.float64]]:
+        """The normal force summed per pair of geoms and sample: (names "geom1/geom2", (K, n)),
+        each contact's force along its own normal (N; positive: pushing)."""
+        names, _, g2, a = self._geom_groups("pair")
+        n, off = len(self.t), a["geom_offset"]
+        fn = np.einsum("ij,ij->i", a["geom_force"], a["geom_normal"])
+        out = np.zeros((n, len(names)))
+        np.add.at(out, (np.repeat(np.arange(n), np.diff(off)), g2), fn)
+        return names, out
+
+
+@dataclass
+class GeomContacts:
+    """One sample's geom contacts (``Segment.geom_contacts``): ``names`` "geom1/geom2" (n,),
+    ``pair`` (n, 2) geom indices, ``force`` (n, 3) the world force geom 1 exerts on geom 2,
+    ``point`` (n, 3) world contact points, ``normal`` (n, 3) unit normals from geom 1 to geom 2."""
+    names: list
+    pair: np.ndarray
+    force: np.ndarray
+    point: np.ndarray
+    normal: np.ndarray
+
+    @property
+    def normal_force(self) -> np.ndarray:
+        """(n,) each contact's force along its normal (N)."""
+        return np.einsum("ij,ij->i", self.force, self.normal)
+
+    def __len__(self) -> int:
+        return len(self.names)
 
 
 MAX_RECORDING_BYTES = 64 * 2**20
@@ -355,6 +476,7 @@ class Recording:
             m = s.model
             meta["segments"].append({"model": m.name, "joint_names": list(m.joint_names), "nq": m.nq, "nv": m.nv,
                                      "loops": [lp.name for lp in m.loops], "units": list(s.unit_names),
+                                     "geoms": list(s.geom_names), "geom_bodies": list(s.geom_bodies),
                                      "q_slices": [] if getattr(m, "_full", None) is not None else
                                      [[m.q_slice(j).start, m.q_slice(j).stop] for j in m.joint_names],
                                      "coupling": _coupling_meta(m)})
@@ -421,6 +543,8 @@ class Recording:
                     if need not in arrays:
                         raise RecordingError(f"{path}: missing member 'seg{k}_{need}'")
                 rows = len(arrays["t"])
+                geoms = {name: arrays.pop(name) for name in list(arrays) if name.startswith("geom_")}
+                _load_geoms(path, k, sm, seg, geoms, rows)
                 for name, arr in arrays.items():
                     if arr.dtype.kind not in "fiu" or (arr.ndim == 0 or len(arr) != rows):
                         raise RecordingError(f"{path}: member 'seg{k}_{name}' has shape {arr.shape} and dtype "
@@ -442,10 +566,82 @@ class Recording:
                                     np.asarray(e.get("loop_impulse", []), dtype=float).reshape(-1, 6)))
         return rec
 
+    def geom_wrench(self, by: str = "pair") -> tuple[NDArray[np.float64], list, NDArray[np.float64]]:
+        """``Segment.geom_wrench`` over the whole run: (t (N,), names (the union over the
+        segments, in order of appearance), (N, n, 6) wrenches [force; moment about the world
+        origin]; zero where a segment has no contact of that name)."""
+        return self._geom_cat(lambda s: s.geom_wrench(by), (6,))
+
+    def geom_normal_force(self) -> tuple[NDArray[np.float64], list, NDArray[np.float64]]:
+        """``Segment.geom_normal_force`` over the whole run: (t (N,), pair names, (N, n))."""
+        return self._geom_cat(lambda s: s.geom_normal_force(), ())
+
+    def _geom_cat(self, fn, shape):
+        segs = [s for s in self.segments if len(s.t)]
+        parts = [fn(s) for s in segs]
+        names = list(dict.fromkeys(nm for nm_, _ in parts for nm in nm_))
+        idx = {nm: c for c, nm in enumerate(names)}
+        out = []
+        for s, (nm_, x) in zip(segs, parts):
+            y = np.zeros((len(s.t), len(names)) + shape)
+            y[:, [idx[nm] for nm in nm_]] = x
+            out.append(y)
+        return self.t, names, (np.concatenate(out) if out else np.zeros((0, 0) + shape))
+
     def __repr__(self):
         t = self.t
         span = f"{t[0]:.3f}..{t[-1]:.3f} s" if len(t) else "empty"
         return f"<Recording {span}: {len(t)} samples, {len(self.segments)} segments, {len(self.events)} events>"
+
+
+_GEOM_MEMBERS = {"geom_offset": None, "geom_pair": 2, "geom_force": 3, "geom_point": 3, "geom_normal": 3}
+
+
+def _load_geoms(path, k, sm, seg, arrays, rows):
+    """Check and set a loaded segment's geom contacts (``Segment``): all five members or none
+    (files written before they were recorded), ``geom_offset`` (rows + 1,) integers rising from
+    0 to the contacts' count, the others as many rows of 2 (geom indices into the metadata's
+    ``geoms``) or 3 finite numbers.  A RecordingError naming the file and member otherwise."""
+    names = sm.get("geoms", [])
+    bodies = sm.get("geom_bodies", [])
+    if not isinstance(names, list) or not all(isinstance(x, str) for x in names) or \
+            not isinstance(bodies, list) or not all(isinstance(x, str) for x in bodies) or \
+            (bodies and len(bodies) != len(names)):
+        raise RecordingError(f"{path}: segment {k}'s geom names and bodies are not two lists of names of one length")
+    seg.geom_names, seg.geom_bodies = list(names), list(bodies)
+    if not arrays:
+        return
+    for name in arrays:
+        if name not in _GEOM_MEMBERS:
+            raise RecordingError(f"{path}: unknown member 'seg{k}_{name}'")
+    missing = [name for name in _GEOM_MEMBERS if name not in arrays]
+    if missing:
+        raise RecordingError(f"{path}: member 'seg{k}_{missing[0]}' is missing (the geom contacts are recorded "
+                             f"by {len(_GEOM_MEMBERS)} members together)")
+    off = arrays["geom_offset"]
+    if off.dtype.kind not in "iu" or off.shape != (rows + 1,) or off[0] != 0 or np.any(np.diff(off) < 0):
+        raise RecordingError(f"{path}: member 'seg{k}_geom_offset' has shape {off.shape} and dtype {off.dtype}; "
+                             f"expected {rows + 1} integers rising from 0 (one more than seg{k}_t's rows)")
+    total = int(off[-1])
+    for name, width in _GEOM_MEMBERS.items():
+        if width is None:
+            continue
+        arr = arrays[name]
+        kind = "iu" if width == 2 else "f"
+        if arr.dtype.kind not in kind or arr.shape != (total, width) or (width == 3 and not np.isfinite(arr).all()):
+            raise RecordingError(f"{path}: member 'seg{k}_{name}' has shape {arr.shape} and dtype {arr.dtype}; "
+                                 f"expected ({total}, {width}) finite {'integers' if width == 2 else 'numbers'} "
+                                 f"(seg{k}_geom_offset counts {total} contacts)")
+    pair = arrays["geom_pair"]
+    if total and (pair.min() < 0 or pair.max() >= len(names)):
+        raise RecordingError(f"{path}: member 'seg{k}_geom_pair' holds geom indices outside 0..{len(names) - 1} "
+                             f"(the segment's {len(names)} geoms)")
+    if not rows:
+        return
+    cut = off[1:-1]
+    seg.geom_pair = np.split(pair.astype(np.int64), cut)
+    for name in ("force", "point", "normal"):
+        setattr(seg, f"geom_{name}", np.split(arrays[f"geom_{name}"].astype(float), cut))
 
 
 @dataclass

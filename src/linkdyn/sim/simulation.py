@@ -210,6 +210,7 @@ class Simulation:
             self._check_stable_dt()
         self._segment = self.recording.start_segment(model)
         self._segment.unit_names = self._unit_names()
+        self._geom_names(self._segment)
         self._record()
 
     # ------------------------------------------------------------------- stable step
@@ -333,6 +334,19 @@ class Simulation:
                 out[k] = out.get(k, 0) + x
         return out
 
+    @staticmethod
+    def _uni_none():
+        z = np.zeros((0, 3))
+        return np.zeros((0, 2), dtype=np.int64), z, z, z
+
+    def _geom_names(self, seg):
+        """Name the geoms of the segment's model when its contacts are geoms (their contacts are
+        then recorded per sample: ``Segment.geom_contacts``)."""
+        if self._uni is not None and getattr(self._uni, "geoms", None) is not None:
+            full = self.model.full_model
+            seg.geom_names = list(full.geom_names)
+            seg.geom_bodies = [full.body_names[int(b)] for b in full.geom_body]
+
     def _unit_names(self):
         if self._uni is None:
             return []
@@ -372,6 +386,11 @@ class Simulation:
             point[:] = cat.units(self.q, None).point
             row += [("unit_force", self._uni.unit_forces(self.q, self.v, self.tau)), ("unit_gap", cat.gaps(self.q)),
                     ("unit_point", point)]
+        if seg.geom_names:              # the geom contacts of the step that ended here (none at the first sample)
+            pair, force, at, normal = self._uni.geom_contacts(self.q) if len(seg.t) else self._uni_none()
+            on = np.any(force != 0.0, axis=1)            # the candidates that took no force are not kept
+            row += [("geom_pair", pair[on]), ("geom_force", force[on]), ("geom_point", at[on]),
+                    ("geom_normal", normal[on])]
         lists = [getattr(seg, name) for name, _ in row]
         n = len(seg.t)
         try:
@@ -403,6 +422,7 @@ class Simulation:
         self._unilateral()
         self._segment = self.recording.start_segment(self.model)
         self._segment.unit_names = self._unit_names()
+        self._geom_names(self._segment)
         self._record()
         return ev
 

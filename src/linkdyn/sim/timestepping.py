@@ -63,9 +63,11 @@ motion's end (matched by pair and nearest point; with no match, h^2 / 2 times th
 Each unit is named ``"geom1/geom2"`` in the events and errors; its warm start is the last step's
 impulse of the matched contact, the friction carried as a world vector (the tangents of a
 contact turn with its normal).  Geom contacts vary in number from step to step, so the
-recording's per-sample unit arrays (``unit_force``, ``unit_gap``) hold the fixed catalog only;
-the geom contacts' penetration, normal forces and cone ratios enter ``Recording.extremes`` at
-every step (``Simulation.checks`` reads them), and ``geom_step()`` gives the last step's.
+recording's per-sample unit arrays (``unit_force``, ``unit_gap``) hold the fixed catalog only,
+and each sample keeps the geom contacts of the step that ended at it apart (``geom_contacts()``:
+``Segment.geom_force``, ``geom_point``, ...); the geom contacts' penetration, normal forces and
+cone ratios of every step enter ``Recording.extremes`` (``Simulation.checks`` reads them), and
+``geom_step()`` gives the last step's.
 """
 from __future__ import annotations
 
@@ -150,6 +152,9 @@ class TimeStepping:
         #: the last step's geom contacts: forces (n, 3) in their frames [t1, t2, n], names, friction
         #: coefficients; the smallest geom distance at the step's end (inf: none touch)
         self._geom_py = (np.zeros((0, 3)), [], np.zeros(0))      # the Python step's (geom_force, names, mu)
+        z = np.zeros((0, 3))
+        #: the Python step's geom contacts as recorded (``geom_contacts``)
+        self._geom_rec = (np.zeros((0, 2), dtype=np.int64), z, z, z)
         self._gunits, self._gcon = None, None            # the current step's geom units and contacts
         self._geom_end = (None, np.inf)
         self._gprev = None          # the last step's geom contacts and impulses (warm start)
@@ -386,11 +391,38 @@ class TimeStepping:
 
     def geom_step(self, names=True):
         """The last step's geom contacts, which vary in number from step to step (the
-        recording's per-sample unit arrays hold the fixed catalog only; ``Simulation`` keeps
-        these in ``Recording.extremes``): (the smallest geom distance at the step's end, forces
+        recording keeps them per sample apart from the fixed catalog's units: ``geom_contacts``;
+        ``Simulation`` keeps their extremes in ``Recording.extremes``): (the smallest geom distance at the step's end, forces
         (n, 3) as (f_n, f_t1, f_t2), friction coefficients (n,), names (n,), or None without
         ``names``)."""
         return self._geom_end[1], self.geom_force, self.geom_mu, self.geom_names if names else None
+
+    def geom_contacts(self, q):
+        """The last step's geom contacts for the recording (``Segment.geom_pair`` ...): (pairs
+        (n, 2) geom indices, world forces geom 1 exerts on geom 2 (n, 3), points (n, 3), unit
+        normals from geom 1 to geom 2 (n, 3)), the points and normals as the step's problem took
+        them (at its start).  ``q`` is the step's end: the compiled step keeps the force's
+        components in the contact frame [t1, t2, n] only, whose tangents are found again from
+        the normal there (``linkdyn.contact.geom_rows``: exact but for a plane fixed to a moving
+        body, which has turned by the step's rotation)."""
+        if self.geoms is None:
+            z = np.zeros((0, 3))
+            return np.zeros((0, 2), dtype=np.int64), z, z.copy(), z.copy()
+        if not self._gfresh:
+            return tuple(x.copy() for x in self._geom_rec)
+        n = int(self._gs[3][0])
+        con_i, con_f, f = self._gs[0][:n].copy(), self._gs[1][:n].copy(), self._gs[4][:n]
+        if not n:
+            z = np.zeros((0, 3))
+            return con_i, z, z.copy(), z.copy()
+        rows = self.geoms.rows
+        st = rows.run(q, None, con_i, con_f, n, False)
+        if st != OK:
+            from .. import _api
+            _api.raise_for_status(self.model, st, q=q)
+        frame = rows.frame[:n]
+        world = np.einsum("kij,kj->ki", frame, f[:, [1, 2, 0]])
+        return con_i, world, con_f[:, 1:4].copy(), con_f[:, 4:7].copy()
 
     def _impulse_work(self, q, v, v1, tau, h, v_free=None):
         """The energy the step's impulses took or gave, for the ledger (``Simulation.work``).
@@ -591,11 +623,15 @@ class TimeStepping:
         (the friction as a world vector: a contact's tangents turn with its normal)."""
         if con is None or not len(con[0]):
             self._geom_py, self._gprev = (np.zeros((0, 3)), [], np.zeros(0)), None
+            z = np.zeros((0, 3))
+            self._geom_rec = (np.zeros((0, 2), dtype=np.int64), z, z, z)
             if self._compiled:
                 self._gs[3][0] = 0
             return
         u = self._gunits
         self._geom_py = (P / h, u.name, u.mu)
+        self._geom_rec = (np.array(con[0], dtype=np.int64), np.einsum("kij,kj->ki", u.frame, (P / h)[:, [1, 2, 0]]),
+                          np.array(con[1][:, 1:4]), u.frame[:, :, 2].copy())
         Pt = np.einsum("kij,kj->ki", u.frame[:, :, :2], P[:, 1:])
         self._gprev = (con, P[:, 0].copy(), Pt)
         if self._compiled:              # the compiled step's warm start

@@ -10,7 +10,7 @@ import numpy as np
 
 from ..model import joints as J
 from .animate import _figure, require_matplotlib
-from .runs import event_label, impulse_size, run_data
+from .runs import event_label, impulse_size, run_data, unit_words
 
 from typing import TYPE_CHECKING
 
@@ -156,15 +156,28 @@ def _unit_panels(axs, segs, t):
             ax.plot(t, fn, lw=1.2, color=f"C{c % 10}", label=f"{g} normal")
             ax.plot(t, ft, lw=0.9, ls="--", color=f"C{c % 10}", label=f"{g} friction")
             drawn += 1
+    # the contacts of collision geometry: the normal force summed over each pair's contacts, and
+    # the size of their summed friction (Segment.geom_normal_force)
+    pairs = list(dict.fromkeys(p for s_ in segs for p in (s_.geom_pairs or ())))
+
+    def pair_series(s, p, which):
+        if p not in (s.geom_pairs or ()):
+            return np.zeros(len(s.t)) if s.geom_offset is not None else np.full(len(s.t), np.nan)
+        return getattr(s, which)[:, s.geom_pairs.index(p)]
+    for p in pairs:
+        fn = np.concatenate([pair_series(s, p, "geom_normal_force") for s in segs])
+        ft = np.concatenate([pair_series(s, p, "geom_friction") for s in segs])
+        if np.nanmax(np.abs(fn), initial=0.0) > 0:
+            c = len(groups) + pairs.index(p)
+            ax.plot(t, fn, lw=1.2, color=f"C{c % 10}", label=f"{unit_words(p)} normal")
+            ax.plot(t, ft, lw=0.9, ls="--", color=f"C{c % 10}", label=f"{unit_words(p)} friction")
+            drawn += 1
     ax.set_ylabel("contact force [N]\n(normal; friction --)")
     if drawn:
         ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=7, frameon=False, ncol=1 + (drawn > 6))
     else:
-        geoms = any(int(getattr(s_.model, "ngeom", 0) or 0) for s_ in segs)
-        ax.text(0.5, 0.5, "no contact" if contacts else
-                "contacts of collision geometry: their number varies, their forces are checked at every\n"
-                "step (the run's extremes), not recorded per sample" if geoms else "no contact points",
-                transform=ax.transAxes, ha="center", va="center", color="0.4", fontsize=8 if geoms else None)
+        ax.text(0.5, 0.5, "no contact" if contacts or any(s_.geom_offset is not None for s_ in segs) else
+                "no contact points", transform=ax.transAxes, ha="center", va="center", color="0.4")
     ax = axs[1]
     active = []
     for n in limits:
@@ -225,7 +238,9 @@ def plot_run(run: Recording | Trajectory, path: str | os.PathLike[str], joints: 
     5. the events' linear impulses |p| (``impulse[:3]``; an impact's total normal impulse) as
        stems, labelled;
     6. with contacts and limits (``linkdyn.contact``): the normal and friction force on each
-       group of contact points (e.g. one foot's corners), signed;
+       group of contact points (e.g. one foot's corners), signed, and on each pair of collision
+       geoms that touched (the normal forces of its contacts summed, and the size of their summed
+       friction: ``Segment.geom_normal_force``);
     7. the force or torque of each limit that was reached;
     8. the centre of pressure of each group of two or more contact points (world x and y).
 
@@ -239,7 +254,7 @@ def plot_run(run: Recording | Trajectory, path: str | os.PathLike[str], joints: 
     names = _default_joints(segs) if joints is None else ([joints] if isinstance(joints, str) else list(joints))
     curves = _joint_curves(segs, names)
 
-    units = any(len(s.unit_names) for s in segs)
+    units = any(len(s.unit_names) or s.geom_offset is not None for s in segs)
     fig = _figure((size[0], size[1] * (1.45 if units else 1.0)), dpi)
     ratios = [3, 2, 1.5, 2, 1.5] + ([2, 1.5, 2] if units else [])
     axs = fig.subplots(len(ratios), 1, sharex=True, gridspec_kw={"height_ratios": ratios})

@@ -34,6 +34,13 @@ class SegmentData:
     unit_force: np.ndarray = None   # (K, nunits, 3): normal, tangent 1, tangent 2
     unit_gap: np.ndarray = None     # (K, nunits)
     unit_point: np.ndarray = None   # (K, nunits, 3) world contact points
+    # the geom contacts (``Segment.geom_contacts``), ragged: sample k's are rows geom_offset[k]:geom_offset[k + 1]
+    geom_offset: np.ndarray = None  # (K + 1,)
+    geom_force: np.ndarray = None   # (total, 3) world force of geom 1 on geom 2
+    geom_point: np.ndarray = None   # (total, 3) world points
+    geom_pairs: tuple = ()          # the pairs "geom1/geom2" that touched
+    geom_normal_force: np.ndarray = None    # (K, npairs) summed normal force per pair
+    geom_friction: np.ndarray = None        # (K, npairs) |summed friction force| per pair
 
 
 def _field(values, n, shape, what):
@@ -52,13 +59,26 @@ def segment_data(seg) -> SegmentData:
     n = len(t)
     names = tuple(getattr(seg, "unit_names", ()) or ())
     k = len(names)
+    geom = {}
+    if getattr(seg, "geom_names", None) and hasattr(seg, "geom_wrench"):
+        a = seg.arrays()
+        f, nrm, off = a["geom_force"], a["geom_normal"], a["geom_offset"]
+        pairs, fn = seg.geom_normal_force()
+        tang = f - np.einsum("ij,ij->i", f, nrm)[:, None] * nrm
+        ft = np.zeros((n, len(pairs), 3))
+        if len(pairs):
+            idx = {p: c for c, p in enumerate(pairs)}
+            which = [idx[f"{seg.geom_names[i]}/{seg.geom_names[j]}"] for i, j in a["geom_pair"].tolist()]
+            np.add.at(ft, (np.repeat(np.arange(n), np.diff(off)), np.asarray(which, dtype=np.int64)), tang)
+        geom = {"geom_offset": off, "geom_force": f, "geom_point": a["geom_point"], "geom_pairs": tuple(pairs),
+                "geom_normal_force": fn, "geom_friction": np.linalg.norm(ft, axis=-1)}
     return SegmentData(m, t, _field(seg.q, n, (m.nq,), "q"), _field(seg.v, n, (m.nv,), "v"),
                        _field(seg.kinetic, n, (), "kinetic"), _field(seg.potential, n, (), "potential"),
                        _field(seg.loop_error, n, (), "loop_error"),
                        _field(seg.loop_forces, n, (m.nloops, 6), "loop_forces"), names,
                        _field(getattr(seg, "unit_force", None), n, (k, 3), "unit_force"),
                        _field(getattr(seg, "unit_gap", None), n, (k,), "unit_gap"),
-                       _field(getattr(seg, "unit_point", None), n, (k, 3), "unit_point"))
+                       _field(getattr(seg, "unit_point", None), n, (k, 3), "unit_point"), **geom)
 
 
 def _with_model(rec, model):

@@ -708,7 +708,9 @@ def view(run: Recording | Trajectory, model: Model | None = None, props: Sequenc
     ``fps``: frames stored per second of playback, ``every``: simulated seconds between frames
     (default ``1 / fps``: real time); the page interpolates between frames.  ``meshes``: draw
     URDF/MJCF visual geometry (False: the figure of ellipsoids and capsules), within about
-    ``max_triangles`` triangles in all.  ``forces``: draw contact forces as arrows.
+    ``max_triangles`` triangles in all.  ``forces``: draw contact forces as arrows (a point contact's
+    force on its point; a geom contact's, ``Segment.geom_contacts``, the force on its geom 2 at
+    the contact point, e.g. the ground's on a foot).
     ``camera``: the direction (x, y, z, world) from the middle of the motion towards the camera of
     the page's home view (default (0.78, -1, 0.42): from the front right, +x being the front of
     the figures, above); the camera stands as close as it can with the whole motion in view.
@@ -746,7 +748,15 @@ def view(run: Recording | Trajectory, model: Model | None = None, props: Sequenc
     teth = np.full((nf, len(tethers), 3), np.nan)
     nloops = max(s.model.nloops for s in segs)
     loop_pts = np.full((nf, nloops, 3), np.nan)
-    nunits = max(len(s.unit_names) for s in segs)
+    npoint = max(len(s.unit_names) for s in segs)
+    # the geom contacts' arrows after the point contacts' slots: as many as the most any drawn frame has
+    ngc = 0
+    if forces:
+        for k in np.unique(seg_of):
+            s = segs[k]
+            if s.geom_offset is not None:
+                ngc = max(ngc, int(np.diff(s.geom_offset)[local[seg_of == k]].max(initial=0)))
+    nunits = npoint + ngc
     arrows = np.zeros((nf, nunits, 6))
     force_max = 0.0
     for k in np.unique(seg_of):
@@ -787,6 +797,12 @@ def view(run: Recording | Trajectory, model: Model | None = None, props: Sequenc
                 on = f[:, 0] > 0
                 arrows[rows[on], u, :3] = Pt[on, u]
                 arrows[rows[on], u, 3:] = vec[on]
+        if forces and ngc and s.geom_offset is not None:
+            # a geom contact's arrow: the force on geom 2 (e.g. the ground's on a foot) at the contact point
+            for row, i in zip(rows, local[rows]):
+                a, b = int(s.geom_offset[i]), int(s.geom_offset[i + 1])
+                arrows[row, npoint:npoint + b - a, :3] = s.geom_point[a:b]
+                arrows[row, npoint:npoint + b - a, 3:] = s.geom_force[a:b]
     force_scale = 0.0
     if forces and nunits:
         mag = np.linalg.norm(arrows[:, :, 3:], axis=-1)
