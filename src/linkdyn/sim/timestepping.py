@@ -149,7 +149,7 @@ class TimeStepping:
         #: or the model's contacts are described by points and planes (module docstring)
         use = contacts and full.ngeom > 0 and len(full.geom_pairs) > 0 and not self.catalog.pairs
         self.geoms = GeomCatalog(model, self.data) if use else None
-        #: the last step's geom contacts: forces (n, 3) in their frames [t1, t2, n], names, friction
+        #: the last step's geom contacts: forces (n, 3) as [f_n, f_t1, f_t2], names, friction
         #: coefficients; the smallest geom distance at the step's end (inf: none touch)
         self._geom_py = (np.zeros((0, 3)), [], np.zeros(0))      # the Python step's (geom_force, names, mu)
         z = np.zeros((0, 3))
