@@ -76,6 +76,21 @@ def test_urdf_limit_with_equal_bounds_dropped_with_a_warning(tmp_path):
     assert m.lower.tolist() == [-np.inf] and m.upper.tolist() == [np.inf]
 
 
+
+@pytest.mark.parametrize("lo, hi, want", [("-1e16", "1e16", (-np.inf, np.inf)), ("-0.5", "1e16", (-0.5, np.inf)),
+                                          ("-1e16", "2", (-np.inf, 2.0))])
+def test_urdf_limit_of_1e16_read_as_no_limit_on_that_side(tmp_path, lo, hi, want):
+    """Real files (example-robot-data's iris) write 1e16 for "no limit": the loader reads a side
+    beyond the physical range as unbounded, with a warning, where the builder refuses it."""
+    p = tmp_path / "r.urdf"
+    p.write_text('<robot name="r"><link name="a"/><link name="b"><inertial><mass value="1"/><inertia ixx="1" '
+                 'iyy="1" izz="1" ixy="0" ixz="0" iyz="0"/></inertial></link><joint name="j" type="revolute">'
+                 f'<parent link="a"/><child link="b"/><axis xyz="0 0 1"/><limit lower="{lo}" upper="{hi}" effort="1" '
+                 'velocity="1"/></joint></robot>')
+    with pytest.warns(URDFWarning, match=r"joint 'j': .*read as no limit on that side"):
+        m = ld.load_urdf(p)
+    assert (m.lower[0], m.upper[0]) == want
+
 # ---------------------------------------------------------------------------- strict types
 @pytest.mark.parametrize("what", ["friction", "damping", "armature", "stiffness", "lower", "upper",
                                   "velocity_limit", "effort_limit"])

@@ -79,6 +79,7 @@ import numpy as np
 from ... import spatial
 from .. import joints as J
 from ..builder import Inertia, ModelBuilder, triangle_violation
+from ..geometry import MAX_LENGTH
 from ._files import asset_roots, confine, read_model_file, resolve_reference
 from .safexml import parse_xml
 
@@ -539,11 +540,17 @@ def _build(text, source, floating_base, gravity, default_name, joint_friction=Fa
                 if lo > hi:
                     raise ctx.error(where, f"<limit lower='{lim.get('lower')}' upper='{lim.get('upper')}'>: "
                                            "lower is above upper")
+                if max(abs(lo), abs(hi)) > MAX_LENGTH:     # e.g. 1e16: a file's way of writing "no limit"
+                    warnings.warn(f"{source}: {where}: <limit lower='{lim.get('lower')}' upper='{lim.get('upper')}'>: "
+                                  f"a side beyond {MAX_LENGTH:g} (m or rad) is read as no limit on that side",
+                                  URDFWarning, stacklevel=3)
+                    lo = -np.inf if abs(lo) > MAX_LENGTH else lo
+                    hi = np.inf if abs(hi) > MAX_LENGTH else hi
                 if lo == hi:        # a <limit effort velocity/> (urdfdom's 0, 0) or a locked joint
                     warnings.warn(f"{source}: {where}: <limit lower='{lim.get('lower')}' upper='{lim.get('upper')}'>: "
                                   "lower equals upper, a limit the joint could not move within; loaded without a "
                                   "position limit (a fixed joint locks a joint)", URDFWarning, stacklevel=3)
-                else:
+                elif np.isfinite(lo) or np.isfinite(hi):
                     kw["lower"], kw["upper"] = [lo], [hi]
         dyn = el.find("dynamics")
         if joint_friction and dyn is not None and js.type in ("revolute", "continuous", "prismatic"):
