@@ -14,7 +14,6 @@ ragged (flat arrays and per-sample offsets).  Closed forms at every sample, dt =
 * the swing demo (Nakamura and Yamane 2000, Fig. 15) records the thighs on the seat, inside
   their friction cones.
 """
-import io
 import json
 
 import numpy as np
@@ -23,6 +22,8 @@ import pytest
 import linkdyn as ld
 from linkdyn import spatial as sp
 from linkdyn.recording import Recording, RecordingError
+from test_geom_timestep import box_inertia
+from test_recording_load import _members, _write
 
 G = 9.81
 DT = 1e-3
@@ -30,13 +31,8 @@ HALF = (0.1, 0.08, 0.05)
 MASS = 2.0
 
 
-def box_inertia(m, half):
-    hx, hy, hz = half
-    return ld.Inertia(m, [0, 0, 0], np.diag([hy * hy + hz * hz, hx * hx + hz * hz, hx * hx + hy * hy]) * m / 3.0)
-
-
 def box_on(theta=0.0, mu=0.8):
-    """A box geom on a free body resting on a plane geom tilted by theta about y."""
+    """A box geom on a free body resting on a plane geom ("ground") tilted by theta about y."""
     b = ld.ModelBuilder("box")
     b.add_body("box", "world", ld.FreeFlyer(), inertia=box_inertia(MASS, HALF))
     b.add_geom("box", "box", HALF, name="box", friction=mu)
@@ -182,18 +178,6 @@ def test_save_load_round_trip_is_bit_identical(resting, tmp_path):
         c0, c1 = s0.geom_contacts(k), s1.geom_contacts(k)
         assert c0.names == c1.names and np.array_equal(c0.force, c1.force)
     assert np.array_equal(s0.geom_wrench("body")[1], s1.geom_wrench("body")[1])
-
-
-def _members(p):
-    with np.load(p, allow_pickle=False) as z:
-        return {k: z[k] for k in z.files}
-
-
-def _write(p, members):
-    buf = io.BytesIO()
-    np.savez_compressed(buf, **members)
-    p.write_bytes(buf.getvalue())
-    return p
 
 
 def _mutations(mem):

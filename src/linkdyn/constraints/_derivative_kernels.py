@@ -42,6 +42,7 @@ from numba.extending import intrinsic
 from ..dynamics.cholesky import _dinv_li_rows, _lit_rows, _ltdl_factor, _ltdl_inverse_congruence
 from ..dynamics.derivatives import _derivatives_from_kinematics, _unpack_dws
 from ..loops._kernels import FD, PIVOT_TOL, constrained_solve, frame_in_world, log6
+from .._kernels import dense
 from .._kernels.batch import chunk, pick
 from ._kernels import DEGENERATE, FRAME, NF, PLANE, POINT, _constraint_solve
 from .._kernels.layout import _view, model_sizes, unpack_data, unpack_model, unpack_packed
@@ -725,22 +726,8 @@ def _core(mi, mf, ws, lam, ci, cf, li, lf, dws, sw, alpha, beta, out):
                 for c in range(n3):
                     R[r, c] -= jd * X[d, c]
     # Lambda = L L^T (independent rows: every pivot above PIVOT_TOL of the largest diagonal)
-    d0 = 0.0
-    for r in range(m):
-        d0 = max(d0, Lam[r, r])
-    for k in range(m):
-        s = Lam[k, k]
-        for j in range(k):
-            s -= Lam[k, j] * Lam[k, j]
-        if not s > PIVOT_TOL * d0:
-            return DEPENDENT
-        s = math.sqrt(s)
-        Lam[k, k] = s
-        for i in range(k + 1, m):
-            t = Lam[i, k]
-            for j in range(k):
-                t -= Lam[i, j] * Lam[k, j]
-            Lam[i, k] = t / s
+    if not dense.cholesky(Lam, m, PIVOT_TOL):
+        return DEPENDENT
     # Y = Lambda^-1 R, rows at a time
     for i in range(m):
         for j in range(i):

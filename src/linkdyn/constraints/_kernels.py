@@ -41,6 +41,7 @@ from ..dynamics.cholesky import _ltdl_factor, _ltdl_inverse_congruence, _ltdl_so
 from ..dynamics.crba import _crba_from_kinematics
 from ..dynamics.rnea import _rnea_from_kinematics
 from ..loops._kernels import PIVOT_TOL, log6, pivoted_solve
+from .._kernels import dense
 from .._kernels.layout import _view, model_sizes, no_forces, unpack_data, unpack_model, unpack_packed
 from .._kernels.passes import ACC, OK, SINGULAR, check_inputs, kinematics_pass
 
@@ -109,28 +110,11 @@ def _min_norm(A, piv, rank, c, K, w, out):
             K[a, b] = s
             K[b, a] = s
     # Cholesky of K (positive definite: G has full column rank), then two solves with K
-    for k in range(n):
-        s = K[k, k]
-        for j in range(k):
-            s -= K[k, j] * K[k, j]
-        s = math.sqrt(s)
-        K[k, k] = s
-        for i in range(k + 1, n):
-            t = K[i, k]
-            for j in range(k):
-                t -= K[i, j] * K[k, j]
-            K[i, k] = t / s
+    if not dense.cholesky(K, n, 0.0):
+        w[:n] = np.nan                  # (not reached for a full-rank G: the NaN says so downstream)
     for rep in range(2):
-        for i in range(n):
-            s = w[i]
-            for j in range(i):
-                s -= K[i, j] * w[j]
-            w[i] = s / K[i, i]
-        for i in range(n - 1, -1, -1):
-            s = w[i]
-            for j in range(i + 1, n):
-                s -= K[j, i] * w[j]
-            w[i] = s / K[i, i]
+        dense.forward(K, n, w)
+        dense.backward(K, n, w)
     for i in range(m):
         ri = int(piv[i])
         s = 0.0

@@ -39,6 +39,8 @@ from typing import Sequence
 import numpy as np
 from numba import njit
 
+from .._kernels import dense
+
 FREE, NORMAL, FRICTION, FRICTION2 = 0, 1, 2, 3
 
 
@@ -335,33 +337,12 @@ def _solve_psd(B, b, rcond, x):
     ``_min_norm_solve``); returns False, x untouched, where one does not (B singular to rcond:
     the caller takes the minimum-norm solution instead)."""
     n = B.shape[0]
-    L = np.zeros((n, n))
-    d0 = 0.0
-    for i in range(n):
-        d0 = max(d0, B[i, i])
-    for j in range(n):
-        t = B[j, j]
-        for c in range(j):
-            t -= L[j, c] * L[j, c]
-        if not t > rcond * d0:
-            return False
-        L[j, j] = np.sqrt(t)
-        for i in range(j + 1, n):
-            t = B[i, j]
-            for c in range(j):
-                t -= L[i, c] * L[j, c]
-            L[i, j] = t / L[j, j]
-    z = np.empty(n)
-    for i in range(n):
-        t = b[i]
-        for c in range(i):
-            t -= L[i, c] * z[c]
-        z[i] = t / L[i, i]
-    for i in range(n - 1, -1, -1):
-        t = z[i]
-        for c in range(i + 1, n):
-            t -= L[c, i] * z[c]
-        z[i] = t / L[i, i]
+    L = B.copy()
+    if not dense.cholesky(L, n, rcond):
+        return False
+    z = b.copy()
+    dense.forward(L, n, z)
+    dense.backward(L, n, z)
     x[:] = z
     return True
 

@@ -48,6 +48,7 @@ from scipy.spatial.transform import Rotation
 from .. import model as _m
 from ..dynamics import rnea
 from ..kinematics import forward_kinematics
+from ..models.human import _positive   # one check of a positive number for the figures' sizes
 from .bvh import MocapError, Skeleton, read_skeleton, write_skeleton
 from .figure import Y_UP_TO_Z_UP, Feet, build_figure
 
@@ -109,16 +110,6 @@ def _detect_scale(sk: Skeleton):
             return s, H
     raise MocapError(f"{sk.path}: cannot tell the length unit from the skeleton's height {H:g} "
                      f"(not 0.8-2.5 m in m, cm, mm or inches); pass scale= (metres per file unit)")
-
-
-def _positive(x, what):
-    try:
-        x = float(x)
-    except (TypeError, ValueError):
-        raise TypeError(f"{what}: expected a number, got {x!r}") from None
-    if not np.isfinite(x) or x <= 0:
-        raise ValueError(f"{what}: expected a finite positive number, got {x}")
-    return x
 
 
 def _continuous(qs):

@@ -11,6 +11,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from .._kernels import dense
 from .._kernels.layout import model_sizes, no_forces, unpack_data, unpack_packed
 from .._kernels.passes import OK, POS, kinematics_pass
 from ..contact import lcp
@@ -365,13 +366,9 @@ def timestep_kernel(buf, q, v, tau, h, geo, mask, pair_mu, pair_e, lim_q, lim_v,
         _crba_kernel(mi, mf, ws, q[::1], M)
         led[1][:] = M
         L = np.linalg.cholesky(M)
-        Zt = np.empty((m, nv))                        # rows of L^-1 G^T: A = Zt Zt^T
+        Zt = G.copy()                                 # rows of L^-1 G^T: A = Zt Zt^T
         for i in range(m):
-            for d in range(nv):                       # L z = g, by rows of L
-                t = G[i, d]
-                for c in range(d):
-                    t -= L[d, c] * Zt[i, c]
-                Zt[i, d] = t / L[d, d]
+            dense.forward(L, nv, Zt[i])
         A = np.empty((m, m))
         for i in range(m):
             for j in range(i + 1):
@@ -471,11 +468,7 @@ def _impulse_velocity(L, Zt, lam, v_free, v1):
         if lam[i] != 0.0:
             for d in range(nv):
                 y[d] += Zt[i, d] * lam[i]
-    for d in range(nv - 1, -1, -1):
-        t = y[d]
-        for c in range(d + 1, nv):
-            t -= L[c, d] * y[c]
-        y[d] = t / L[d, d]
+    dense.backward(L, nv, y)
     for d in range(nv):
         v1[d] = v_free[d] + y[d]
 
