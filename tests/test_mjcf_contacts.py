@@ -146,7 +146,7 @@ def test_one_warning_names_the_geom_types_left_out():
     msgs = [str(w.message) for w in rec if issubclass(w.category, MJCFWarning)]
     assert len(msgs) == 1
     msg = msgs[0]
-    assert "geoms left out of contact (box, capsule)" in msg
+    assert "geoms left out of contact (box, capsule)" in msg and "contacts=False" in msg
     assert "2 capsule geoms ('leg', 'arm')" in msg and "1 box geom" in msg and "cylinder" not in msg
     assert [c.name for c in m.contacts] == ["foot"]
     # no warning once they cannot collide, or with contacts=False

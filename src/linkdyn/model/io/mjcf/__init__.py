@@ -144,8 +144,9 @@ Mapping (the supported subset)
     does not; torsional and rolling friction (``condim`` 4, 6) are not modelled (warning);
   - every other geom (``capsule``, ``box``, ``cylinder``, ``ellipsoid``, ``mesh``, ``hfield``,
     ``sdf``) is left out of contact; when the model has planes, one warning names those that
-    MuJoCo would let touch them (give the body small spheres where it should touch, e.g. at
-    the corners of a foot, and ``contype="0" conaffinity="0"`` to the rest).  Collisions
+    MuJoCo would let touch them (``contacts=False`` keeps every geom as collision geometry
+    instead, capsules, boxes and meshes included; or give the body small spheres where it
+    should touch, and ``contype="0" conaffinity="0"`` to the rest).  Collisions
     between moving bodies (sphere-sphere included) are not modelled;
   - ``margin``, ``gap``, ``solref``, ``solimp``, ``solmix`` (MuJoCo's soft-contact parameters)
     have no counterpart: linkdyn's contacts are hard.

@@ -252,5 +252,5 @@ def _contact_geometry(P, b, root):
             parts = [f"{len(v)} {t} geom{'s' if len(v) > 1 else ''} ({_shown(v, 4)})" for t, v in sorted(left.items())]
             _warn(f"{source}: geoms left out of contact ({', '.join(sorted(left))}): linkdyn's contacts are spheres "
                   f"and points against planes; these touch the model's planes in MuJoCo but nothing here: "
-                  f"{'; '.join(parts)} (give such a body small spheres where it should touch, e.g. at the corners "
-                  f"of a foot)")
+                  f"{'; '.join(parts)} (load with contacts=False to keep every geom as collision geometry under "
+                  f"time stepping, as MuJoCo does; or give such a body small spheres where it should touch)")
