@@ -320,7 +320,7 @@ class Simulation:
         violation, the smallest normal force, the deepest penetration, the largest loop error
         and the energy ledger's residual, each with its tolerance."""
         from .checks import check
-        return check(self.recording, self.contact_method, energy_tol)
+        return check(self.recording, self.contact_method, energy_tol, self.dt)
 
     @property
     def contact_stats(self) -> dict:
