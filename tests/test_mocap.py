@@ -332,11 +332,12 @@ def test_contact_phases_hysteresis_and_speed(tmp_path):
     angles, root = smooth_motion(5)
     still = mocap.load_bvh(write(tmp_path, skeleton(np.zeros((140, len(JOINTS), 3)), np.tile(root[0], (140, 1))),
                                  "still.bvh"), cutoff=None, ground=0.0)
+    on, off = mocap.capture.HEIGHT_ON, mocap.capture.HEIGHT_OFF
     h = np.zeros(140)
-    h[:20] = np.linspace(0.0, 0.0195, 20)                     # slowly up to the landing height
-    h[20:60] = 0.02 + 0.0005 * (-1) ** np.arange(40)          # 1.95 / 2.05 cm, slowly (0.12 m/s)
-    h[60:80] = np.linspace(0.02, 0.06, 20)                    # lifts off
-    h[80:100] = 0.06
+    h[:20] = np.linspace(0.0, on - 0.0005, 20)                # slowly up to the landing height
+    h[20:60] = on + 0.0005 * (-1) ** np.arange(40)            # 0.5 mm either side of it, slowly (0.12 m/s)
+    h[60:80] = np.linspace(on, off + 0.02, 20)                # lifts off
+    h[80:100] = off + 0.02
     h[100:140] = 0.005                                        # sweeps forward at 0.5 cm, at 1 m/s
     q = still.q.copy()
     z0 = mocap.capture._sole_points(still.model, q[:1])[0, :, 2].min()
@@ -349,11 +350,11 @@ def test_contact_phases_hysteresis_and_speed(tmp_path):
     assert d[:60].all(), np.flatnonzero(~d[:60])
     assert not d[80:].any(), np.flatnonzero(d[80:]) + 80
     first_up = np.flatnonzero(~d)[0]
-    assert h[first_up] > 0.04 >= h[first_up - 1]
-    chatter = mocap.contact_phases(cap, height_off=0.02)
+    assert h[first_up] > off >= h[first_up - 1]
+    chatter = mocap.contact_phases(cap, height_off=on)
     assert np.count_nonzero(np.diff(chatter[20:60, 0].astype(int))) > 30
     with pytest.raises(ValueError, match="hysteresis"):
-        mocap.contact_phases(cap, height_off=0.01)
+        mocap.contact_phases(cap, height_off=on / 2)
 
 
 def test_smoothing_keeps_a_uniform_motion_to_the_ends(tmp_path):
