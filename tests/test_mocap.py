@@ -421,3 +421,48 @@ def test_smoothing_keeps_a_uniform_motion_to_the_ends(tmp_path):
     assert np.abs(cap.a[:, :3]).max() < 1e-3                      # m/s^2
     assert np.abs(cap.a).max() < 0.05                             # rad/s^2, against a rate of 0.70 rad/s
     np.testing.assert_allclose(np.linalg.norm(cap.v[:, :3], axis=1), np.hypot(1.0, 0.5), atol=1e-4)
+
+
+@pytest.fixture(scope="module")
+def real_walk(tmp_path_factory):
+    """The real 4-minute 30 Hz capture of docs/mocap.md: ``testBvhFiles/test.bvh`` of the
+    ``bvhtools`` 1.6.0 source distribution on PyPI, fetched by pip into a temporary folder (not
+    vendored), or the file ``LINKDYN_TEST_BVH`` names; skipped when neither is at hand."""
+    import os
+    import tarfile
+    path = os.environ.get("LINKDYN_TEST_BVH")
+    if path:
+        return path
+    d = tmp_path_factory.mktemp("bvhtools")
+    r = subprocess.run([sys.executable, "-m", "pip", "download", "bvhtools==1.6.0", "--no-deps", "--no-binary",
+                        ":all:", "-d", str(d)], capture_output=True, text=True, timeout=300)
+    sdists = list(d.glob("bvhtools-1.6.0.tar.gz"))
+    if r.returncode != 0 or not sdists:
+        pytest.skip(f"bvhtools 1.6.0 could not be downloaded: {r.stderr[-300:]}")
+    with tarfile.open(sdists[0]) as tar:
+        member = tar.getmember("bvhtools-1.6.0/testBvhFiles/test.bvh")
+        tar.extractall(d, members=[member], filter="data")
+    return str(d / member.name)
+
+
+@pytest.mark.slow
+def test_real_walk_residual_and_vertical_reaction(real_walk):
+    """On a real 4-minute 30 Hz walk (with turns and pauses), with every default (the cut-off
+    by residual analysis, the contact phases, de Leva's figure at 70 kg and 1.75 m): a foot is
+    down in every frame, the residual root force is below 5 % of body weight in RMS over the
+    stance frames (the issue's bound), the summed vertical reaction averages body weight
+    within 5 % over the clip, and at every frame each force pushes and stays in its
+    friction pyramid."""
+    cap = mocap.load_bvh(real_walk, mass=70, height=1.75)
+    assert len(cap.t) == 7184 and 4.0 < cap.cutoff < 8.0
+    res = mocap.inverse_dynamics(cap)
+    W = 70 * 9.81
+    down = res.phases.sum(1)
+    assert (down > 0).all()
+    rf = np.linalg.norm(res.residual[:, :3], axis=1)
+    assert np.sqrt(np.mean(rf[down > 0] ** 2)) < 0.05 * W
+    assert np.sqrt(np.mean(rf[down == 1] ** 2)) < 0.05 * W           # single support alone too
+    assert abs(res.grf.sum(1)[:, 2].mean() / W - 1) < 0.05
+    fz = res.forces[..., 2]
+    assert fz.min() > -1e-6 * W
+    assert (np.abs(res.forces[..., :2]) <= 0.8 * fz[..., None] + 1e-6 * W).all()
