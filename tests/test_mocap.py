@@ -484,3 +484,38 @@ def test_real_walk_residual_and_vertical_reaction(real_walk):
     fz = res.forces[..., 2]
     assert fz.min() > -1e-6 * W
     assert (np.abs(res.forces[..., :2]) <= 0.8 * fz[..., None] + 1e-6 * W).all()
+
+
+def test_a_foot_rolling_over_its_toes_stays_down(tmp_path):
+    """A figure standing flat that then pitches forward about its toe line (heels rising at up
+    to 3 m/s, the toes still on the ground) keeps both feet down: one sole point low and still
+    is enough, though the points' mean speed is above the lift-off speed (a test on the mean
+    speed, or on the lowest point's height alone with the heel, would lift the foot); once the
+    toes leave the ground too, the foot lifts."""
+    from dataclasses import replace
+    T = 60
+    still = mocap.load_bvh(write(tmp_path, skeleton(np.zeros((T, len(JOINTS), 3)), np.tile([0, 95, 0], (T, 1))),
+                                 "still.bvh"), cutoff=None, ground=0.0)
+    m = still.model
+    names = [c.name for c in m.contacts]
+    P0 = mocap.capture._sole_points(m, still.q[:1])[0]
+    toe = P0[[names.index(n) for n in names if "toe" in n]].mean(axis=0)
+    q = still.q.copy()
+    q[:, 2] -= P0[:, 2].min()                                  # the soles on the ground
+    theta = np.zeros(T)
+    theta[20:40] = np.cumsum(np.full(20, 12.0 / 120))         # 12 rad/s about the toe line, 20 frames
+    theta[40:] = theta[39]
+    for k in range(T):
+        R = ld.spatial.quat_from_axis_angle([0, 1, 0], theta[k])
+        q[k, :3] = toe + ld.spatial.quat_to_matrix(R) @ (q[k, :3] - toe)
+        q[k, 3:7] = ld.spatial.quat_multiply(R, q[k, 3:7])
+    q[45:, 2] += np.arange(1, T - 44) * 0.01                  # then the whole figure rises, 1.2 m/s
+    cap = replace(still, q=q)
+    P = mocap.capture._sole_points(m, q)
+    speed = np.linalg.norm(np.gradient(P, cap.dt, axis=0), axis=2)
+    left = [names.index(n) for n in cap.feet.points[0]]
+    assert speed[22:38][:, left].mean(axis=1).min() > mocap.capture.SPEED_OFF      # the mean is fast
+    assert P[38, left, 2].max() > mocap.capture.HEIGHT_OFF                        # the heel is up
+    down = mocap.contact_phases(cap)
+    assert down[:45].all(), np.flatnonzero(~down[:45].all(axis=1))
+    assert not down[50:].any()
