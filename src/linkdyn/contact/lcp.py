@@ -24,8 +24,10 @@ Solved in two stages:
    minimum-norm split; compiled here: Cholesky where the block is nonsingular, else a complete
    orthogonal decomposition) and kept when it satisfies every condition, which gives
    complementarity to round-off where Gauss-Seidel alone would stop at its tolerance.  A
-   sliding pair's direction is turned against the slip of the polished answer until it stops
-   turning: the direction is what Gauss-Seidel finds most slowly.
+   sliding pair's direction, what Gauss-Seidel finds most slowly, is an unknown of Newton's
+   method on the active set's equations and each sliding pair's "slip parallel to its force".
+   Contacts that touch without force join the active set where nothing slides (a resting box's
+   four corners share its weight whichever of them its landing left unloaded).
 
 A dense, small problem (tens of rows) is the common case here, which is why a Gauss-Seidel
 of our own over a QP library: it warm-starts, it keeps the cone exact, and it needs no
@@ -212,11 +214,8 @@ def residual(A, r, kind, mu, normal, lam):
                            np.ascontiguousarray(normal, dtype=np.int64), np.ascontiguousarray(lam, dtype=float)))
 
 
-#: the polish's turns of the sliding pairs' directions at most (``_polish_kernel``)
-RIM_TURNS = 25
-#: how far each turn goes towards the slip's direction (1: all the way; less damps the oscillation
-#: of strongly coupled pairs)
-RIM_DAMP = 0.7
+#: the polish's Newton iterations on the sliding pairs' directions at most (``_polish_kernel``)
+RIM_TURNS = 8
 
 
 @njit(cache=True)
@@ -363,7 +362,36 @@ def _symmetric(B):
 
 
 @njit(cache=True)
-def _polish_kernel(A, r, kind, mu, normal, lam, out, turns=RIM_TURNS):
+def _sliding(kind, mu, normal, lam):
+    """True if a friction pair of lam is on the rim of its cone."""
+    for i in range(lam.shape[0]):
+        if kind[i] == FRICTION:
+            n = lam[normal[i]]
+            if n > 0.0 and lam[i] * lam[i] + lam[i + 1] * lam[i + 1] >= (mu[i] * n * (1 - 1e-7)) ** 2:
+                return True
+    return False
+
+
+@njit(cache=True)
+def _touching(A, r, kind, lam):
+    """Per row, 1.0 where a normal touches without force (lambda = 0 and w = A lam + r = 0 to
+    1e-10 of the problem's size), else 0.0; all zero if none does."""
+    m = r.shape[0]
+    w = r.copy()
+    scale_w = 1e-9
+    for i in range(m):
+        for j in range(m):
+            w[i] += A[i, j] * lam[j]
+        scale_w = max(scale_w, abs(w[i]), abs(r[i]))
+    out = np.zeros(m)
+    for i in range(m):
+        if kind[i] == NORMAL and lam[i] == 0.0 and abs(w[i]) <= 1e-10 * scale_w:
+            out[i] = 1.0
+    return out
+
+
+@njit(cache=True)
+def _polish_kernel(A, r, kind, mu, normal, lam, out, turns=RIM_TURNS, weak=False):
     """The exact solution on the active set of ``lam`` into ``out`` (compiled; see _polish)."""
     m = r.shape[0]
     scale_l = 1e-300
@@ -374,19 +402,25 @@ def _polish_kernel(A, r, kind, mu, normal, lam, out, turns=RIM_TURNS):
     rim = np.zeros(m, dtype=np.bool_)
     d1 = np.zeros(m)
     d2 = np.zeros(m)
+    # weak: a contact that touches without force (w = 0, lambda = 0) is in the active set too
+    # (``_polish_better``)
+    w = _touching(A, r, kind, lam) if weak else np.zeros(0)
+    act = np.zeros(m, dtype=np.bool_)
     nu = 0
     for i in range(m):
         k = kind[i]
-        if k == FREE or (k == NORMAL and lam[i] > 1e-12 * scale_l):
+        if k == FREE or (k == NORMAL and (lam[i] > 1e-12 * scale_l or (weak and w[i] != 0.0))):
+            act[i] = True
             pos[i] = nu
             unknown[nu] = i
             nu += 1
-        elif k == FRICTION:
+    for i in range(m):
+        if kind[i] == FRICTION:
             n = normal[i]
-            if not lam[n] > 1e-12 * scale_l:
+            if not act[n]:
                 continue
             nrm = np.sqrt(lam[i] ** 2 + lam[i + 1] ** 2)
-            if nrm < mu[i] * lam[n] * (1 - 1e-7):
+            if nrm < mu[i] * lam[n] * (1 - 1e-7) or lam[n] == 0.0:
                 pos[i] = nu
                 unknown[nu] = i
                 pos[i + 1] = nu + 1
@@ -400,74 +434,148 @@ def _polish_kernel(A, r, kind, mu, normal, lam, out, turns=RIM_TURNS):
         out[i] = 0.0
     if nu == 0:
         return
+    nr = 0
+    for i in range(m):
+        if rim[i]:
+            nr += 1
+    _fold_solve(A, r, mu, normal, unknown, nu, pos, rim, nr, d1, d2, out)
+    if nr and turns > 1:
+        _turn_rims(A, r, kind, mu, normal, out, unknown, nu, pos, rim, nr, turns)
+        # Newton's steps split the load of redundant contacts (a box's four corners) by the least
+        # step, not the least force: the directions it found, with the forces solved again for
+        # them (the same velocities, the same conditions, the minimum-norm split), where it found an
+        # answer
+        res = _residual(A, r, kind, mu, normal, out)
+        if res <= 1e-12:
+            again = np.empty(m)
+            for i in range(m):
+                if rim[i]:
+                    c = np.sqrt(out[i] ** 2 + out[i + 1] ** 2)
+                    if c > 0.0:
+                        d1[i], d2[i] = out[i] / c, out[i + 1] / c
+            _fold_solve(A, r, mu, normal, unknown, nu, pos, rim, nr, d1, d2, again)
+            if _residual(A, r, kind, mu, normal, again) <= 1e-12:
+                out[:] = again
+
+
+@njit(cache=True)
+def _fold_solve(A, r, mu, normal, unknown, nu, pos, rim, nr, d1, d2, out):
+    """out = the active set's solution with each sliding pair's force mu lambda_n (d1, d2) held
+    along its direction (folded into its normal's column), zero off the active set."""
+    m = r.shape[0]
     B = np.empty((nu, nu))
     rhs = np.empty(nu)
     x = np.empty(nu)
-    anyrim = False
+    for i in range(m):
+        out[i] = 0.0
+    for a in range(nu):
+        ia = unknown[a]
+        rhs[a] = -r[ia]
+        for b in range(nu):
+            B[a, b] = A[ia, unknown[b]]
+    for i in range(m):                    # lambda_t = mu lambda_n d folds into the normal's column
+        if rim[i] and pos[normal[i]] >= 0:
+            c = pos[normal[i]]
+            for a in range(nu):
+                ia = unknown[a]
+                B[a, c] += mu[i] * (A[ia, i] * d1[i] + A[ia, i + 1] * d2[i])
+    # a principal block of a symmetric A (time stepping's) is solved by Cholesky where it is not
+    # singular; else, and where sliding pairs fold in, the minimum-norm solution
+    if nr or not _symmetric(B) or not _solve_psd(B, rhs, 1e-8, x):
+        _min_norm_solve(B, rhs, 1e-12, x)
+    for a in range(nu):
+        out[unknown[a]] = x[a]
     for i in range(m):
         if rim[i]:
-            anyrim = True
-    # a sliding pair's force is mu lambda_n d along the direction d opposite to its slip w_t: d is
-    # taken from lam and then from the slip of the answer, until it stops turning (a fixed point
-    # that Gauss-Seidel approaches only slowly: 1e-6 of residual after a thousand sweeps)
+            c = mu[i] * out[normal[i]]
+            out[i] = c * d1[i]
+            out[i + 1] = c * d2[i]
+
+
+@njit(cache=True)
+def _turn_rims(A, r, kind, mu, normal, out, unknown, nu, pos, rim, nr, iters):
+    """The sliding pairs' directions of ``out`` (the polish with them held), turned by Newton's
+    method until each pair's slip w_t is parallel to its force: unknowns the active set's lambda
+    and each sliding pair's angle t (force mu lambda_n (cos t, sin t)); equations w = 0 on the
+    active rows and w_t1 sin t - w_t2 cos t = 0 per sliding pair (a fixed point that Gauss-Seidel
+    approaches only slowly when contacts are coupled: 1e-6 of residual after a thousand sweeps).
+    Each step is the minimum-norm solution of the linearized system (redundant contacts make it
+    singular).  The best residual is kept; stops after two steps that do not halve it (the
+    active set is not the answer's).  dm_control's humanoid, its time steps' problems: 1196 of
+    1340 solved to round-off, against 1150 by a damped fixed point on the direction, in 70 % of
+    its time."""
+    m = r.shape[0]
+    rims = np.empty(nr, dtype=np.int64)
+    k = 0
+    for i in range(m):
+        if rim[i]:
+            rims[k] = i
+            k += 1
+    n = nu + nr
+    x = np.empty(n)
+    for a in range(nu):
+        x[a] = out[unknown[a]]
+    for p in range(nr):
+        x[nu + p] = np.arctan2(out[rims[p] + 1], out[rims[p]])
+    J = np.empty((n, n))
+    F = np.empty(n)
+    dx = np.empty(n)
+    w = np.empty(m)
+    cs, sn = np.empty(nr), np.empty(nr)
     best = np.inf
+    keep = out.copy()
     stale = 0
-    last_turn = np.inf
-    damp = RIM_DAMP
-    keep = np.empty(m)
-    for rep in range(turns if anyrim else 1):
-        for a in range(nu):
-            ia = unknown[a]
-            rhs[a] = -r[ia]
-            for b in range(nu):
-                B[a, b] = A[ia, unknown[b]]
-        for i in range(m):                # lambda_t = mu lambda_n d folds into the normal's column
-            if rim[i] and pos[normal[i]] >= 0:
-                c = pos[normal[i]]
-                for a in range(nu):
-                    ia = unknown[a]
-                    B[a, c] += mu[i] * (A[ia, i] * d1[i] + A[ia, i + 1] * d2[i])
-        # a principal block of a symmetric A (time stepping's) is solved by Cholesky where it is not
-        # singular; else, and where sliding pairs fold in, the minimum-norm solution
-        if anyrim or not _symmetric(B) or not _solve_psd(B, rhs, 1e-8, x):
-            _min_norm_solve(B, rhs, 1e-12, x)
+    for it in range(iters):
         for a in range(nu):
             out[unknown[a]] = x[a]
-        for i in range(m):
-            if rim[i]:
-                c = mu[i] * out[normal[i]]
-                out[i] = c * d1[i]
-                out[i + 1] = c * d2[i]
-        if not anyrim:
-            break
+        for p in range(nr):
+            i = rims[p]
+            cs[p], sn[p] = np.cos(x[nu + p]), np.sin(x[nu + p])
+            c = mu[i] * out[normal[i]]
+            out[i] = c * cs[p]
+            out[i + 1] = c * sn[p]
         res = _residual(A, r, kind, mu, normal, out)
-        if res < best:                    # the residual need not fall at every turn: the best kept
+        stale = 0 if res < 0.5 * best else stale + 1
+        if res < best:
             best = res
             keep[:] = out
-            stale = 0
-        else:
-            stale += 1
-            if stale == 2:                # two turns without progress: the active set is wrong
-                break
-        turn = 0.0
+        if best <= 1e-14 or stale == 2 or it == iters - 1:
+            break
         for i in range(m):
-            if rim[i]:
-                w1, w2 = r[i], r[i + 1]
-                for j in range(m):
-                    w1 += A[i, j] * out[j]
-                    w2 += A[i + 1, j] * out[j]
-                nw = np.sqrt(w1 * w1 + w2 * w2)
-                if nw > 0.0:
-                    turn = max(turn, abs(d1[i] + w1 / nw), abs(d2[i] + w2 / nw))
-                    e1, e2 = d1[i] - damp * (d1[i] + w1 / nw), d2[i] - damp * (d2[i] + w2 / nw)
-                    ne = np.sqrt(e1 * e1 + e2 * e2)
-                    if ne > 0.0:
-                        d1[i], d2[i] = e1 / ne, e2 / ne
-        if turn <= 1e-15 or turn >= last_turn or best <= 1e-14:
-            break                         # turned, or turning no longer converges
-        last_turn = turn
-    if anyrim:
-        out[:] = keep
+            t = r[i]
+            for j in range(m):
+                t += A[i, j] * out[j]
+            w[i] = t
+        # the active rows: dw/dlambda (a sliding pair's force rides on its normal), dw/dt
+        for a in range(nu):
+            ia = unknown[a]
+            F[a] = -w[ia]
+            for b in range(nu):
+                J[a, b] = A[ia, unknown[b]]
+            for p in range(nr):
+                i = rims[p]
+                J[a, pos[normal[i]]] += mu[i] * (A[ia, i] * cs[p] + A[ia, i + 1] * sn[p])
+                J[a, nu + p] = mu[i] * out[normal[i]] * (A[ia, i + 1] * cs[p] - A[ia, i] * sn[p])
+        # the sliding pairs' rows: sin t dw_t1 - cos t dw_t2, and the angle's own term
+        for p in range(nr):
+            i = rims[p]
+            F[nu + p] = -(w[i] * sn[p] - w[i + 1] * cs[p])
+            for b in range(nu):
+                ib = unknown[b]
+                J[nu + p, b] = sn[p] * A[i, ib] - cs[p] * A[i + 1, ib]
+            for q in range(nr):
+                jq = rims[q]
+                g1 = A[i, jq] * cs[q] + A[i, jq + 1] * sn[q]             # d w_i / d lambda_n(q), over mu
+                g2 = A[i + 1, jq] * cs[q] + A[i + 1, jq + 1] * sn[q]
+                h1 = A[i, jq + 1] * cs[q] - A[i, jq] * sn[q]             # d w_i / d t_q, over mu lambda_n(q)
+                h2 = A[i + 1, jq + 1] * cs[q] - A[i + 1, jq] * sn[q]
+                J[nu + p, pos[normal[jq]]] += mu[jq] * (sn[p] * g1 - cs[p] * g2)
+                J[nu + p, nu + q] = mu[jq] * out[normal[jq]] * (sn[p] * h1 - cs[p] * h2)
+            J[nu + p, nu + p] += w[i] * cs[p] + w[i + 1] * sn[p]
+        _min_norm_solve(J, F, 1e-12, dx)
+        for a in range(n):
+            x[a] += dx[a]
+    out[:] = keep
 
 
 @njit(cache=True)
@@ -475,21 +583,38 @@ def _polish_better(A, r, kind, mu, normal, lam, res):
     """The exact solution on lam's active set (``_polish_kernel``), kept in ``lam`` when its
     residual is below ``res``; returns the residual of what ``lam`` holds then."""
     pol = np.empty(lam.shape[0])
-    _polish_kernel(A, r, kind, mu, normal, lam, pol)
-    # never a pulling force: a normal the linear system leaves below zero (round-off, or an active
-    # set that is not the answer's) is set to zero, with its friction, and the residual judges
-    # what that leaves
+    # contacts that touch without force (w = 0, lambda = 0) are in the active set first: redundant
+    # contacts (a box's four corners) then share the load by the minimum-norm split whichever of
+    # them the path to lam left without force; where that is not an answer, the active set without.
+    # Only where nothing slides (a body at rest: there the split shows; with sliding pairs the
+    # weak contacts seldom make an answer and cost a polish each)
+    weak = not _sliding(kind, mu, normal, lam) and _touching(A, r, kind, lam).any()
+    pres = _polish_clipped(A, r, kind, mu, normal, lam, pol, weak)
+    if weak and pres > 1e-12:
+        other = np.empty(lam.shape[0])
+        ores = _polish_clipped(A, r, kind, mu, normal, lam, other, False)
+        if ores < pres:
+            pol[:] = other
+            pres = ores
+    if pres < res:
+        lam[:] = pol
+        return pres
+    return res
+
+
+@njit(cache=True)
+def _polish_clipped(A, r, kind, mu, normal, lam, pol, weak):
+    """``_polish_kernel`` into pol, never a pulling force: a normal the linear system leaves below
+    zero (round-off, or an active set that is not the answer's) is set to zero, with its
+    friction, and the residual judges what that leaves (returned)."""
+    _polish_kernel(A, r, kind, mu, normal, lam, pol, RIM_TURNS, weak)
     for i in range(pol.shape[0]):
         if kind[i] == NORMAL and pol[i] < 0.0:
             pol[i] = 0.0
     for i in range(pol.shape[0]):
         if (kind[i] == FRICTION or kind[i] == FRICTION2) and pol[normal[i]] <= 0.0:
             pol[i] = 0.0
-    pres = _residual(A, r, kind, mu, normal, pol)
-    if pres < res:
-        lam[:] = pol
-        return pres
-    return res
+    return _residual(A, r, kind, mu, normal, pol)
 
 
 #: the fallback's Gauss-Seidel sweeps between two polishes (``_step_solve``)
