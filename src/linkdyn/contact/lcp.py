@@ -501,9 +501,9 @@ def _turn_rims(A, r, kind, mu, normal, out, unknown, nu, pos, rim, nr, iters):
     approaches only slowly when contacts are coupled: 1e-6 of residual after a thousand sweeps).
     Each step is the minimum-norm solution of the linearized system (redundant contacts make it
     singular).  The best residual is kept; stops after two steps that do not halve it (the
-    active set is not the answer's).  dm_control's humanoid, its time steps' problems: 1196 of
-    1340 solved to round-off, against 1150 by a damped fixed point on the direction, in 70 % of
-    its time."""
+    active set is not the answer's).  The warm starts of a 3 s run's time steps, polished: 1188 of
+    1340 to round-off in 15 us each (dm_control's humanoid; a damped fixed point on the
+    directions: 1150 in 20 us), 866 of 2694 in 20 us (gymnasium's humanoid; 707 in 24 us)."""
     m = r.shape[0]
     rims = np.empty(nr, dtype=np.int64)
     k = 0
