@@ -146,8 +146,8 @@ def _scene_checks(sim, rec) -> list:
     w = getattr(sim, "watch", None)
     if w is None:
         return []
-    limit = [e for e in rec.events if e.kind == "impact"
-             and any(n.endswith((".upper", ".lower", ".swing")) for n in e.name.split(", "))]
+    from linkdyn.models.scenarios import limit_impacts
+    limit = limit_impacts(rec)
     from linkdyn.viz.runs import unit_words, words
     at = f" (at t = {w.max_force_at[0]:.3f} s, {unit_words(w.max_force_at[1])})" if w.max_force_at else ""
     rows = [("head's lowest point above the ground", w.head_low >= 0.2, f"{w.head_low:.3f} m", ">= 0.2 m"),

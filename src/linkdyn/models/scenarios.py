@@ -383,22 +383,29 @@ def _seat_probe(model):
     return probe
 
 
-def seat_overlap(model, q) -> tuple[float, str | None]:
-    """How deep the swing's seat (its box geom) and the figure's collision geoms overlap at
-    ``q``, measured by the collision detection between geoms (:func:`linkdyn.contact.collide`,
+def seat_overlap(model, q) -> dict:
+    """How deep the swing's seat (its box geom) and each collision geom of the figure overlap
+    at ``q``, measured by the collision detection between geoms (:func:`linkdyn.contact.collide`,
     the narrow phase the simulation uses) on every pair of the seat with a figure geom, whatever
-    the scene's contact filter says: (the largest penetration depth in m, 0 when none
-    overlaps; the figure geom's name, or None)."""
+    the scene's contact filter says: {figure geom's name: penetration depth (m), 0 when apart}."""
     from ..contact import collide
     probe = _seat_probe(model)
     con = collide(probe, q)
-    names = probe.geom_names
+    names = list(probe.geom_names)
     seat = names.index("seat")
-    deep, which = 0.0, None
+    out = {g: 0.0 for g in names if g not in ("seat", "ground")}
     for g1, g2, d in zip(con.geom1, con.geom2, con.dist):
-        if seat in (g1, g2) and -d > deep:
-            deep, which = float(-d), names[g2 if g1 == seat else g1]
-    return deep, which
+        if seat in (g1, g2):
+            g = names[g2 if g1 == seat else g1]
+            out[g] = max(out[g], float(-d))
+    return out
+
+
+def limit_impacts(recording) -> list:
+    """The impacts of a ``recording`` (its events) in which a joint stop is struck (a unit
+    named ``<joint>.upper``, ``.lower`` or ``.swing``), as the swing's scene check counts them."""
+    return [e for e in recording.events if e.kind == "impact"
+            and any(n.endswith((".upper", ".lower", ".swing")) for n in e.name.split(", "))]
 
 
 def thighs_on_seat(segment, within: float = 0.01) -> np.ndarray:
@@ -473,7 +480,9 @@ class SwingWatch:
         if seated and len(names):       # (the step of the break starts the new structure's contacts afresh)
             self.seated_load = min(self.seated_load, float(sum(f for n, f in zip(names, fn)
                                                                 if n in ("l_thigh/seat", "r_thigh/seat"))))
-        deep, which = seat_overlap(m, q)
+        depth = seat_overlap(m, q)
+        which = max(depth, key=depth.get)
+        deep = depth[which]
         if deep > self.overlap:
             self.overlap, self.overlap_at = deep, (float(sim.t), which)
         for s in ("l", "r"):
