@@ -132,6 +132,32 @@ def test_compiled_and_python_steps_record_the_same_contacts():
     assert np.abs(wa - wb).max() < 1e-6 * np.abs(wa).max()
 
 
+def test_simulation_geom_contacts_are_the_steps_recorded_contacts():
+    """``Simulation.geom_contacts()`` after each step (what a watch reads without recording
+    every step) is the sample the recording keeps for that step: a box dropped tilted, in
+    flight (none), then on the plane (contacts that appear and vanish); empty before the
+    first step."""
+    b = ld.ModelBuilder("drop")
+    b.add_body("box", "world", ld.FreeFlyer(), inertia=box_inertia(MASS, HALF))
+    b.add_geom("box", "box", HALF, name="box", friction=0.8)
+    b.add_geom("world", "plane", (), name="ground", friction=0.8)
+    m = b.build()
+    q = ld.neutral(m)
+    q[:3] = [0.0, 0.0, 0.12]
+    q[3:7] = sp.matrix_to_quat(sp.rotx(0.3) @ sp.roty(0.2))
+    sim = ld.Simulation(m, q, dt=DT, contact_method="timestep", record_every=1)
+    assert len(sim.geom_contacts()) == 0
+    counts = []
+    for _ in range(250):
+        sim.step()
+        got, rec = sim.geom_contacts(), sim.recording.segments[-1].geom_contacts(-1)
+        assert got.names == rec.names and np.array_equal(got.pair, rec.pair)
+        for k in ("force", "point", "normal"):
+            assert np.array_equal(getattr(got, k), getattr(rec, k)), k
+        counts.append(len(got))
+    assert counts[0] == 0 and max(counts) >= 3 and len(set(counts)) >= 3
+
+
 def test_sphere_dropped_records_no_contact_in_flight_and_one_at_landing():
     r, h, e, mass = 0.1, 0.5, 0.5, 1.0
     b = ld.ModelBuilder("ball")

@@ -146,14 +146,18 @@ def _scene_checks(sim, rec) -> list:
     w = getattr(sim, "watch", None)
     if w is None:
         return []
-    limit = [e for e in rec.events if e.kind == "impact"
-             and any(n.endswith((".upper", ".lower", ".swing")) for n in e.name.split(", "))]
-    from linkdyn.viz.runs import unit_words
+    from linkdyn.models.scenarios import limit_impacts
+    limit = limit_impacts(rec)
+    from linkdyn.viz.runs import unit_words, words
     at = f" (at t = {w.max_force_at[0]:.3f} s, {unit_words(w.max_force_at[1])})" if w.max_force_at else ""
     rows = [("head's lowest point above the ground", w.head_low >= 0.2, f"{w.head_low:.3f} m", ">= 0.2 m"),
             ("largest contact force", w.max_force <= 10 * w.weight,
              f"{w.max_force:.0f} N = {w.max_force / w.weight:.2f} m g{at}", "<= 10 m g"),
             ("limit impacts", len(limit) <= 20, f"{len(limit)}", "<= 20")]
+    if hasattr(w, "overlap"):
+        where = f" (at t = {w.overlap_at[0]:.3f} s, the {words(w.overlap_at[1])})" if w.overlap_at else ""
+        rows.append(("seat overlapping the figure's collision geometry", w.overlap <= 0.01,
+                     f"{1000 * w.overlap:.3f} mm{where}", "<= 10 mm"))
     for s, side in (("l", "left"), ("r", "right")):
         rows.append((f"{side} thigh's slide along the seat before it leaves", w.slide[s] >= 0.05 and w.off[s],
                      f"{w.slide[s]:.3f} m" + (f", last on it at {w.last_on[s]:.3f} s" if w.last_on[s] else "")

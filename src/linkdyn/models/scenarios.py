@@ -150,14 +150,17 @@ def figure_on_bar_40(grip: str = "revolute"):
 
 # ---------------------------------------------------------------------------------------
 # the swing (Nakamura and Yamane 2000 sec. 5.2, Fig. 15)
-#: contact filter bits of the swing (MuJoCo's contype/conaffinity): the figure's geoms touch
-#: the ground; its thighs also touch the seat; the figure never touches itself, nor the seat the
-#: ground.  (With the trunk touching the seat too, the seat swinging after the break strikes it
-#: at 7.4 kN, over 10 m g (a 1.5 kg seat: 6.0 kN, and the right thigh bounces on it 38 times);
-#: with the shanks too, they catch on the hanging seat and the figure stays on it.  So the seat
-#: may pass through the shanks (by up to 3 cm, at 1.4-1.8 s) and the trunk's capsule (up to
-#: 9 cm, from 2.8 s) in the picture.)
-_FIGURE, _THIGH, _GROUND, _SEAT = (1, 0), (3, 0), (0, 1), (0, 2)
+#: contact filter bits of the swing (MuJoCo's contype/conaffinity): every geom of the figure
+#: (head, trunk, thighs, shanks, feet) touches the ground and the seat; the figure never touches
+#: itself, nor the seat the ground.  Each pair with the seat has the seat's friction (a polished
+#: board: every figure geom carries that coefficient, and a pair takes the larger of its two
+#: geoms', so against the ground, 1.0, they keep the ground's).  Measured over the demo's 4 s
+#: (``linkdyn demo swing``; docs/demos.md): with only the thighs touching the seat, the free
+#: seat passed through the shanks (3 cm) and the trunk's capsule (9 cm); with every geom
+#: touching it at a friction of 1.0 on the body, the right thigh and shank catch on the tilted
+#: seat and the figure stays on it to the end; with the seat hinged to its rope (a damped
+#: revolute joint, the board hanging from its end) the right thigh stays on it too.
+_FIGURE, _GROUND, _SEAT = (3, 0), (0, 1), (0, 2)
 
 
 def swing(mass: float = 70.0, height: float = 1.75, rope_length: float = 2.5, swing_angle: float = 0.5,
@@ -170,12 +173,14 @@ def swing(mass: float = 70.0, height: float = 1.75, rope_length: float = 2.5, sw
     thigh to the seat by a sideways prismatic joint, the thighs here *rest* on the seat through
     collision geometry (``ModelBuilder.add_geom``): a capsule along each thigh ("l_thigh",
     "r_thigh") on the seat, a box ("seat") 2 w wide, with Coulomb ``friction``, so they stick while
-    the seat is level enough, and can lift off or slide, and leave it over its end.  The figure
+    the seat is level enough, and can lift off or slide, and leave it over its end; the rest of
+    the figure's collision geometry (head, trunk, shanks, feet) meets the seat too, with the same
+    friction (the free seat swings against the body, it does not pass through it).  The figure
     therefore has a floating base: the paper's 30 joint DoF (16 + 4 x 3 + 2) are ours minus the
     6 of the base plus the 2 prismatic joints (34 velocities).  The ground is a plane geom
     ("ground"), z = 0, ``ground_clearance`` below the feet at the bottom of the swing; the figure's head
-    (a sphere, "head"), trunk, shanks and feet (capsules) touch it, the thighs the seat and the
-    ground (contact filter bits: the figure never touches itself).  The hands hold the ropes
+    (a sphere, "head"), trunk, thighs, shanks and feet (capsules) touch it and the seat (contact
+    filter bits: the figure never touches itself, the seat never the ground).  The hands hold the ropes
     above the head, the arms raised forward, the elbows bent by ``elbows`` rad, the ropes hanging
     straight down through the hands to the seat's ends at the bottom.  The swing starts at rest,
     drawn back by ``swing_angle`` rad from the bottom (the ropes hanging straight down) about the
@@ -199,21 +204,24 @@ def swing(mass: float = 70.0, height: float = 1.75, rope_length: float = 2.5, sw
         # the frame under the middle of each thigh, where it rests on the seat
         b.add_frame(f"{side}_seat", f"{side}_thigh", placement=(np.eye(3), [-r_thigh, 0.0, -0.5 * d["L_thigh"]]))
         b.add_geom(f"{side}_thigh", "capsule", [r_thigh, 0.5 * d["L_thigh"] - r_thigh], [0.0, 0.0, -0.5 * d["L_thigh"]],
-                   name=f"{side}_thigh", friction=friction, contype=_THIGH[0], conaffinity=_THIGH[1])
+                   name=f"{side}_thigh", friction=friction, contype=_FIGURE[0], conaffinity=_FIGURE[1])
         r_shank = 0.025 * H
         b.add_geom(f"{side}_shank_foot", "capsule", [r_shank, 0.5 * d["L_shank"] - r_shank],
-                   [0.0, 0.0, -0.5 * d["L_shank"]], name=f"{side}_shank", contype=_FIGURE[0], conaffinity=_FIGURE[1])
+                   [0.0, 0.0, -0.5 * d["L_shank"]], name=f"{side}_shank", friction=friction,
+                   contype=_FIGURE[0], conaffinity=_FIGURE[1])
         r_foot = 0.5 * d["ankle"]
         foot_R = spatial.axis_angle_to_matrix([0.0, 1.0, 0.0], 0.5 * np.pi)          # its z along the foot (x)
         b.add_geom(f"{side}_shank_foot", "capsule", [r_foot, 0.5 * (d["toe"] - d["heel"]) - r_foot],
                    (foot_R, [0.5 * (d["toe"] + d["heel"]), 0.0, -d["L_shank"] - d["ankle"] + r_foot]),
-                   name=f"{side}_foot", contype=_FIGURE[0], conaffinity=_FIGURE[1])
+                   name=f"{side}_foot", friction=friction, contype=_FIGURE[0], conaffinity=_FIGURE[1])
     head_centre = [0.0, 0.0, d["vertex"] - d["hip"] - 0.5 * d["L_head"]]
-    b.add_geom("trunk", "sphere", [0.055 * H], head_centre, name="head", contype=_FIGURE[0], conaffinity=_FIGURE[1])
+    b.add_geom("trunk", "sphere", [0.055 * H], head_centre, name="head", friction=friction,
+               contype=_FIGURE[0], conaffinity=_FIGURE[1])
     b.add_frame("head_centre", "trunk", placement=head_centre)
     r_trunk = 0.08 * H
     b.add_geom("trunk", "capsule", [r_trunk, 0.5 * (d["neck"] - d["hip"]) - r_trunk],
-               [0.0, 0.0, 0.5 * (d["neck"] - d["hip"])], name="trunk", contype=_FIGURE[0], conaffinity=_FIGURE[1])
+               [0.0, 0.0, 0.5 * (d["neck"] - d["hip"])], name="trunk", friction=friction,
+               contype=_FIGURE[0], conaffinity=_FIGURE[1])
     fig = b.build()
     # the ground is the plane z = 0: the seated figure's feet ``ground_clearance`` above it at
     # the bottom of the swing
@@ -349,6 +357,57 @@ def swing_simulation(dt: float = 1e-3, seat_breaks: float = 1.2, record_every: i
     return sim
 
 
+#: per model of a swing (a model is immutable): the model with an explicit candidate pair between
+#: the seat's box and each of the figure's collision geoms (``_seat_probe``)
+_SEAT_PROBES: dict = {}
+
+
+def _seat_probe(model):
+    """``model`` with the seat's box paired with every other geom but the ground
+    (``ModelBuilder.add_pair``: checked whatever the contact filter says), its configuration
+    laid out as ``model``'s; cached per model."""
+    probe = _SEAT_PROBES.get(model)
+    if probe is None:
+        b = _b.ModelBuilder.from_model(model)
+        for g in model.geom_names:
+            if g not in ("seat", "ground"):
+                b.add_pair("seat", g)
+        probe = b.build()
+        same = probe.nq == model.nq and all(
+            probe.q_slice(n) == model.q_slice(n) for n in model.joint_names)
+        if not same:
+            raise RuntimeError(f"model {model.name!r}: its seat probe lays out q differently")
+        if len(_SEAT_PROBES) > 16:
+            _SEAT_PROBES.clear()
+        _SEAT_PROBES[model] = probe
+    return probe
+
+
+def seat_overlap(model, q) -> dict:
+    """How deep the swing's seat (its box geom) and each collision geom of the figure overlap
+    at ``q``, measured by the collision detection between geoms (:func:`linkdyn.contact.collide`,
+    the narrow phase the simulation uses) on every pair of the seat with a figure geom, whatever
+    the scene's contact filter says: {figure geom's name: penetration depth (m), 0 when apart}."""
+    from ..contact import collide
+    probe = _seat_probe(model)
+    con = collide(probe, q)
+    names = list(probe.geom_names)
+    seat = names.index("seat")
+    out = {g: 0.0 for g in names if g not in ("seat", "ground")}
+    for g1, g2, d in zip(con.geom1, con.geom2, con.dist):
+        if seat in (g1, g2):
+            g = names[g2 if g1 == seat else g1]
+            out[g] = max(out[g], float(-d))
+    return out
+
+
+def limit_impacts(recording) -> list:
+    """The impacts of a ``recording`` (its events) in which a joint stop is struck (a unit
+    named ``<joint>.upper``, ``.lower`` or ``.swing``), as the swing's scene check counts them."""
+    return [e for e in recording.events if e.kind == "impact"
+            and any(n.endswith((".upper", ".lower", ".swing")) for n in e.name.split(", "))]
+
+
 def thighs_on_seat(segment, within: float = 0.01) -> np.ndarray:
     """Per sample of a swing recording's ``segment``: how many contacts the thighs' capsules have
     with the seat's box within ``within`` m (collision detection at each recorded
@@ -376,7 +435,12 @@ class SwingWatch:
       the seat's width (:func:`thigh_offset`, m), ``last_on[side]`` the last such step's time
       (None: never); ``off[side]`` whether it is off the seat now;
     * ``seated_load``: the smallest total normal force of the thighs on the seat over the steps
-      before the break (N).
+      before the break (N);
+    * ``overlap``, ``overlap_at``: the deepest the seat's box and any collision geom of the
+      figure overlap (:func:`seat_overlap`, m) and (the time, the figure geom's name) where.
+
+    The forces are the simulation's own geom contacts of each step
+    (:meth:`linkdyn.sim.Simulation.geom_contacts`, what the recording keeps at its samples).
     """
 
     def __init__(self, sim):
@@ -391,6 +455,7 @@ class SwingWatch:
         self.last_on = {"l": None, "r": None}
         self.off = {"l": False, "r": False}
         self.seated_load = np.inf
+        self.overlap, self.overlap_at = 0.0, None
 
     @staticmethod
     def nothing(sim):
@@ -404,18 +469,24 @@ class SwingWatch:
         m, q = sim.model, sim.q
         head = frame_pose(m, q, "head_centre")[2, 3] - self.head_radius - self.ground
         self.head_low = min(self.head_low, float(head))
-        _, f, _, names = sim._uni.geom_step()
-        if len(f):
-            size = np.linalg.norm(f, axis=1)
+        con = sim.geom_contacts()
+        names, fn = con.names, con.normal_force
+        if len(con):
+            size = np.linalg.norm(con.force, axis=1)
             k = int(np.argmax(size))
             if size[k] > self.max_force:
                 self.max_force, self.max_force_at = float(size[k]), (float(sim.t), names[k])
         seated = any(lp.name == "seat_l_end__l_rope_end" for lp in m.loops)
         if seated and len(names):       # (the step of the break starts the new structure's contacts afresh)
-            self.seated_load = min(self.seated_load, float(sum(fk[0] for n, fk in zip(names, f)
+            self.seated_load = min(self.seated_load, float(sum(f for n, f in zip(names, fn)
                                                                 if n in ("l_thigh/seat", "r_thigh/seat"))))
+        depth = seat_overlap(m, q)
+        which = max(depth, key=depth.get)
+        deep = depth[which]
+        if deep > self.overlap:
+            self.overlap, self.overlap_at = deep, (float(sim.t), which)
         for s in ("l", "r"):
-            on = any(n == f"{s}_thigh/seat" and fk[0] > 0.0 for n, fk in zip(names, f))
+            on = any(n == f"{s}_thigh/seat" and f > 0.0 for n, f in zip(names, fn))
             self.off[s] = not on
             if on and not seated:
                 self._ys[s].append(thigh_offset(m, q, s))

@@ -34,7 +34,7 @@ from ..kinematics import frame_pose
 from ..model.configuration import difference, neutral
 from .steps import STEPS
 from ..contact.lcp import ContactSolverError
-from ..recording import Event, Recording
+from ..recording import Event, GeomContacts, Recording
 
 if TYPE_CHECKING:
     import os
@@ -321,6 +321,23 @@ class Simulation:
         and the energy ledger's residual, each with its tolerance."""
         from .checks import check
         return check(self.recording, self.contact_method, energy_tol, self.dt)
+
+    def geom_contacts(self) -> GeomContacts:
+        """The geom contacts of the step just taken, as the recording keeps them at a sample
+        (:meth:`linkdyn.recording.Segment.geom_contacts`: names "geom1/geom2", geom indices,
+        world forces geom 1 exerts on geom 2, points, unit normals; the candidates that took
+        no force are left out): for a watch that looks at every step without recording each
+        (``when(condition, ...)``).  Empty before the first step, after a structure change
+        until the next step, and for a model whose contacts are not collision geometry."""
+        uni, full = self._uni, self.model.full_model
+        if uni is None or getattr(uni, "geoms", None) is None or self.recording.extremes["steps"] == 0:
+            pair, force, at, normal = self._uni_none()
+        else:
+            pair, force, at, normal = uni.geom_contacts(self.q)
+            on = np.any(force != 0.0, axis=1)
+            pair, force, at, normal = pair[on], force[on], at[on], normal[on]
+        names = [f"{full.geom_names[a]}/{full.geom_names[b]}" for a, b in pair.tolist()]
+        return GeomContacts(names, pair, force, at, normal)
 
     @property
     def contact_stats(self) -> dict:
