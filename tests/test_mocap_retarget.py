@@ -1,4 +1,4 @@
-"""Retargeting a BVH capture onto the 40-DoF figure (linkdyn.mocap.retarget).
+"""Retargeting a BVH capture onto the 40-DoF figure (linkdyn.mocap.retargeting).
 
 The ground truth is a motion of ``human_figure()`` itself, written as BVH by the mocap writer
 (CMU joint names, cm, Y up) and read back: the retargeting must return the same q to rounding,
@@ -14,7 +14,7 @@ pytest.importorskip("pybvh")
 import linkdyn as ld  # noqa: E402
 from linkdyn.contact.swing_twist import project_inside  # noqa: E402
 from linkdyn.model import joints as J  # noqa: E402
-from linkdyn.mocap import retarget as rt  # noqa: E402
+from linkdyn.mocap import retargeting as rt  # noqa: E402
 from linkdyn.mocap.bvh import Skeleton, write_skeleton  # noqa: E402
 from linkdyn.models.human import standing_configuration  # noqa: E402
 

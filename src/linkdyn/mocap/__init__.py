@@ -26,7 +26,7 @@ __all__ = ["MocapError", "Skeleton", "read_skeleton", "DEFAULT_CUTOFF", "Capture
 
 from .plots import plot_capture  # noqa: E402
 from .page import view_capture  # noqa: E402
-from .retarget import Retargeted, figure_skeleton, match_joints, retarget, write_figure_bvh  # noqa: E402
+from .retargeting import Retargeted, figure_skeleton, match_joints, retarget, write_figure_bvh  # noqa: E402
 from .samples import walking_capture  # noqa: E402
 
 __all__ += ["plot_capture", "view_capture", "Retargeted", "figure_skeleton", "match_joints", "retarget",
