@@ -13,6 +13,11 @@ from pathlib import Path
 import numpy as np
 
 from ..viz.animate import _figure, require_matplotlib
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 from .capture import Capture, InverseDynamics
 
 #: the joints whose torques and powers :func:`plot_capture` shows by default: hips, knees, ankles
@@ -52,7 +57,7 @@ def joint_series(capture: Capture, ids: InverseDynamics, joints: list[str]) -> d
 def plot_capture(capture: Capture, ids: InverseDynamics, path: str | os.PathLike[str], *,
                  joints: list[str] | None = None, filtered: Capture | None = None, title: str | None = None,
                  t_range: tuple[float, float] | None = None, dpi: int = 100,
-                 size: tuple[float, float] = (10.0, 13.0)):
+                 size: tuple[float, float] = (10.0, 13.0)) -> Figure:
     """Write the inverse dynamics of ``capture`` (``ids`` from
     :func:`linkdyn.mocap.inverse_dynamics`) to ``path`` as one page of panels over time, the
     stance phases of each foot shaded, and return the matplotlib ``Figure``:

@@ -63,6 +63,11 @@ from ..model import joints as J
 from .bvh import MocapError, Skeleton, read_skeleton, write_skeleton
 from .figure import Y_UP_TO_Z_UP, classify, side_of
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from .capture import Capture
+
 #: the figure's bodies and the BVH names :func:`figure_skeleton` gives them (CMU's naming)
 BVH_NAMES = {"pelvis": "Hips", "torso": "Spine", "head": "Head",
              "l_clavicle": "LeftShoulder", "l_upper_arm": "LeftArm", "l_forearm": "LeftForeArm", "l_hand": "LeftHand",
@@ -387,7 +392,7 @@ def _source(source, scale, ground):
     return sk, float(scale), ("auto" if ground is None else ground)
 
 
-def retarget(source, figure: _m.Model | None = None, *, reference: int | str = "auto", scale: float | None = None,
+def retarget(source: str | os.PathLike[str] | Skeleton | Capture, figure: _m.Model | None = None, *, reference: int | str = "auto", scale: float | None = None,
              ground: float | str | None = None, fit_hinges: bool = True) -> Retargeted:
     """Retarget a capture onto the 40-DoF figure (module docstring).
 
