@@ -125,10 +125,26 @@ def test_a_rest_pose_lying_down_is_calibrated_on_a_standing_frame(figure, tmp_pa
     turned = Skeleton(sk.names, sk.parents, off, sk.orders, ends, np.stack(ang, 1), sk.root_position, H)
     p = tmp_path / "lying.bvh"
     write_skeleton(p, turned)
-    r = rt.retarget(p, figure, ground=0.0)
-    assert r.reference == 0
+    r = rt.retarget(p, figure, ground=0.0, centre_wrists=False)
+    assert r.reference == 0 and r.wrist_shift == {}
     assert np.abs(ld.difference(figure, q, r.q)).max() < 1e-9
     assert np.abs(r.q[:, :3] - q[:, :3]).max() < 1e-9
+    # by default the hands are turned about their axes so that the median wrist twist is the
+    # middle of the twist range; every other joint is unchanged
+    c = rt.retarget(p, figure, ground=0.0)
+    for s in "lr":
+        jt = figure.joints[figure.joint_id(f"{s}_wrist")]
+        qq = c.q_unlimited[:, figure.q_slice(f"{s}_wrist")]
+        tw = 2 * np.arctan2(qq[:, :3] @ jt.plug_axis, qq[:, 3])
+        assert np.median(tw) == pytest.approx(0.5 * sum(jt.twist), abs=1e-9)
+        q0 = q[:, figure.q_slice(f"{s}_wrist")]
+        tw0 = 2 * np.arctan2(q0[:, :3] @ jt.plug_axis, q0[:, 3])
+        assert c.wrist_shift[f"{s}_wrist"] == pytest.approx(np.degrees(0.5 * sum(jt.twist) - np.median(tw0)), abs=1e-7)
+    d = ld.difference(figure, q, c.q_unlimited)
+    others = np.ones(figure.nv, bool)
+    for s in "lr":
+        others[figure.v_slice(f"{s}_wrist")] = False
+    assert np.abs(d[:, others]).max() < 1e-9
 
 
 def test_missing_segments_are_named(tmp_path):

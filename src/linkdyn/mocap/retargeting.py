@@ -21,13 +21,20 @@ therefore works on rotations, in three steps.
    from one *reference pose* in which both the capture and the figure are known: the figure
    stands facing the capture's heading, and each limb segment is turned so that its long axis
    (hip -> knee, knee -> ankle, shoulder -> elbow, elbow -> wrist, wrist -> hand end,
-   sternoclavicular -> shoulder, neck -> head end) points where the capture's does, its twist
-   fixed by the plane of the limb (the hinge axis of the knee or elbow) when the limb is bent
-   by more than 25 deg there, else by its parent's lateral axis (its forward axis for a limb
-   along it, the arms of a T-pose); pelvis, torso and feet take the capture's heading (from the
-   hips, the shoulders and heel to toe) with z up.  The reference pose is the BVH rest pose when
-   it stands (the hips above the ankles, as CMU's T-pose), else the frame of the clip that
-   stands straightest (both knees straight, the trunk upright, both feet level: LAFAN1).
+   sternoclavicular -> shoulder, neck -> head end) points where the capture's does.  The
+   thigh's, shank's, upper arm's and forearm's twist about that axis is fixed by the knee's or
+   elbow's hinge axis, taken from the clip (:func:`hinge_axis`: the principal axis of the
+   capture's knee or elbow rotations), or from the plane of the limb at the reference pose
+   when bent there by more than 25 deg, else by the parent's lateral axis (its forward axis
+   for a limb along it, the arms of a T-pose); pelvis, torso and feet take the capture's
+   heading (from the hips, the shoulders and heel to toe) with z up; the hand takes the
+   capture's wrist rotation relative to the forearm as it is (the capture's zero wrist
+   rotation is the figure's), then, when the rest pose does not stand, is turned about its own
+   axis so that the clip's median pronation is the middle of the figure's range
+   (``centre_wrists``; a skeleton without fingers says nothing of where the palm faces).  The
+   reference pose is the BVH rest pose when it stands (the hips above the ankles, as CMU's
+   T-pose), else the frame of the clip that stands straightest (both knees straight, the trunk
+   upright, both feet level: LAFAN1).
 3. **Joint coordinates and limits.**  Each joint's rotation is L = F_parent^T F_child (the
    figure's joint placements carry no rotation).  A ball joint takes L as its quaternion, then
    :func:`linkdyn.contact.swing_twist.project_inside` moves it into the joint's anatomical
@@ -335,7 +342,8 @@ class Retargeted:
     limits moved each joint; ``off_axis`` (T, njoints) the rotation (deg) the knee and elbow
     hinges cannot take (zero for the ball joints); ``match`` {figure body: BVH joint name};
     ``reference`` the frame (or "rest") the calibration used; ``leg_scale`` the figure's leg
-    over the capture's; ``ground`` (m, world z of the capture's floor)."""
+    over the capture's; ``ground`` (m, world z of the capture's floor); ``wrist_shift``
+    {wrist: deg} the turn of each hand about its axis (``centre_wrists`` of :func:`retarget`)."""
     model: _m.Model
     t: NDArray[np.float64]
     q: NDArray[np.float64]
@@ -347,6 +355,7 @@ class Retargeted:
     reference: int | str
     leg_scale: float
     ground: float
+    wrist_shift: dict
 
     @property
     def clip_rms(self) -> NDArray[np.float64]:
@@ -367,6 +376,9 @@ class Retargeted:
         rows = [f"retargeted {len(self.t)} frames onto {self.model.name!r} (reference pose: {self.reference}, "
                 f"leg scale {self.leg_scale:.3f})",
                 f"{'joint':<20} {'clipped':>8} {'rms deg':>8} {'max deg':>8} {'off-axis':>9}"]
+        if self.wrist_shift:
+            rows.insert(1, "hands turned about their axes (centre_wrists): "
+                        + ", ".join(f"{k} {v:+.1f} deg" for k, v in self.wrist_shift.items()))
         oa = np.sqrt(np.mean(self.off_axis ** 2, axis=0))
         for i, n in enumerate(self.joint_names):
             rows.append(f"{n:<20} {100 * self.clipped_fraction[i]:7.1f}% {self.clip_rms[i]:8.2f} "
@@ -393,7 +405,8 @@ def _source(source, scale, ground):
 
 
 def retarget(source: str | os.PathLike[str] | Skeleton | Capture, figure: _m.Model | None = None, *, reference: int | str = "auto", scale: float | None = None,
-             ground: float | str | None = None, fit_hinges: bool = True) -> Retargeted:
+             ground: float | str | None = None, fit_hinges: bool = True,
+             centre_wrists: bool | None = None) -> Retargeted:
     """Retarget a capture onto the 40-DoF figure (module docstring).
 
     ``source``: a BVH path, a :class:`~linkdyn.mocap.Capture` (its file content, unit scale
@@ -405,7 +418,13 @@ def retarget(source: str | os.PathLike[str] | Skeleton | Capture, figure: _m.Mod
     capture's, or detected).  ``ground``: the floor's height in metres (world z after the unit
     and axis change), or ``"auto"``: the 2nd percentile over the clip of the feet's lowest point.
     ``fit_hinges``: take the knees' and elbows' axes from the clip (:func:`hinge_axis`; False:
-    from the limbs' planes or their parents' lateral axes at the reference pose)."""
+    from the limbs' planes or their parents' lateral axes at the reference pose).
+    ``centre_wrists``: turn each hand about its own axis so that the capture's median wrist
+    twist (pronation) over the clip is the middle of the figure's twist range (70 deg of
+    pronation: a relaxed hand, palm towards the thigh).  A skeleton without fingers says
+    nothing of where the palm faces, and a rest pose that does not stand gives no anatomical
+    zero; default (None): only when the reference is not the rest pose (LAFAN1), whose zero
+    wrist rotation would otherwise be taken as the figure's.  ``.wrist_shift`` records the turn."""
     from ..models.human import human_figure, standing_configuration
     sk, scale, ground = _source(source, scale, ground)
     model = human_figure() if figure is None else figure
@@ -478,6 +497,25 @@ def retarget(source: str | os.PathLike[str] | Skeleton | Capture, figure: _m.Mod
     for b, j in carrier.items():
         K = Wref[j].T @ Fref[b]
         F[b] = np.einsum("ij,tjk,kl->til", _C, R[:, j], K)
+    if centre_wrists is None:
+        centre_wrists = reference != "rest"
+    wrist_shift = {}
+    if centre_wrists:        # the hand's twist about its axis: unknown without fingers; centred (docstring)
+        for s in "lr":
+            if f"{s}_hand" not in match:
+                continue
+            jt = model.joints[model.joint_id(f"{s}_wrist")]
+            if getattr(jt, "twist", None) is None:
+                continue
+            p = np.asarray(jt.plug_axis, float)
+            L = np.einsum("tji,tjk->tik", F[f"{s}_forearm"], F[f"{s}_hand"])
+            qq = Rotation.from_matrix(L).as_quat()
+            tw = 2 * np.arctan2(qq[:, :3] @ p, qq[:, 3])
+            tw = (tw + np.pi) % (2 * np.pi) - np.pi
+            lo, hi = jt.twist
+            delta = 0.5 * (lo + hi) - float(np.median(tw))
+            F[f"{s}_hand"] = F[f"{s}_hand"] @ Rotation.from_rotvec(delta * p).as_matrix()
+            wrist_shift[f"{s}_wrist"] = float(np.degrees(delta))
     q = np.empty((T, model.nq))
     qu = np.empty((T, model.nq))
     names = [n for n in model.joint_names if n != "root_joint"]
@@ -524,7 +562,7 @@ def retarget(source: str | os.PathLike[str] | Skeleton | Capture, figure: _m.Mod
     qu[:, :7] = q[:, :7]
     t = np.arange(T) * sk.frame_time
     return Retargeted(model, t, q, qu, names, clip, off, {b: sk.names[j] for b, j in match.items()}, reference,
-                      leg_scale, ground)
+                      leg_scale, ground, wrist_shift)
 
 
 def _continuous(qs):
