@@ -164,3 +164,19 @@ def test_the_tutorial_script_runs_on_a_capture_we_wrote(tmp_path, monkeypatch):
         assert (tmp_path / "out" / name).stat().st_size > 10_000, name
     assert ids.grf.shape == (T, 2, 3)
     assert np.abs(ld.difference(m, q, ret.q)[:, 6:]).max() < 1e-9
+
+
+def test_the_kept_capture_is_checked_before_use(tmp_path, monkeypatch):
+    """walking_capture() returns the kept file only if its SHA-256 is the published one: a
+    damaged file is removed (and, without download, None is returned; nothing is fetched)."""
+    from linkdyn.mocap import samples
+    monkeypatch.setattr(samples, "data_dir", lambda: tmp_path)
+    assert samples.walking_capture(download=False) is None
+    bad = tmp_path / samples.FILENAME
+    bad.write_text("HIERARCHY\n")
+    assert samples.walking_capture(download=False) is None and not bad.exists()
+
+    def no_network(*a, **k):
+        raise AssertionError("no download was asked for")
+    monkeypatch.setattr(samples.urllib.request, "urlopen", no_network)
+    assert samples.walking_capture(download=False) is None
