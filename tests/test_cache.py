@@ -87,7 +87,7 @@ def test_a_damaged_cache_file_is_dropped_and_compiled_again(tmp_path):
     expected = _reference()
     cache = tmp_path / "cache"
     shutil.copytree(_kernels.cache_dir(), cache / _kernels.cache_dir().name)
-    index = pathlib.Path(rnea_module._rnea_packed._cache._cache_file._index_path)   # the kernel rnea runs
+    index = pathlib.Path(rnea_module._rnea_packed_plain._cache._cache_file._index_path)   # the kernel rnea runs (a model without springs)
     assert index.is_relative_to(_kernels.cache_dir())
     copy = cache / index.relative_to(_kernels.cache_dir().parent)
     copy.write_bytes(copy.read_bytes()[:20])                     # truncated, as by a crash mid-write
@@ -148,7 +148,7 @@ def _plant(root, open_to_all, marker):
     _reference()                                                    # the cache holds what import loads
     folder = root / _kernels.cache_dir().name
     shutil.copytree(_kernels.cache_dir(), folder)
-    index = pathlib.Path(importlib.import_module("linkdyn.dynamics.rnea")._rnea_packed._cache._cache_file._index_path)
+    index = pathlib.Path(importlib.import_module("linkdyn.dynamics.rnea")._rnea_packed_plain._cache._cache_file._index_path)
     assert (folder / index.relative_to(_kernels.cache_dir())).is_file()     # the names Numba would open
     evil = pickle.dumps(_Payload(marker))
     planted = list(open_to_all.rglob("*.nbi"))
@@ -299,7 +299,7 @@ def test_a_trusted_read_only_complete_cache_is_used_without_compiling(tmp_path):
         assert {p: p.stat().st_mtime_ns for p in cache.rglob("*")} == before
         # and a kernel missing from it is compiled in memory, with one note, not a failure
         import importlib
-        index = pathlib.Path(importlib.import_module("linkdyn.dynamics.rnea")._rnea_packed._cache._cache_file._index_path)
+        index = pathlib.Path(importlib.import_module("linkdyn.dynamics.rnea")._rnea_packed_plain._cache._cache_file._index_path)
         missing = cache / index.relative_to(_kernels.cache_dir().parent)
         missing.parent.chmod(0o755)
         missing.unlink()

@@ -463,7 +463,7 @@ def _mocap(args) -> int:
     from pathlib import Path
 
     from linkdyn import mocap
-    cutoff = None if args.cutoff == 0 else args.cutoff
+    cutoff = None if args.cutoff == 0 else args.cutoff     # a number in Hz, "auto" or 0 (none)
     ground = "auto" if args.ground is None else args.ground
     t0 = time.perf_counter()
     cap = mocap.load_bvh(args.file, mass=args.mass, height=args.height, scale=args.scale, cutoff=cutoff,
@@ -476,7 +476,8 @@ def _mocap(args) -> int:
     unit = {1.0: "m", 0.01: "cm", 0.001: "mm", 0.0254: "in"}.get(cap.scale, f"{cap.scale:g} m")
     print(f"{args.file}: frames: {T} at {1 / cap.dt:g} Hz ({T * cap.dt:.2f} s), {len(cap.skeleton.names)} joints, "
           f"file unit {unit}, figure {cap.mass:g} kg, {cap.height:.3f} m, "
-          f"cut-off {'none' if cutoff is None else f'{cutoff:g} Hz'}, ground at {cap.ground:+.3f} m (file)")
+          f"cut-off {'none' if cap.cutoff is None else f'{cap.cutoff:.3g} Hz'}"
+          f"{' (residual analysis)' if cutoff == 'auto' else ''}, ground at {cap.ground:+.3f} m (file)")
     print("contact phases:")
     for k, side in enumerate(cap.feet.names):
         runs = _phase_runs(res.phases[:, k])
@@ -544,6 +545,11 @@ _positive = _number(float, lambda v: math.isfinite(v) and v > 0, "a finite numbe
 _nonnegative = _number(float, lambda v: math.isfinite(v) and v >= 0, "a finite number >= 0")
 _finite = _number(float, math.isfinite, "a finite number")
 _count = _number(int, lambda v: v >= 1, "a whole number >= 1")
+
+
+def _cutoff(text):
+    """--cutoff: ``auto`` or a finite number >= 0 (Hz; 0: no smoothing)."""
+    return "auto" if text.strip().lower() == "auto" else _nonnegative(text)
 
 
 def _out_problem(out: str) -> str | None:
@@ -618,8 +624,9 @@ def main(argv=None) -> int:
     mc.add_argument("--height", type=_positive, default=None, help="body height [m] (default: the skeleton's)")
     mc.add_argument("--scale", type=_positive, default=None,
                     help="metres per file unit (default: m, cm, mm or inches, from the skeleton's height)")
-    mc.add_argument("--cutoff", type=_nonnegative, default=6.0,
-                    help="the kinematics' low-pass cut-off [Hz] (default 6; 0: no smoothing)")
+    mc.add_argument("--cutoff", type=_cutoff, default="auto",
+                    help="the kinematics' low-pass cut-off [Hz] (default auto: Winter's residual analysis; "
+                         "0: no smoothing)")
     mc.add_argument("--ground", type=_finite, default=None, help="the floor's height [m] (default: from the feet)")
     mc.add_argument("--solver", default="proxsuite", choices=["proxsuite", "clarabel", "osqp"],
                     help="the QP solver of the ground reactions (default proxsuite)")

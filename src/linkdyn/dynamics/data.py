@@ -26,7 +26,7 @@ from ..kinematics import _forward_kinematics_kernel, forward_kinematics
 from ..model.configuration import _integrate, difference, integrate
 from .aba import _aba_entry, aba
 from .energy import _energy, kinetic_energy, potential_energy
-from .rnea import _rnea_entry, rnea
+from .rnea import _rnea_entry, _rnea_plain_entry, rnea
 
 _EMPTY = np.zeros(0)
 _POS = np.int64(0)          # kinematics level: poses only (linkdyn.kinematics POS)
@@ -60,7 +60,7 @@ class Data:
         """tau (nv,) = RNEA(q, v, a) (``linkdyn.rnea``)."""
         if not self.geared:
             out = np.empty(self.nv)
-            if _rnea_entry.fn(self._packed, q, v, a, out) == OK:
+            if (_rnea_entry if self.model._springs else _rnea_plain_entry).fn(self._packed, q, v, a, out) == OK:
                 return out
         return rnea(self.model, q, v, a)
 

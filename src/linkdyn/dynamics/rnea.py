@@ -40,13 +40,21 @@ if TYPE_CHECKING:
 
 
 @njit(inline="always", cache=True)
-def _rnea_body(mi, mf, ws, q, v, a, fext, tau):
+def _checked_kinematics(mi, mf, ws, q, v, a, fext):
     st = _check_inputs(mi, q, v, a, True)
     if st != OK:
         return st
     if not _all_finite(fext):
         return BAD_F
     _kinematics_pass(mi, mf, ws, q, v, a, np.int64(ACC), np.bool_(False), np.bool_(True))
+    return OK
+
+
+@njit(inline="always", cache=True)
+def _rnea_body(mi, mf, ws, q, v, a, fext, tau):
+    st = _checked_kinematics(mi, mf, ws, q, v, a, fext)
+    if st != OK:
+        return st
     _rnea_from_kinematics(mi, mf, ws, q, v[::1], a[::1], fext, np.bool_(False), tau)
     return OK if _all_finite(tau) else OVERFLOW          # finite input, too large for float64
 
@@ -65,8 +73,22 @@ def _rnea_packed(buf, q, v, a, tau):
     return _rnea_body(mi, mf, ws, q, v, a, _no_forces(buf), tau)
 
 
-@njit(cache=True, **_INTERNAL)
-def _rnea_from_kinematics(mi, mf, ws, q, v, a, fext, add_gravity, tau):
+# a model without springs: the force passes inlined and no spring code compiled (the springs'
+# kernel is a sixth of a cold first rnea's compile)
+@njit(cache=True)
+def _rnea_packed_plain(buf, q, v, a, tau):
+    """``_rnea_packed`` for a model whose joints have no springs (``Model._springs`` False)."""
+    mi, mf, ws = _unpack_packed(buf)
+    fext = _no_forces(buf)
+    st = _checked_kinematics(mi, mf, ws, q, v, a, fext)
+    if st != OK:
+        return st
+    _force_passes(mi, mf, ws, v[::1], a[::1], fext, np.bool_(False), tau)
+    return OK if _all_finite(tau) else OVERFLOW
+
+
+@njit(inline="always", cache=True)
+def _force_passes(mi, mf, ws, v, a, fext, add_gravity, tau):
     """The force passes of RNEA on the velocities and accelerations a kinematics pass left in
     ``ws``.  With ``add_gravity`` that pass ran without gravity, and gravity is added here, as
     each body's acceleration [-R_i^T g; 0] (the world's a_0 = [-g; 0] seen in body i)."""
@@ -96,7 +118,14 @@ def _rnea_from_kinematics(mi, mf, ws, q, v, a, fext, add_gravity, tau):
         # f_parent += X_i^* f_i
         if parent[i] > 0:
             _force_act_add(liR[i], lip[i], frc[i], frc[parent[i]])
-    # tau_J += tau_s, the joints' springs (linkdyn._kernels.springs)
+
+
+@njit(cache=True, **_INTERNAL)
+def _rnea_from_kinematics(mi, mf, ws, q, v, a, fext, add_gravity, tau):
+    """The force passes, then tau_J += tau_s, the joints' springs (linkdyn._kernels.springs)."""
+    _force_passes(mi, mf, ws, v, a, fext, add_gravity, tau)
+    nb, nq, nv = _model_sizes(mi)
+    W3 = _unpack_data(ws, nb, nv)[-1]
     _add_spring_torques(mi, mf, q, 1.0, W3[0], W3[1, 0], tau)
 
 
@@ -111,6 +140,8 @@ def _rnea_batch(mi, mf, WS, Q, V, A, F, TAU, status):
 
 _rnea = Entry(_rnea_kernel, MI, MF, WS, VEC, VEC, VEC, FEXT, OUT1)
 _rnea_entry = Entry(_rnea_packed, PACKED, VEC, VEC, VEC, OUT1)
+_rnea_plain_entry = Entry(_rnea_packed_plain, PACKED, VEC, VEC, VEC, OUT1)
+
 _empty = np.empty
 
 
@@ -135,7 +166,7 @@ def rnea(model: Model, q: ArrayLike, v: ArrayLike, a: ArrayLike, fext: ArrayLike
     if (fext is None and type(q) is _ND and type(v) is _ND and type(a) is _ND and q.dtype is _F64
             and v.dtype is _F64 and a.dtype is _F64 and q.ndim == 1 and v.ndim == 1 and a.ndim == 1):
         tau = _empty(model.nv)
-        if _rnea_entry.fn(model._packed, q, v, a, tau) == OK:
+        if (_rnea_entry if model._springs else _rnea_plain_entry).fn(model._packed, q, v, a, tau) == OK:
             return tau
     if model._full is not None:          # a geared model (linkdyn.model.gears)
         return rnea.on_full_tree(model, q, v, a, fext)
@@ -149,7 +180,7 @@ def nonlinear_effects(model: Model, q: ArrayLike, v: ArrayLike) -> NDArray[np.fl
     if (type(q) is _ND and type(v) is _ND and q.dtype is _F64 and v.dtype is _F64 and q.ndim == 1
             and v.ndim == 1):
         tau = _empty(model.nv)
-        if _rnea_entry.fn(model._packed, q, v, model._zero_v, tau) == OK:
+        if (_rnea_entry if model._springs else _rnea_plain_entry).fn(model._packed, q, v, model._zero_v, tau) == OK:
             return tau
     if model._full is not None:          # a geared model (linkdyn.model.gears)
         return nonlinear_effects.on_full_tree(model, q, v)
@@ -164,7 +195,7 @@ def generalized_gravity(model: Model, q: ArrayLike) -> NDArray[np.float64]:
     springs, if the model has any: g = dU/dq with U :func:`linkdyn.potential_energy`)."""
     if type(q) is _ND and q.dtype is _F64 and q.ndim == 1:
         tau = _empty(model.nv)
-        if _rnea_entry.fn(model._packed, q, model._zero_v, model._zero_v, tau) == OK:
+        if (_rnea_entry if model._springs else _rnea_plain_entry).fn(model._packed, q, model._zero_v, model._zero_v, tau) == OK:
             return tau
     if model._full is not None:          # a geared model (linkdyn.model.gears)
         return generalized_gravity.on_full_tree(model, q)

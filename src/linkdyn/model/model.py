@@ -186,6 +186,7 @@ class Model:
         # one buffer: the model (read-only views) and the workspace of single-state calls
         self._packed, mi, mf, self._ws = layout.pack(mi, mf, layout.data_size(nb, nv))
         self._mi, self._mf = _readonly(mi), _readonly(mf)
+        self._springs = bool(np.any(f["stiffness"]))   # which single-state RNEA kernel (dynamics.rnea)
         self._zero_v = _readonly(np.zeros(nv))      # v = 0 / a = 0 of the fast paths (nonlinear_effects)
         # output shapes of the fast paths, built once (a tuple built per call costs ~0.05 us)
         self._shape_6v, self._shape_vv = (6, nv), (nv, nv)

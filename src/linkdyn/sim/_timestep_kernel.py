@@ -550,18 +550,21 @@ def _bounds(Gv, gap, gend, vn, e, h, beta, v_bounce, k, rr):
 
 @njit(cache=True)
 def run_kernel(buf, q, v, tau, h, nsteps, geo, mask, pair_mu, pair_e, lim_q, lim_v, lim_s, lim_b, bC, bI, ball_va,
-               prm, warm, gk, gs, limit, unit_mu, damping, friction, force, vn, gaps, acc):
+               prm, warm, gk, gs, limit, unit_mu, damping, friction, force, vn, gaps, acc, ev):
     """Up to nsteps ordinary steps of h with no Python between them (``TimeStepping.run``): a
     step is ordinary when the kernel took it (status 0), its answer meets FAIL_TOL (prm[8]), no
-    penetration or limit overshoot is left beyond PEN_PROJECT (prm[9]) and no unit is hit
-    faster than V_REPORT (prm[10]); the first step that is not is undone (its warm starts
-    restored) and left to the caller's single step, which locates its event, projects or raises.
+    penetration or limit overshoot is left beyond PEN_PROJECT (prm[9]); the first step that is not
+    is undone (its warm starts restored) and left to the caller's single step, which projects or
+    raises.
     q, v advance in place.  acc accumulates what ``Simulation`` keeps per step: [steps taken,
     energy the impulses put in, energy the joints' damping and friction took, the torques' work,
     largest limit overshoot, deepest penetration, smallest normal force, largest friction/cone
     ratio, most energy one step's contacts put in, steps with forces, steps in contact, largest residual,
     steps whose first solve missed its tolerance, relinearizations, the last step's residual, steps
-    taken again with the units their first try left penetrating]."""
+    taken again with the units their first try left penetrating, 1 if the last step was an impact].
+    An impact (a unit hit faster than V_REPORT, ``TimeStepping._step_compiled``'s test) is taken
+    and ends the call, with what its event needs in ``ev`` = (q and v at its start, its velocity,
+    which units (catalog, then geom contacts) were hit)."""
     mi, mf, ws = unpack_packed(buf)
     nb, nq, nv = model_sizes(mi)
     jtype, vadr = mi[1], mi[3]
@@ -598,12 +601,16 @@ def run_kernel(buf, q, v, tau, h, nsteps, geo, mask, pair_mu, pair_e, lim_q, lim
             acc[15] += 1.0
         ng = int(info[5])
         special = info[0] != 0 or info[2] > fail_tol or info[4] < -pen
+        ev_q, ev_v, ev_vm, hit = ev
+        impact = False
         for u in range(size):
-            if gaps[u] < -pen or (force[u, 0] > 0.0 and vn[u] < -v_report and warm0[u, 0] <= 0.0):
+            if gaps[u] < -pen:
                 special = True
+            hit[u] = force[u, 0] > 0.0 and vn[u] < -v_report and warm0[u, 0] <= 0.0
+            impact = impact or hit[u]
         for r in range(ng):
-            if gforce[r, 0] > 0.0 and gvn[r] < -v_report and con_f[r, 0] <= -h * gvn[r]:
-                special = True
+            hit[size + r] = gforce[r, 0] > 0.0 and gvn[r] < -v_report and con_f[r, 0] - con_f[r, 9] <= -h * gvn[r]
+            impact = impact or hit[size + r]
         if special:
             warm[:] = warm0
             con_i[:] = ci0
@@ -667,8 +674,15 @@ def run_kernel(buf, q, v, tau, h, nsteps, geo, mask, pair_mu, pair_e, lim_q, lim
         acc[12] += info[3]
         acc[13] += info[6]
         acc[14] = info[2]
+        if impact:
+            ev_q[:] = q
+            ev_v[:] = v
+            ev_vm[:] = vm
+            acc[16] = 1.0
         q[:] = q1
         v[:] = v1
+        if impact:
+            return
 
 
 @njit(cache=True)

@@ -320,7 +320,7 @@ class Simulation:
         violation, the smallest normal force, the deepest penetration, the largest loop error
         and the energy ledger's residual, each with its tolerance."""
         from .checks import check
-        return check(self.recording, self.contact_method, energy_tol)
+        return check(self.recording, self.contact_method, energy_tol, self.dt)
 
     @property
     def contact_stats(self) -> dict:
@@ -613,8 +613,9 @@ class Simulation:
     def _run_compiled(self, limit):
         """Up to ``limit`` steps of dt in one compiled call (``TimeStepping.run``), for a tree under
         time stepping with no controller, no constraints and no watches, up to the next recorded
-        sample or scheduled action; the call stops before any step with an event, a projection or
-        an error, which ``step`` then takes.  What ``step`` books per step (the ledger, the
+        sample or scheduled action; the call stops before any step with a projection or an
+        error, which ``step`` then takes, and after a step with an impact (its event recorded
+        here).  What ``step`` books per step (the ledger, the
         running extremes, the time) is booked for the steps taken.  Returns how many (0: none)."""
         uni = self._uni
         if (uni is None or not getattr(uni, "_compiled", False) or self.controller is not None or self.constraints
@@ -627,7 +628,7 @@ class Simulation:
         if chunk < 2:
             return 0
         tau = np.zeros(self.model.nv)
-        q, v, k, x = uni.run(self.q, self.v, tau, self.dt, chunk)
+        q, v, k, x, events = uni.run(self.q, self.v, tau, self.dt, chunk, self._t_start + self._steps * self.dt)
         if not k:
             return 0
         if not (np.isfinite(q).all() and np.isfinite(v).all()):
@@ -641,6 +642,7 @@ class Simulation:
             e["min_normal_force"] = min(e["min_normal_force"], x["min_normal_force"])
             e["steps"] += k
             e["force_steps"] += int(x["force_steps"])
+            self.recording.events.extend(events)          # an impact ends the call: its last step
             self.q, self.v, self.tau = q, v, tau
             self._steps += k
             self.t = self._t_start + self._steps * self.dt

@@ -291,20 +291,15 @@ class TimeStepping:
         con_i, con_f, _, _, gforce, gvn = gs
         events = []
         pushing = self.force[:, 0] > 0.0
-        hit = np.flatnonzero(pushing & (vn < -V_REPORT) & (prev <= 0.0))
+        hit = pushing & (vn < -V_REPORT) & (prev <= 0.0)
         gpush = gforce[:ng, 0] > 0.0
-        ghit = np.flatnonzero(gpush & (gvn[:ng] < -V_REPORT) & (con_f[:ng, 0] - con_f[:ng, 9] <= -h * gvn[:ng]))
+        ghit = gpush & (gvn[:ng] < -V_REPORT) & (con_f[:ng, 0] - con_f[:ng, 9] <= -h * gvn[:ng])
         if self.force.any() or gforce[:ng].any():
             self.work += self._impulse_work(q, v, vm, tau, h)         # at q, before the free joints' carry
         if pushing.any() or gpush.any():
             self.stats["steps_in_contact"] += 1
-            if len(hit) or len(ghit):
-                self.stats["impacts"] += 1
-                on, gon = np.flatnonzero(pushing), np.flatnonzero(gpush)
-                gname = self._geom_name
-                events.append(self._event(q, v, vm, [cat.names[u] for u in hit] + [gname(r) for r in ghit],
-                                          [cat.names[u] for u in on] + [gname(r) for r in gon],
-                                          np.concatenate([self.force[on], gforce[gon]]) * h, t, tau, h))
+            if hit.any() or ghit.any():
+                events.append(self._impact(q, v, vm, np.concatenate([hit, ghit]), t, tau, h))
         gmin = info[4]
         if min(gaps1.min(initial=np.inf), gmin) < -PEN_PROJECT:
             q1 = self._project(q1, gaps1)
@@ -315,13 +310,14 @@ class TimeStepping:
         self._gfresh = True
         return q1, v1, events
 
-    def run(self, q, v, tau, h, nsteps):
-        """Up to ``nsteps`` steps of h under constant torques tau in one compiled call (a tree
-        only: ``_compiled``), as many as are ordinary: the first step with an event (a unit hit
-        faster than V_REPORT), a penetration to project out, an unsolved problem or bad input is
-        left undone, for ``step`` to take.  Returns (q, v, k, totals): the state after the k
-        steps taken, and what ``Simulation`` books per step, summed or extreme over them (a dict:
-        see ``_timestep_kernel.run_kernel``).  The ledger's terms (``work``, ``joint_loss``) and the
+    def run(self, q, v, tau, h, nsteps, t=0.0):
+        """Up to ``nsteps`` steps of h from time t under constant torques tau in one compiled call
+        (a tree only: ``_compiled``), as many as are ordinary: the first step with a penetration
+        to project out, an unsolved problem or bad input is left undone, for ``step`` to take; a
+        step with an impact (a unit hit faster than V_REPORT) is taken and ends the call.  Returns
+        (q, v, k, totals, events): the state after the k steps taken, what ``Simulation`` books per
+        step, summed or extreme over them (a dict: see ``_timestep_kernel.run_kernel``), and the
+        impact of the last step, if any.  The ledger's terms (``work``, ``joint_loss``) and the
         solver's statistics are updated here."""
         from ._timestep_kernel import run_kernel
         model, cat = self.model, self.catalog
@@ -332,13 +328,17 @@ class TimeStepping:
         limit, mu, damping, friction, prm = self._runargs
         q, v = np.array(q, dtype=float), np.array(v, dtype=float)
         vn, gaps = np.empty(cat.size), np.empty(cat.size)
-        acc = np.zeros(16)
+        acc = np.zeros(17)
         acc[6] = np.inf
-        run_kernel(model._packed, q, v, np.ascontiguousarray(tau, dtype=float), float(h), int(nsteps), self._geo,
+        tau = np.ascontiguousarray(tau, dtype=float)
+        ev = (np.empty(model.nq), np.empty(model.nv), np.empty(model.nv),
+              np.zeros(cat.size + self._gs[0].shape[0], dtype=np.bool_))
+        run_kernel(model._packed, q, v, tau, float(h), int(nsteps), self._geo,
                    cat._mask, cat._pair_mu, cat._pair_e, cat._lim_q, cat._lim_v, cat._lim_s, cat._lim_b, self._balls.C,
                    self._balls.I, cat._ball_va, prm, self.warm, self._gk, self._gs, limit, mu, damping, friction,
-                   self.force, vn, gaps, acc)
+                   self.force, vn, gaps, acc, ev)
         k = int(acc[0])
+        events = [self._impact(ev[0], ev[1], ev[2], ev[3], t + (k - 1) * h, tau, h)] if acc[16] else []
         if k:
             self.work += acc[1]
             self.joint_loss += acc[2]
@@ -359,7 +359,23 @@ class TimeStepping:
             self._gfresh = True
         keys = ("steps", "contact_work", "joint_loss", "tau_work", "limit_violation", "penetration", "min_normal_force",
                 "max_cone_ratio", "max_step_contact_work", "force_steps")
-        return q, v, k, dict(zip(keys, acc[:10].tolist()))
+        return q, v, k, dict(zip(keys, acc[:10].tolist())), events
+
+    def _impact(self, q, v, vm, hit, t, tau, h):
+        """The event of an impact the compiled step took from (q, v) at t to the velocity vm:
+        ``hit`` flags the units hit, the catalog's then the step's geom contacts (the test of
+        ``_step_compiled`` and ``_timestep_kernel.run_kernel``); its impulses are those of every
+        unit pushing in the step."""
+        cat, size = self.catalog, self.catalog.size
+        ng = int(self._gs[3][0])
+        gforce = self._gs[4][:ng]
+        on, gon = np.flatnonzero(self.force[:, 0] > 0.0), np.flatnonzero(gforce[:, 0] > 0.0)
+        gname = self._geom_name
+        self.stats["impacts"] += 1
+        return self._event(q, v, vm, [cat.names[u] for u in np.flatnonzero(hit[:size])]
+                           + [gname(r) for r in np.flatnonzero(hit[size:size + ng])],
+                           [cat.names[u] for u in on] + [gname(r) for r in gon],
+                           np.concatenate([self.force[on], gforce[gon]]) * h, t, tau, h)
 
     def _geom_name(self, r):
         """The name "geom1/geom2" of the compiled step's geom contact r."""
