@@ -18,7 +18,8 @@ EXAMPLES = ROOT / "examples"
 DOCS = ROOT / "docs"
 
 #: example scripts that another test runs (it imports the script and calls it with shorter settings)
-RUN_ELSEWHERE = {"hybrid_wall.py": "test_control.py", "identify_arm.py": "test_regressor.py"}
+RUN_ELSEWHERE = {"hybrid_wall.py": "test_control.py", "identify_arm.py": "test_regressor.py",
+                 "mocap_walk.py": "test_mocap_outputs.py"}      # (it downloads its capture; the test gives it one)
 #: command-line arguments of the scripts run here ({tmp}: the test's temporary folder)
 ARGS = {"tutorial_dh.py": ["--plot", "{tmp}/ellipses.png"]}
 #: the files each script must have written

@@ -4,7 +4,12 @@ unknown ground reactions (issue 26; docs/mocap.md).
 ``load_bvh(path, mass=, height=) -> Capture`` (``.model .t .q .v .a``),
 ``inverse_dynamics(capture) -> InverseDynamics`` (``.tau .grf .cop .residual``),
 ``dynamics_filter(capture) -> Capture`` (Yamane and Nakamura 2003; ``.filter`` its report),
-``contact_phases(capture)``, ``write_bvh(path, capture, q)`` and :class:`MocapError`.
+``contact_phases(capture)``, ``write_bvh(path, capture, q)`` and :class:`MocapError`;
+``retarget(capture_or_path) -> Retargeted`` (the capture on ``models.human_figure()``, its
+limits' clipping per joint) and ``write_figure_bvh``; ``plot_capture`` (ground reactions, centres
+of pressure, torques, powers, residuals: the ``plot`` extra) and ``view_capture`` (the 3-D page,
+the capture as a ghost); ``walking_capture()`` (a real public clip, downloaded into the cache); ``read_c3d`` (C3D
+marker files, the ``c3d`` extra: ezc3d).
 
 Layer: beside ``linkdyn.distributed`` (it may import ``models`` and everything below; nothing in
 linkdyn but the CLI imports it).  Reading BVH needs the ``mocap`` extra (``pybvh``); the QP needs
@@ -19,3 +24,12 @@ from .figure import Y_UP_TO_Z_UP, Feet, build_figure, classify, side_of
 __all__ = ["MocapError", "Skeleton", "read_skeleton", "DEFAULT_CUTOFF", "Capture", "InverseDynamics",
            "contact_phases", "inverse_dynamics", "kinematics", "load_bvh", "write_bvh", "Y_UP_TO_Z_UP", "Feet",
            "build_figure", "classify", "side_of", "FilterReport", "dynamics_filter"]
+
+from .c3d import Markers, read_c3d  # noqa: E402
+from .plots import plot_capture  # noqa: E402
+from .page import view_capture  # noqa: E402
+from .retargeting import Retargeted, figure_skeleton, match_joints, retarget, write_figure_bvh  # noqa: E402
+from .samples import walking_capture  # noqa: E402
+
+__all__ += ["plot_capture", "view_capture", "Retargeted", "figure_skeleton", "match_joints", "retarget",
+            "write_figure_bvh", "walking_capture", "Markers", "read_c3d"]

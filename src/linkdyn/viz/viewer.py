@@ -651,6 +651,36 @@ def _soften(color: str) -> str:
     return "#" + "".join(f"{int(v):02x}" for v in c)
 
 
+def _add_ghost(ghost, names, poses, times, opacity, label):
+    """(names, poses, info) with a second figure's bodies appended as ``"ghost:" + name``: its
+    world poses at each page frame (the sample nearest in time)."""
+    from .skeleton import Skeleton as _Sk
+    try:
+        gm, gt, gq = ghost
+    except (TypeError, ValueError):
+        raise TypeError("ghost: expected (model, t, q)") from None
+    gt = np.asarray(gt, dtype=float).reshape(-1)
+    gq = np.asarray(gq, dtype=float)
+    if gq.ndim != 2 or gq.shape != (len(gt), gm.nq) or len(gt) == 0:
+        raise ValueError(f"ghost: q must have shape (len(t), {gm.nq}) = ({len(gt)}, {gm.nq}), got {gq.shape}")
+    if not (np.isfinite(gq).all() and np.isfinite(gt).all()) or np.any(np.diff(gt) < 0):
+        raise ValueError("ghost: t must be finite and non-decreasing and q finite")
+    if not (0.0 < float(opacity) <= 1.0):
+        raise ValueError(f"ghost_opacity: expected a number in (0, 1], got {opacity!r}")
+    i = np.clip(np.searchsorted(gt, times), 1, max(len(gt) - 1, 1))
+    k = np.where(np.abs(gt[i - 1] - times) <= np.abs(gt[np.minimum(i, len(gt) - 1)] - times), i - 1,
+                 np.minimum(i, len(gt) - 1)) if len(gt) > 1 else np.zeros(len(times), int)
+    bods = [b for b in range(1, gm.nbody) if not gm.is_virtual[b]]
+    kin = _Sk(gm).kinematics(gq[k])
+    gp = np.concatenate([kin.p[:, bods, :], _quat(kin.R[:, bods, :, :])], axis=2)
+    first = len(names)
+    names = list(names) + [f"ghost:{gm.body_names[b]}" for b in bods]
+    poses = np.concatenate([poses, gp], axis=1)
+    info = {"first": first, "bodies": list(range(first, len(names))), "opacity": float(opacity),
+            "color": "#8c8c8c", "label": str(label), "model": gm}
+    return names, poses, info
+
+
 # ---------------------------------------------------------------------------------------
 @dataclass
 class Viewer:
@@ -696,7 +726,8 @@ class Viewer:
 
 def view(run: Recording | Trajectory, model: Model | None = None, props: Sequence = (), *, title: str | None = None, fps: float = 30.0, every: float | None = None,
          meshes: bool = True, max_triangles: int = 150_000, forces: bool = True, height: int = 560,
-         camera: Sequence[float] | None = None) -> Viewer:
+         camera: Sequence[float] | None = None, ghost: tuple | None = None, ghost_opacity: float = 0.3,
+         ghost_label: str = "ghost") -> Viewer:
     """An interactive 3D view of a recorded run (see the module docstring): returns a
     :class:`Viewer`; ``.save("run.html")`` writes the page, in Jupyter it shows inline.
 
@@ -714,6 +745,11 @@ def view(run: Recording | Trajectory, model: Model | None = None, props: Sequenc
     ``camera``: the direction (x, y, z, world) from the middle of the motion towards the camera of
     the page's home view (default (0.78, -1, 0.42): from the front right, +x being the front of
     the figures, above); the camera stands as close as it can with the whole motion in view.
+    ``ghost``: ``(model, t, q)``, a second figure drawn translucent (``ghost_opacity``, grey)
+    beside the run, e.g. a captured motion behind the simulation that tracks it; at each frame
+    of the page it shows its sample nearest in time.  Its bodies are ``"ghost:" + name`` in
+    ``Viewer.bodies`` and ``data["poses"]``; ``data["ghost"]`` lists them, and the page's legend
+    has a checkbox (``ghost_label``) that shows or hides it.
     """
     clock = time.perf_counter()
     if not (fps > 0 and np.isfinite(fps)):
@@ -810,6 +846,12 @@ def view(run: Recording | Trajectory, model: Model | None = None, props: Sequenc
         if force_max > 0:           # the scale of the arrows: a typical force, not the largest spike
             force_scale = float(_nice(np.percentile(mag[mag > 0], 90)))
 
+    ghost_info = None
+    if ghost is not None:
+        names, poses, ghost_info = _add_ghost(ghost, names, poses, times, ghost_opacity, ghost_label)
+        index = {n: k for k, n in enumerate(names)}
+        nb = len(names)
+
     # what to draw on the bodies
     sc = _Scene(names, max_triangles)
     vis_model = model if model is not None and getattr(model, "visuals", None) else next(
@@ -832,6 +874,16 @@ def view(run: Recording | Trajectory, model: Model | None = None, props: Sequenc
             keep = {index[n] for n in new} | ({-1} if not done else set())
             sc.shapes += [x for x in sub.shapes if x["b"] in keep]
             done.update(new)
+
+    if ghost_info is not None:
+        sub = _Scene([n[len("ghost:"):] for n in names[ghost_info["first"]:]], max_triangles)
+        _figure_shapes(sub, ghost_info.pop("model"))
+        for x in sub.shapes:
+            if x["b"] is None or x["b"] < 0:
+                continue
+            x["b"] += ghost_info["first"]
+            x["c"], x["o"] = ghost_info["color"], ghost_info["opacity"]
+            sc.shapes.append(x)
 
     # the scene around: props, ground, planes
     prop_data, ground_z, prop_ground = [], None, False
@@ -932,5 +984,6 @@ def view(run: Recording | Trajectory, model: Model | None = None, props: Sequenc
         "bounds": [lo.tolist(), hi.tolist()], "floor": float(floor), "grid": spacing,
         "ground": ground, "collision": collision,
         "figure": not drew_visuals, "notes": sorted(set(sc.notes))[:8], "camera": camera,
+        "ghost": ghost_info,
     }
     return Viewer(data, times, seg_of, local, tuple(names), time.perf_counter() - clock, height)
