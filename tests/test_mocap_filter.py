@@ -153,17 +153,17 @@ def test_cli_filter_prints_the_deviation(tmp_path):
     assert "dynamics filter" in r.stdout and "root path deviation" in r.stdout and "joint deviation" in r.stdout
 
 
-from test_mocap import real_walk  # noqa: E402,F401  (the fixture: the real 30 Hz walk, fetched by pip)
+from test_mocap import real_walk  # noqa: E402,F401,F811  (the fixture: the real 30 Hz walk, fetched by pip)
 
 
-def test_real_walk_first_ten_seconds_balance(real_walk):
+def test_real_walk_first_ten_seconds_balance(real_walk):  # noqa: F811
     """The real 4-minute 30 Hz walk of docs/mocap.md, its first 10 s (standing, then walking):
     with the balance feedback (the centre of mass and the angular momentum about it pulled to the
     capture's through the ground forces, the stance feet's points to the capture's, lowered onto
     the ground) the figure does not fall (before it, it fell at 3.7 s): the root path stays
     within 5 cm RMS of the capture, and at every step the physics of check_physics holds (zero
     root residual by RNEA, forces pushing inside the pyramids, no sole point 2 mm below ground).
-    The whole clip is not tracked yet (the figure falls at about 12.5 s: docs/mocap.md)."""
+    The whole clip is not tracked yet (the figure falls at about 13 s: docs/mocap.md)."""
     from dataclasses import replace
     cap = mocap.load_bvh(real_walk, mass=70, height=1.75)
     T = 301

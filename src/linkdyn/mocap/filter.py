@@ -30,10 +30,20 @@ Each step (time step h, the state q, v):
    penetration, if any, is pushed out at beta d / h, and beta_i = 1 for a point still above
    contact_distance, which may land on the ground in one step but not go through it.  A point that is down (within ``contact_distance``) while
    its foot is in a stance phase of the capture (:func:`linkdyn.mocap.contact_phases`) should
-   not slide or leave the ground: a_i* = -(v_i + beta d_i n / h) / h is asked of it with the
-   heavy weight w_c.  (Asking it as an equality makes the QP infeasible: four sole points of
+   not slide or leave the ground: a_i* (below, Balance) is asked of it with the heavy weight w_c.  (Asking it as an equality makes the QP infeasible: four sole points of
    one rigid foot have more acceleration equations than the foot has freedoms, and the
    Baumgarte targets of four slightly uneven points are not a rigid motion.)
+   **Balance** (the local and global feedback of Yamane and Nakamura 2003 beside the joints' PD
+   law; the paper is not among the project's source documents, so no equation numbers): the
+   forces give c'' = sum f / m + g, asked (weight ``com_weight``) to be c''_cap + K_d (c'_cap - c')
+   + K_p (c_cap - c) with the capture's centre of mass; the angular momentum about it,
+   L' = sum (p_i - c) x f_i, asked (same weight, per unit mass) to be L'_cap + K_d (L_cap - L);
+   and the stance feet's points follow the capture's points (the same PD law; the height target
+   put on the ground within ``flat`` of the foot's lowest point; the normal row weighted
+   ``normal_weight`` times), a_i* = a_cap_i + K_d (v_cap_i - v_i) + K_p (p_cap_i - p_i).  The tracked
+   capture is lowered by how high its stance feet float (``lift``: the lowest sole point of the
+   feet down, smoothed over ``lift_window`` s), so that its centre of mass can be reached
+   standing on the ground.
 3. **Integration**: semi-implicit Euler on the manifold, v' = v + h a, q' = q (+) h v'.
 
 The joint torques are the other rows, tau = M a + h - J^T f; the root's rows are zero (to the
@@ -159,7 +169,9 @@ def dynamics_filter(capture: Capture, *, omega: float = 20.0, zeta: float = 1.0,
     ``max_step`` s); ``phases`` (T, nfeet): the capture's stance phases (default
     :func:`contact_phases`); ``beta``: the Baumgarte fraction of a gap closed per step;
     ``contact_distance``/``guard_distance`` (m): how near the ground a sole point may push /
-    is kept from going through; ``stance_weight``: w_c; ``regularisation``: eps.  Returns a
+    is kept from going through; ``stance_weight``: w_c; ``regularisation``: eps; ``flat`` (m),
+    ``normal_weight``, ``lift``, ``lift_window`` (s), ``com_weight`` (0: no balance terms) and
+    ``com_omega`` (rad/s, default ``omega``): the balance terms (module docstring).  Returns a
     :class:`Capture` of the filtered motion at the capture's frames, with ``.filter`` its
     :class:`FilterReport`."""
     if not isinstance(capture, Capture):
