@@ -30,10 +30,20 @@ Each step (time step h, the state q, v):
    penetration, if any, is pushed out at beta d / h, and beta_i = 1 for a point still above
    contact_distance, which may land on the ground in one step but not go through it.  A point that is down (within ``contact_distance``) while
    its foot is in a stance phase of the capture (:func:`linkdyn.mocap.contact_phases`) should
-   not slide or leave the ground: a_i* = -(v_i + beta d_i n / h) / h is asked of it with the
-   heavy weight w_c.  (Asking it as an equality makes the QP infeasible: four sole points of
+   not slide or leave the ground: a_i* (below, Balance) is asked of it with the heavy weight w_c.  (Asking it as an equality makes the QP infeasible: four sole points of
    one rigid foot have more acceleration equations than the foot has freedoms, and the
    Baumgarte targets of four slightly uneven points are not a rigid motion.)
+   **Balance** (the local and global feedback of Yamane and Nakamura 2003 beside the joints' PD
+   law; the paper is not among the project's source documents, so no equation numbers): the
+   forces give c'' = sum f / m + g, asked (weight ``com_weight``) to be c''_cap + K_d (c'_cap - c')
+   + K_p (c_cap - c) with the capture's centre of mass; the angular momentum about it,
+   L' = sum (p_i - c) x f_i, asked (same weight, per unit mass) to be L'_cap + K_d (L_cap - L);
+   and the stance feet's points follow the capture's points (the same PD law; the height target
+   put on the ground within ``flat`` of the foot's lowest point; the normal row weighted
+   ``normal_weight`` times), a_i* = a_cap_i + K_d (v_cap_i - v_i) + K_p (p_cap_i - p_i).  The tracked
+   capture is lowered by how high its stance feet float (``lift``: the lowest sole point of the
+   feet down, smoothed over ``lift_window`` s), so that its centre of mass can be reached
+   standing on the ground.
 3. **Integration**: semi-implicit Euler on the manifold, v' = v + h a, q' = q (+) h v'.
 
 The joint torques are the other rows, tau = M a + h - J^T f; the root's rows are zero (to the
@@ -49,7 +59,7 @@ from numpy.typing import NDArray
 
 from .. import model as _m
 from ..dynamics import crba, nonlinear_effects
-from ..kinematics import forward_kinematics, jacobian
+from ..kinematics import center_of_mass, forward_kinematics, jacobian
 from .capture import Capture, MocapError, _positive, _sole_points, contact_phases
 
 
@@ -98,6 +108,23 @@ class FilterReport:
                 + (f"; {len(self.relaxed)} step(s) relaxed (infeasible)" if len(self.relaxed) else ""))
 
 
+def _skew(x):
+    return np.array([[0.0, -x[2], x[1]], [x[2], 0.0, -x[0]], [-x[1], x[0], 0.0]])
+
+
+def _angular_momentum(m, q, v, c, M=None, R=None, o=None):
+    """(N, 3) angular momentum about the centre of mass c (N, 3), world frame: the root's rows of
+    M v are the spatial momentum [p; L_o] in the root frame (R, about the root's origin o)."""
+    M = crba(m, q) if M is None else M
+    hm = np.einsum("nij,nj->ni", M[:, :6], v)
+    if R is None:
+        kin = forward_kinematics(m, q)
+        R, o = kin.R[:, 1], kin.p[:, 1]
+    p_w = np.einsum("nij,nj->ni", R, hm[:, :3])
+    L_o = np.einsum("nij,nj->ni", R, hm[:, 3:])
+    return L_o - np.cross(c - o, p_w)
+
+
 def _friction_rows(mu, n, nv):
     """C x <= 0 rows of the friction pyramid on the f block (x = [a; f]), 5 rows a point."""
     C = np.zeros((5 * n, nv + 3 * n))
@@ -120,15 +147,21 @@ def _clarabel(H, g, Aeq, beq, C, u):
     sol = clarabel.DefaultSolver(sparse.csc_matrix(np.triu(H)), g, sparse.csc_matrix(np.vstack([Aeq, C])),
                                  np.r_[beq, u], [clarabel.ZeroConeT(len(beq)), clarabel.NonnegativeConeT(len(u))],
                                  st).solve()
+    x = np.asarray(sol.x)
+    if str(sol.status) == "AlmostSolved" and np.isfinite(x).all():
+        # accepted only if it holds the equalities and inequalities to 1e-7 (N / (m g), m/s^2)
+        if np.abs(Aeq @ x - beq).max() < 1e-7 and (C @ x - u).max(initial=0.0) < 1e-7:
+            return x, "AlmostSolved"
     if str(sol.status) != "Solved":
         return None, str(sol.status)
-    return np.asarray(sol.x), "Solved"
+    return x, "Solved"
 
 
 def dynamics_filter(capture: Capture, *, omega: float = 20.0, zeta: float = 1.0, substeps: int | None = None,
                     max_step: float = 1 / 240, phases: NDArray[np.bool_] | None = None, beta: float = 0.2,
                     contact_distance: float = 0.001, guard_distance: float = 0.05, stance_weight: float = 100.0, root_weight: float = 1.0,
-                    regularisation: float = 1e-3, progress: bool = False) -> Capture:
+                    regularisation: float = 1e-3, flat: float = 0.03, lift: bool = True, normal_weight: float = 10.0, lift_window: float = 0.5, com_weight: float = 100.0, com_omega: float | None = None,
+                    progress: bool = False) -> Capture:
     """The capture made physically consistent by the dynamics filter (module docstring).
 
     ``omega`` (rad/s) and ``zeta``: the PD law's natural frequency and damping ratio;
@@ -136,7 +169,9 @@ def dynamics_filter(capture: Capture, *, omega: float = 20.0, zeta: float = 1.0,
     ``max_step`` s); ``phases`` (T, nfeet): the capture's stance phases (default
     :func:`contact_phases`); ``beta``: the Baumgarte fraction of a gap closed per step;
     ``contact_distance``/``guard_distance`` (m): how near the ground a sole point may push /
-    is kept from going through; ``stance_weight``: w_c; ``regularisation``: eps.  Returns a
+    is kept from going through; ``stance_weight``: w_c; ``regularisation``: eps; ``flat`` (m),
+    ``normal_weight``, ``lift``, ``lift_window`` (s), ``com_weight`` (0: no balance terms) and
+    ``com_omega`` (rad/s, default ``omega``): the balance terms (module docstring).  Returns a
     :class:`Capture` of the filtered motion at the capture's frames, with ``.filter`` its
     :class:`FilterReport`."""
     if not isinstance(capture, Capture):
@@ -192,10 +227,47 @@ def dynamics_filter(capture: Capture, *, omega: float = 20.0, zeta: float = 1.0,
     g = float(np.linalg.norm(m.gravity))
     mg = capture.mass * (g if g > 0 else 1.0)
 
+    # the capture's centre of mass, its velocity and acceleration (the balance feedback's reference)
+    # The tracked motion: the capture lowered by how high its stance feet float (the skeleton's
+    # foot joints are not its soles: 1-3 cm on the real walk of docs/mocap.md), so that it can
+    # stand on the ground: the lowest sole point of the feet in stance, smoothed over ``lift_window`` s
+    P_cap = _sole_points(m, qc)[:, allp]
+    qt = qc.copy()
+    if lift:
+        zmin = np.where(phases[:, foot_of], P_cap[..., 2], np.inf).min(axis=1)
+        have = np.isfinite(zmin)
+        if have.any():
+            idx = np.arange(T)
+            zmin = np.interp(idx, idx[have], zmin[have])
+            wdw = max(1, int(round(lift_window / capture.dt)))
+            zmin = np.convolve(np.pad(zmin, (wdw, wdw), mode="edge"), np.ones(2 * wdw + 1) / (2 * wdw + 1), "same")[wdw:-wdw]
+            qt[:, 2] -= zmin
+            P_cap[..., 2] -= zmin[:, None]
+    c_cap = center_of_mass(m, qt)
+    dc_cap = np.gradient(c_cap, capture.dt, axis=0)
+    ddc_cap = np.gradient(dc_cap, capture.dt, axis=0)
+    V_cap = np.gradient(P_cap, capture.dt, axis=0)
+    A_cap = np.gradient(V_cap, capture.dt, axis=0)
+    low_cap = np.stack([P_cap[:, foot_of == f_, 2].min(axis=1) for f_ in range(nf)], axis=1)
+    # ... and its angular momentum about the centre of mass (world frame), from the root's rows of M
+    L_cap = np.empty((T, 3))
+    for k0 in range(0, T, 256):
+        sl_ = slice(k0, min(T, k0 + 256))
+        L_cap[sl_] = _angular_momentum(m, qt[sl_], vc[sl_], c_cap[sl_])
+    dL_cap = np.gradient(L_cap, capture.dt, axis=0)
+    wfoot = np.sqrt([1.0, 1.0, normal_weight])
+    com_weight = float(com_weight)
+    if not np.isfinite(com_weight) or com_weight < 0:
+        raise ValueError(f"com_weight: expected a weight >= 0, got {com_weight}")
+    com_omega = omega if com_omega is None else _positive(com_omega, "com_omega")
+    kpc, kdc = com_omega ** 2, 2 * zeta * com_omega
+    gvec = np.asarray(m.gravity, dtype=float)
+    Mtot = float(capture.mass)
+
     from proxsuite import proxqp
 
     # the initial state: the capture's, lifted if a sole point starts below the ground
-    q = qc[0].copy()
+    q = qt[0].copy()
     low = _sole_points(m, q[None])[0, allp, 2].min()
     if low < 0:
         q[2] -= low
@@ -214,9 +286,9 @@ def dynamics_filter(capture: Capture, *, omega: float = 20.0, zeta: float = 1.0,
         k = min(k, T - 1)
         tau_s = j * h
         if j == 0:
-            q_ref, v_ref, a_ref0 = qc[k], vc[k], ac[k]
+            q_ref, v_ref, a_ref0 = qt[k], vc[k], ac[k]
         else:
-            q_ref = _m.integrate(m, qc[k], tau_s * vc[k] + 0.5 * tau_s ** 2 * ac[k])
+            q_ref = _m.integrate(m, qt[k], tau_s * vc[k] + 0.5 * tau_s ** 2 * ac[k])
             v_ref, a_ref0 = vc[k] + tau_s * ac[k], ac[k]
         a_ref = a_ref0 + kd * (v_ref - v) + kp * _m.difference(m, q, q_ref)
         M = crba(m, q)
@@ -248,14 +320,43 @@ def dynamics_filter(capture: Capture, *, omega: float = 20.0, zeta: float = 1.0,
         H[:nv, :nv] = wdiag
         gv[:nv] = -wdiag.diagonal() * a_ref
         on = phases[k][foot_of]
-        for i in act:
+        for i in guard:
             if on[i]:
-                target = -(Vp[i] + np.array([0.0, 0.0, beta * gap[i] / h])) / h - dJv[i]
+                # global feedback on the stance foot: its points follow the capture's, the foot's
+                # lowest point put on the ground
+                ps = j * h
+                pr = P_cap[k, i] + ps * V_cap[k, i] + 0.5 * ps ** 2 * A_cap[k, i]
+                vr = V_cap[k, i] + ps * A_cap[k, i]
+                ar = A_cap[k, i].copy()
+                pr[2] -= low_cap[k, foot_of[i]] + flat
+                if pr[2] <= 0:              # near the foot's lowest point: flat on the ground
+                    pr[2] = vr[2] = ar[2] = 0.0
+                target = ar + kd * (vr - Vp[i]) + kp * (pr - P[i]) - dJv[i]
                 Ji = Jp[i]
-                H[:nv, :nv] += stance_weight * Ji.T @ Ji
-                gv[:nv] -= stance_weight * Ji.T @ target
+                Jw = Ji * wfoot[:, None]
+                H[:nv, :nv] += stance_weight * Jw.T @ Jw
+                gv[:nv] -= stance_weight * Jw.T @ (wfoot * target)
         if nc:
             H[nv:, nv:] += regularisation * np.eye(3 * nc)     # the unknowns are f / (m g)
+            if com_weight > 0:
+                # balance: the ground forces give the centre of mass c'' = sum f / m + g; asked to
+                # be c''_cap + K_d (c'_cap - c') + K_p (c_cap - c), the capture's centre of mass
+                cs = j * h
+                cr = c_cap[k] + cs * dc_cap[k] + 0.5 * cs ** 2 * ddc_cap[k]
+                dcr = dc_cap[k] + cs * ddc_cap[k]
+                c = center_of_mass(m, q)
+                dc = kin.R[1] @ (M[:3] @ v) / Mtot
+                ddc_ref = ddc_cap[k] + kdc * (dcr - dc) + kpc * (cr - c)
+                Sx = np.tile(np.eye(3), (1, nc)) * (mg / Mtot)     # c'' - g in the unknowns
+                H[nv:, nv:] += com_weight * Sx.T @ Sx
+                gv[nv:] -= com_weight * Sx.T @ (ddc_ref - gvec)
+                # the angular momentum about it: L' = sum (p_i - c) x f_i, asked to be
+                # L'_cap + K_d (L_cap - L), per unit mass
+                L = _angular_momentum(m, q[None], v[None], c[None], M[None], kin.R[None, 1], kin.p[None, 1])[0]
+                dL_ref = dL_cap[k] + kdc * (L_cap[k] + cs * dL_cap[k] - L)
+                Sl = np.hstack([_skew(P[i] - c) for i in act]) * (mg / Mtot)
+                H[nv:, nv:] += com_weight * Sl.T @ Sl
+                gv[nv:] -= com_weight * Sl.T @ (dL_ref / Mtot)
         # root equations: M[:6] a - J[:, :6]^T f = -b[:6]
         Aeq = np.zeros((6, nx))
         Aeq[:, :nv] = M[root]
