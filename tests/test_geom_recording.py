@@ -103,15 +103,20 @@ def test_sliding_box_records_the_normal_and_coulomb_friction_force(compiled):
     assert np.allclose(fn[1:, 0], N, rtol=1e-9)
 
 
-def test_compiled_and_python_steps_record_the_same_contacts():
-    """A box dropped tilted on a plane: contacts appear and vanish; both steps record the same
-    contacts and the same wrench on the box (the states agree to round-off:
-    test_geom_timestep.py)."""
+def _box_on_plane():
+    """A free box (MASS, HALF) over a ground plane, friction 0.8."""
     b = ld.ModelBuilder("drop")
     b.add_body("box", "world", ld.FreeFlyer(), inertia=box_inertia(MASS, HALF))
     b.add_geom("box", "box", HALF, name="box", friction=0.8)
     b.add_geom("world", "plane", (), name="ground", friction=0.8)
-    m = b.build()
+    return b.build()
+
+
+def test_compiled_and_python_steps_record_the_same_contacts():
+    """A box dropped tilted on a plane: contacts appear and vanish; both steps record the same
+    contacts and the same wrench on the box (the states agree to round-off:
+    test_geom_timestep.py)."""
+    m = _box_on_plane()
     q = ld.neutral(m)
     q[:3] = [0.0, 0.0, 0.2]
     q[3:7] = sp.matrix_to_quat(sp.rotx(0.3) @ sp.roty(0.2))
@@ -137,11 +142,7 @@ def test_simulation_geom_contacts_are_the_steps_recorded_contacts():
     every step) is the sample the recording keeps for that step: a box dropped tilted, in
     flight (none), then on the plane (contacts that appear and vanish); empty before the
     first step."""
-    b = ld.ModelBuilder("drop")
-    b.add_body("box", "world", ld.FreeFlyer(), inertia=box_inertia(MASS, HALF))
-    b.add_geom("box", "box", HALF, name="box", friction=0.8)
-    b.add_geom("world", "plane", (), name="ground", friction=0.8)
-    m = b.build()
+    m = _box_on_plane()
     q = ld.neutral(m)
     q[:3] = [0.0, 0.0, 0.12]
     q[3:7] = sp.matrix_to_quat(sp.rotx(0.3) @ sp.roty(0.2))
