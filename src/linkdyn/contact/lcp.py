@@ -171,13 +171,22 @@ def _pgs(A, r, kind, mu, normal, lam, max_iter, tol):
     return it + 1
 
 
+@njit(inline="always", cache=True)
+def _velocities(A, r, lam, w):
+    """w = A lam + r (the rows' velocities after the impulses lam), into w."""
+    m = r.shape[0]
+    for i in range(m):
+        t = r[i]
+        for j in range(m):
+            t += A[i, j] * lam[j]
+        w[i] = t
+
+
 @njit(cache=True)
 def _residual(A, r, kind, mu, normal, lam):
     m = r.shape[0]
-    w = r.copy()
-    for i in range(m):
-        for j in range(m):
-            w[i] += A[i, j] * lam[j]
+    w = np.empty(m)
+    _velocities(A, r, lam, w)
     scale_w, scale_l = 1e-9, 1e-9
     for i in range(m):
         scale_w = max(scale_w, abs(r[i]), abs(w[i]))
@@ -377,11 +386,10 @@ def _touching(A, r, kind, lam):
     """Per row, 1.0 where a normal touches without force (lambda = 0 and w = A lam + r = 0 to
     1e-10 of the problem's size), else 0.0; all zero if none does."""
     m = r.shape[0]
-    w = r.copy()
+    w = np.empty(m)
+    _velocities(A, r, lam, w)
     scale_w = 1e-9
     for i in range(m):
-        for j in range(m):
-            w[i] += A[i, j] * lam[j]
         scale_w = max(scale_w, abs(w[i]), abs(r[i]))
     out = np.zeros(m)
     for i in range(m):
@@ -541,11 +549,7 @@ def _turn_rims(A, r, kind, mu, normal, out, unknown, nu, pos, rim, nr, iters):
             keep[:] = out
         if best <= 1e-14 or stale == 2 or it == iters - 1:
             break
-        for i in range(m):
-            t = r[i]
-            for j in range(m):
-                t += A[i, j] * out[j]
-            w[i] = t
+        _velocities(A, r, out, w)
         # the active rows: dw/dlambda (a sliding pair's force rides on its normal), dw/dt
         for a in range(nu):
             ia = unknown[a]
