@@ -398,7 +398,7 @@ def timestep_kernel(buf, q, v, tau, h, geo, mask, pair_mu, pair_e, lim_q, lim_v,
                     return
                 _bounds(Gv, gap, gend, vn, e, h, beta, v_bounce, k, rr)
         for it in range(1 + nrel):
-            res, fell = lcp._step_solve(A, rr, kinds, mus, normals, lam, sweeps, tol, fallback_sweeps)
+            res, fell = lcp._kept_solve(A, rr, kinds, mus, normals, lam, sweeps, tol, fallback_sweeps, gcount[1:])
             info[3] = max(info[3], fell)
             if it == nrel:
                 break
@@ -586,7 +586,7 @@ def run_kernel(buf, q, v, tau, h, nsteps, geo, mask, pair_mu, pair_e, lim_q, lim
         ci0[:] = con_i
         cf0[:] = con_f
         gP0[:] = gP
-        n0 = gcount[0]
+        n0, memo0, memo1 = gcount[0], gcount[1], gcount[2]
         extra[:] = False
         for attempt in range(2):
             timestep_kernel(buf, q, v, tau, h, geo, mask, pair_mu, pair_e, lim_q, lim_v, lim_s, lim_b, bC, bI,
@@ -597,7 +597,7 @@ def run_kernel(buf, q, v, tau, h, nsteps, geo, mask, pair_mu, pair_e, lim_q, lim
             con_i[:] = ci0
             con_f[:] = cf0
             gP[:] = gP0
-            gcount[0] = n0
+            gcount[0], gcount[1], gcount[2] = n0, memo0, memo1
             acc[15] += 1.0
         ng = int(info[5])
         special = info[0] != 0 or info[2] > fail_tol or info[4] < -pen
@@ -616,7 +616,7 @@ def run_kernel(buf, q, v, tau, h, nsteps, geo, mask, pair_mu, pair_e, lim_q, lim
             con_i[:] = ci0
             con_f[:] = cf0
             gP[:] = gP0
-            gcount[0] = n0
+            gcount[0], gcount[1], gcount[2] = n0, memo0, memo1
             return
         # the ledger (TimeStepping._impulse_work, Simulation.step): the impulses' work from the free
         # motion's velocity, the joints' losses at the step's velocity, the torques' work

@@ -113,7 +113,8 @@ GEOM_RELINEARIZE, RELINEARIZE_TOL = 2, 1e-13
 
 def _geom_buffers(geoms, nbody):
     """The compiled step's geom buffers: the collider's and the rows' (``gk``) and the contacts
-    carried from step to step (``gs``: con_i, con_f, impulses, count, forces, normal velocities);
+    carried from step to step (``gs``: con_i, con_f, impulses, (count, the solver's memo of
+    ``lcp._kept_solve``), forces, normal velocities);
     empty ones without geoms (the same types: one compiled step)."""
     i64 = np.int64
     if geoms is None:
@@ -128,7 +129,7 @@ def _geom_buffers(geoms, nbody):
         gk = tuple(np.array(x, dtype=i64 if np.asarray(x).dtype.kind in "iu" else float, order="C") for x in gk)
         gk = gk[:4] + (c.cw, c.ci) + gk[6:]          # the collider's own scratch (sweep order kept)
         cap = c.maxcon
-    gs = (np.zeros((cap, 2), i64), np.zeros((cap, 10)), np.zeros((cap, 4)), np.zeros(1, i64), np.zeros((cap, 3)),
+    gs = (np.zeros((cap, 2), i64), np.zeros((cap, 10)), np.zeros((cap, 4)), np.zeros(3, i64), np.zeros((cap, 3)),
           np.zeros(cap))
     return gk, gs
 
@@ -175,6 +176,9 @@ class TimeStepping:
             self._prm = np.array([CANDIDATE, BETA, V_BOUNCE, LCP_SWEEPS, LCP_TOL, FALLBACK_SWEEPS, GEOM_RELINEARIZE,
                                   RELINEARIZE_TOL])
             self._gk, self._gs = _geom_buffers(self.geoms, model.nbody)
+        #: the contact solver's memo of an active set it could not polish (``lcp._kept_solve``);
+        #: the compiled step keeps it in its geom buffers
+        self._memo = self._gs[3][1:] if self._compiled else np.zeros(2, dtype=np.int64)
         #: lcp_residual: the largest residual of an applied answer; lcp_fallbacks: steps whose first
         #: solve missed LCP_TOL; last_residual: the last step's (0 without contact)
         self.stats = {"impacts": 0, "small_impacts": 0, "small_impact_energy": 0.0, "steps_in_contact": 0,
@@ -472,7 +476,7 @@ class TimeStepping:
     def _step_python(self, q, v, tau, dt, t, extra=None):
         model, cat, h, data = self.model, self.catalog, dt, self.data
         snapshot = (self.warm.copy(), dict(self.stats), self.work, self._gprev, self._geom_py, self._gfresh,
-                    self._gaps, tuple(x.copy() for x in self._gs[:4]) if self._compiled else ())
+                    self._gaps, tuple(x.copy() for x in self._gs[:4]) if self._compiled else (), self._memo.copy())
         a_free = self._a_free(q, v, tau)
         v_free = v + h * a_free
         q_end = self._advance(q, v_free, h)[0]
@@ -519,8 +523,8 @@ class TimeStepping:
                 kinds, mus, normals, G, r, unit, slot, vn = self._problem(units, v_free, v, h)
             for it in range(1 + GEOM_RELINEARIZE * (gcon is not None)):
                 lam = np.array(lam, dtype=float)
-                res, fell = lcp._step_solve(np.ascontiguousarray(A), np.ascontiguousarray(r, dtype=float), kinds, mus,
-                                           normals, lam, LCP_SWEEPS, LCP_TOL, FALLBACK_SWEEPS)
+                res, fell = lcp._kept_solve(np.ascontiguousarray(A), np.ascontiguousarray(r, dtype=float), kinds, mus,
+                                            normals, lam, LCP_SWEEPS, LCP_TOL, FALLBACK_SWEEPS, self._memo)
                 self.stats["lcp_fallbacks"] += int(fell)
                 if not res <= FAIL_TOL:
                     raise lcp.ContactSolverError(t, [units.name[u] for u in np.unique(unit)], res, FAIL_TOL,
@@ -569,7 +573,8 @@ class TimeStepping:
         if extra is None and missed.any():
             # a unit that was not in the problem ends the step penetrating (the other units' impulses
             # drive a joint into its limit): the step again, with it (as the compiled step)
-            (self.warm, self.stats, self.work, self._gprev, self._geom_py, self._gfresh, self._gaps, gs) = snapshot
+            (self.warm, self.stats, self.work, self._gprev, self._geom_py, self._gfresh, self._gaps, gs, memo) = snapshot
+            self._memo[:] = memo
             for a, b in zip(self._gs[:4] if self._compiled else (), gs):
                 a[...] = b
             self.stats["retaken"] = self.stats.get("retaken", 0) + 1
