@@ -117,3 +117,81 @@ def test_gymnasium_ant_comes_to_rest_where_mujoco_puts_it():
     assert np.linalg.norm(ours[:3] - dd.qpos[:3]) < 1e-2
     assert np.abs(ours[7:] - dd.qpos[7:]).max() < 1e-2
     assert sim.checks().ok, str(sim.checks())
+
+
+def _gym(name):
+    gym = importlib.util.find_spec("gymnasium")
+    return None if gym is None else pathlib.Path(gym.origin).parent / f"envs/mujoco/assets/{name}.xml"
+
+
+@pytest.mark.parametrize("where,name", [("dm", "humanoid"), ("gym", "humanoid"), ("gym", "ant")])
+def test_the_default_load_and_simulation_hold_every_geom_not_only_the_spheres(where, name):
+    """``load_mjcf(path)`` with its defaults turns sphere and plane geoms into point contacts as
+    well; the simulation must still hold the capsules, boxes and the rest.  Once it held the
+    spheres only when a file had any (gymnasium's humanoid sank 34 cm into its floor with
+    ``ld.Simulation(m, q0)``).  Now the default method is time stepping, every candidate pair
+    the point contacts do not describe is collision geometry, and those they describe are not
+    counted twice: at every step MuJoCo's own detector measures no penetration beyond 2 mm, no
+    geom contact is a pair of ``point_pairs``, and the point contacts do push."""
+    from linkdyn.contact.geom_rows import point_pairs
+    from linkdyn.contact.rows import point_plane_pairs
+    path = SUITE / f"{name}.xml" if where == "dm" else _gym(name)
+    if path is None or not path.exists():
+        pytest.skip(f"{where}'s model files are not installed")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        m, info = ld.load_mjcf(path, return_info=True)
+    covered = point_pairs(m, point_plane_pairs(m))
+    assert len(m.contacts) and covered.any() and not covered.all()
+    twice = {tuple(p) for p in np.asarray(m.geom_pairs)[covered].tolist()}
+    mm = mujoco.MjModel.from_xml_path(str(path))
+    mm.geom_margin[:] = 0.0
+    mm.geom_gap[:] = 0.0
+    dd = mujoco.MjData(mm)
+    q0 = info.q0.copy()
+    q0[2] += 0.2
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        sim = ld.Simulation(m, q0, dt=2e-3, record_every=50)
+    with pytest.raises(ValueError, match="not point contacts"):
+        ld.Simulation(m, q0, dt=2e-3, contact_method="events")
+    deepest, geom_touch, point_push = 0.0, 0, 0.0
+    for _ in range(500):
+        sim.step()
+        assert sim.contact_method == "timestep"
+        dd.qpos[:] = to_mujoco(m, sim.q)[0]
+        mujoco.mj_forward(mm, dd)
+        if dd.ncon:
+            deepest = max(deepest, -float(min(dd.contact[i].dist for i in range(dd.ncon))))
+        gc = sim.geom_contacts()
+        assert not {tuple(sorted(p)) for p in gc.pair.tolist()} & twice
+        geom_touch += len(gc) > 0
+    assert deepest <= 2e-3, f"{name}: MuJoCo measures {deepest:.3g} m of penetration on our states"
+    assert geom_touch > 100                              # the capsules landed, not only the spheres
+    assert sim.checks().ok, str(sim.checks())
+
+
+def test_point_pairs_are_the_sphere_plane_pairs_a_point_contact_describes():
+    """A sphere geom with a point contact of the same centre and radius against a plane geom with
+    the same plane is described twice; moved by 1 mm, or of another radius, it is not."""
+    from linkdyn.contact.geom_rows import geom_pairs_to_detect, point_pairs
+    from linkdyn.contact.rows import point_plane_pairs
+
+    def build(shift=0.0, radius=0.05):
+        b = ld.ModelBuilder("twice")
+        b.add_body("ball", "world", ld.FreeFlyer(), inertia=ld.Inertia(1.0, [0, 0, 0], np.eye(3) * 1e-3))
+        b.add_geom("ball", "sphere", [0.05], (0.0, 0.0, 0.1), name="s")
+        b.add_geom("ball", "capsule", (0.03, 0.1), (0.0, 0.0, -0.1), name="c")
+        b.add_geom("world", "plane", (), name="floor")
+        b.add_plane("ground", "world")
+        b.add_contact("ball", (shift, 0.0, 0.1), radius=radius)
+        return b.build()
+
+    m = build()
+    names = [f"{m.geom_names[a]}/{m.geom_names[c]}" for a, c in np.asarray(m.geom_pairs)]
+    mask = point_pairs(m, point_plane_pairs(m))
+    got = {"/".join(sorted(n.split("/"))): k for n, k in zip(names, mask.tolist())}
+    assert got == {"floor/s": True, "c/floor": False}
+    assert geom_pairs_to_detect(m, point_plane_pairs(m)).tolist() == (~mask).tolist()
+    assert not point_pairs(build(shift=1e-3), point_plane_pairs(build(shift=1e-3))).any()
+    assert not point_pairs(build(radius=0.06), point_plane_pairs(build(radius=0.06))).any()

@@ -55,15 +55,17 @@ from .._kernels.layout import data_size
 from .._kernels.passes import OK
 from ..model.geometry import CAPSULE, CYLINDER, PLANE, SPHERE
 from ._geom_kernels import geom_rows_kernel as _geom_rows_kernel
-from .collision import Contacts, collide, collider
+from .collision import Collider, Contacts, collide, collider
 from .rows import CONTACT, Units
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     from numpy.typing import ArrayLike, NDArray
 
     from ..model.model import Model
 
-__all__ = ["geom_units", "GeomRows", "GeomCatalog"]
+__all__ = ["geom_units", "GeomRows", "GeomCatalog", "point_pairs", "geom_pairs_to_detect"]
 
 
 class GeomRows:
@@ -160,6 +162,50 @@ def geom_units(model: Model, q: ArrayLike, v: ArrayLike | None = None, contacts:
                  gr.drift_t[:k].copy(), gr.point[:k].copy(), gr.frame[:k].copy(), keys)
 
 
+def point_pairs(model: Model, pairs: Sequence[tuple[int, int]]) -> NDArray[np.bool_]:
+    """A mask over ``model.full_model.geom_pairs``: the sphere-plane pairs that point contacts
+    describe already, a contact of ``pairs`` ((contact index, plane index), the catalog's: ``add_contact``,
+    ``add_plane``) whose sphere is the sphere geom (the same body, centre and radius to 1e-9) and
+    whose plane is the plane geom (the same body, normal and plane).  An MJCF file loads every
+    sphere and plane geom as both (``load_mjcf(contacts=True)``); the time step takes these pairs
+    by their point contacts and every other candidate pair (a capsule, a box, two bodies) by
+    collision geometry, so that a touch is counted once."""
+    full = model.full_model
+    gp = np.asarray(full.geom_pairs).reshape(-1, 2)
+    out = np.zeros(len(gp), dtype=bool)
+    if not len(gp) or not len(pairs):
+        return out
+    t, body = np.asarray(full.geom_type), np.asarray(full.geom_body)
+    pos, R, size = np.asarray(full.geom_pos), np.asarray(full.geom_R), np.asarray(full.geom_size)
+    cs, ps = model.contacts, model.planes
+
+    def same_sphere(g, c):
+        return (body[g] == c.body and np.allclose(pos[g], c.position, rtol=0.0, atol=1e-9)
+                and abs(size[g, 0] - c.radius) <= 1e-9)
+
+    def same_plane(g, pl):
+        n = pl.R[:, 2]
+        return (body[g] == pl.body and pl.extent is None and np.allclose(R[g][:, 2], n, rtol=0.0, atol=1e-9)
+                and abs(n @ (pos[g] - pl.p)) <= 1e-9)
+
+    for k, (a, b) in enumerate(gp):
+        if {int(t[a]), int(t[b])} != {SPHERE, PLANE}:
+            continue
+        s_, p_ = (a, b) if t[a] == SPHERE else (b, a)
+        out[k] = any(same_sphere(s_, cs[ci]) and same_plane(p_, ps[pi]) for ci, pi in pairs)
+    return out
+
+
+def geom_pairs_to_detect(model: Model, pairs: Sequence[tuple[int, int]]) -> NDArray[np.bool_]:
+    """A mask over ``model.full_model.geom_pairs``: the candidate pairs a scheme takes as collision
+    geometry, all but those point contacts describe (``point_pairs``; ``pairs``: the catalog's
+    (contact index, plane index))."""
+    full = model.full_model
+    if not full.ngeom or not len(full.geom_pairs):
+        return np.zeros(0, dtype=bool)
+    return ~point_pairs(model, pairs)
+
+
 class GeomCatalog:
     """The geom contacts of a model for a stepping scheme: detection and rows through the
     model's :class:`Collider` and :class:`GeomRows` without validating their input (the prepared
@@ -182,9 +228,12 @@ class GeomCatalog:
     A plane fixed to a moving body counts its points near the body's origin only (rho = 0): the
     bound does not hold for the far parts of a rotating plane."""
 
-    def __init__(self, model: Model, data) -> None:
+    def __init__(self, model: Model, data, keep: NDArray[np.bool_] | None = None) -> None:
+        # keep: the candidate pairs to detect (a mask over geom_pairs; default all)
         self.model, self.data = model, data
-        self.collider, self.rows = collider(model), geom_rows(model)
+        whole = keep is None or bool(np.all(keep))
+        self.collider = collider(model) if whole else Collider(model.full_model, keep)
+        self.rows = geom_rows(model)
         full = model.full_model
         self.names = list(full.geom_names)
         self.geared = model._full is not None

@@ -263,6 +263,12 @@ def _contact_gaps(R, p, cbody, cpos, crad, pbody, pR, pp, pext, pair_c, pair_p, 
         out[k] = g
 
 
+def point_plane_pairs(model: Model) -> list[tuple[int, int]]:
+    """The model's contact pairs of points and planes, (contact index, plane index): every
+    contact point (``add_contact``) with every plane (``add_plane``) on another body."""
+    return [(ci, pi) for ci, c in enumerate(model.contacts) for pi, pl in enumerate(model.planes) if pl.body != c.body]
+
+
 class UnitCatalog:
     """Every unilateral unit a model can have (fixed per model): contact pairs (contact point,
     plane on another body) and limits.  ``limits`` / ``contacts``: include them."""
@@ -270,12 +276,7 @@ class UnitCatalog:
     def __init__(self, model: Model, limits: bool = True, contacts: bool = True, data: Any = None) -> None:
         self.model = model
         self.data = data           # the prepared layer (linkdyn.dynamics.data.Data) or None: the public functions
-        self.pairs = []            # (contact index, plane index)
-        if contacts:
-            for ci, c in enumerate(model.contacts):
-                for pi, pl in enumerate(model.planes):
-                    if pl.body != c.body:
-                        self.pairs.append((ci, pi))
+        self.pairs = point_plane_pairs(model) if contacts else []     # (contact index, plane index)
         self.coord_limits = []     # (name, q index, v index, sign, bound)
         self._row_limits = {}      # index in coord_limits -> (a_q (nq,), a_v (nv,), o): a row limit
         self.balls = []            # (body index, joint)

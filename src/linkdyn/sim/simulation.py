@@ -33,7 +33,9 @@ from ..dynamics.energy import kinetic_energy, potential_energy
 from ..kinematics import frame_pose
 from ..model.configuration import difference, neutral
 from .steps import STEPS
+from ..contact.geom_rows import geom_pairs_to_detect
 from ..contact.lcp import ContactSolverError
+from ..contact.rows import point_plane_pairs
 from ..recording import Event, GeomContacts, Recording
 
 if TYPE_CHECKING:
@@ -146,8 +148,9 @@ class Simulation:
     complementarity problem per step, as MuJoCo, Bullet and Drake: first order, much faster when
     many contacts come and go, e.g. a figure standing or lying on the ground, and the scheme that
     handles collision geometry, ``ModelBuilder.add_geom``: ``linkdyn.sim.timestepping``) or
-    "auto" (the default): "timestep" when the model's contacts are collision geometry (candidate
-    geom pairs and no point contacts), else "events".  ``sim.contact_method`` says which runs
+    "auto" (the default): "timestep" when the model has collision geometry beyond its point
+    contacts (candidate geom pairs other than the sphere-plane pairs that ``add_contact`` /
+    ``add_plane`` describe, as an MJCF file's capsules and boxes), else "events".  ``sim.contact_method`` says which runs
     (after a structure change, "auto" picks again for the new model).
 
     ``constraints``: user constraints (``linkdyn.constraints``: a point fixed, a point on a
@@ -277,15 +280,15 @@ class Simulation:
         if getattr(self, "_uni", None) is not None:
             for k, x in self._uni.stats.items():
                 self._stats_done[k] = self._stats_done.get(k, 0) + x
-        full = self.model.full_model
-        geoms = self.contacts and full.ngeom > 0 and len(full.geom_pairs) > 0
-        points = self.contacts and len(self.model.contacts) > 0 and len(self.model.planes) > 0     # add_contact, add_plane
+        # the candidate geom pairs that point contacts (add_contact, add_plane) do not describe: an MJCF
+        # file's capsules, boxes and meshes, bodies touching each other
+        geoms = int(geom_pairs_to_detect(self.model, point_plane_pairs(self.model)).sum()) if self.contacts else 0
         method = self._method_asked
         if method == "auto":
-            method = "timestep" if geoms and not points else "events"
-        elif method == "events" and geoms and not points:
-            raise ValueError(f"contact_method='events': the event scheme does not handle collision geometry yet, and the "
-                             f"contacts of model {self.model.name!r} are geoms ({len(full.geom_pairs)} candidate pairs): "
+            method = "timestep" if geoms else "events"
+        elif method == "events" and geoms:
+            raise ValueError(f"contact_method='events': the event scheme does not handle collision geometry yet, and "
+                             f"model {self.model.name!r} has {geoms} candidate geom pair(s) that are not point contacts: "
                              "use contact_method='timestep' or 'auto' (or contacts=False to simulate without them)")
         self.contact_method = method
         uni = _CONTACT_METHODS[method]()(self.model, self.limits, self.contacts, self._integrator)

@@ -50,10 +50,10 @@ Coriolis term -w x v of the body-frame velocity, taken by explicit Euler, grew i
 second.  Other joints, and a geared model's reduced coordinates, move by the manifold's
 exponential as before.
 
-**Collision geometry** (``ModelBuilder.add_geom``): when the model has candidate geom pairs and no
-point-plane contacts (``add_contact``; an MJCF file loads its spheres and planes as both, and
-the two would count one touch twice), the geom contacts join each step's problem, through the
-Python step (the compiled one has no geom contacts yet).  They are detected at the step's start
+**Collision geometry** (``ModelBuilder.add_geom``): the model's candidate geom pairs join each
+step's problem, but for the sphere-plane pairs that point contacts describe already
+(``add_contact``, ``add_plane``; an MJCF file loads its spheres and planes as both: the two would
+count one touch twice; ``linkdyn.contact.geom_rows.point_pairs``).  They are detected at the step's start
 with a margin that covers the step (CANDIDATE plus twice the largest displacement of a geom's
 point in the free motion, so a pair that comes within CANDIDATE by the free motion's end is a
 candidate, as the catalog's units at either end), made into units by
@@ -76,7 +76,7 @@ import numpy as np
 
 from ..contact import dynamics as cd
 from ..contact import lcp
-from ..contact.geom_rows import GeomCatalog
+from ..contact.geom_rows import GeomCatalog, geom_pairs_to_detect
 from ..contact.rows import CONTACT, UnitCatalog, Units
 from ..loops.data import prepare
 from .._kernels.passes import OK
@@ -146,10 +146,10 @@ class TimeStepping:
         self.force = np.zeros((self.catalog.size, 3))   # forces of the last step, catalog order
         self._gaps = None                               # (q, gaps at q) of the last step's end
         full = model.full_model
-        #: the geom contacts (``linkdyn.contact.geom_rows.GeomCatalog``), or None: no candidate geom pairs,
-        #: or the model's contacts are described by points and planes (module docstring)
-        use = contacts and full.ngeom > 0 and len(full.geom_pairs) > 0 and not self.catalog.pairs
-        self.geoms = GeomCatalog(model, self.data) if use else None
+        #: the geom contacts (``linkdyn.contact.geom_rows.GeomCatalog``), or None: no candidate geom
+        #: pairs but those the point contacts describe (module docstring)
+        keep = geom_pairs_to_detect(model, self.catalog.pairs) if contacts else np.zeros(0, dtype=bool)
+        self.geoms = GeomCatalog(model, self.data, keep) if keep.any() else None
         #: the last step's geom contacts: forces (n, 3) as [f_n, f_t1, f_t2], names, friction
         #: coefficients; the smallest geom distance at the step's end (inf: none touch)
         self._geom_py = (np.zeros((0, 3)), [], np.zeros(0))      # the Python step's (geom_force, names, mu)

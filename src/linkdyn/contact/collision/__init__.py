@@ -90,17 +90,22 @@ class Collider:
     :func:`collider`).  ``run(q, margin)`` calls the compiled pipeline without validating its
     input and returns the number of contacts, which are the first rows of ``con_i`` (geom1,
     geom2) and ``con_f`` (dist, pos, normal, friction, restitution); a negative number is a bad
-    q's status code.  ``args`` are the kernel's buffers, for callers that are compiled too:
+    q's status code.  ``keep``: a mask over ``model.geom_pairs``, the pairs this collider detects
+    (default all; the time step leaves out those that point contacts describe, ``linkdyn.contact.
+    geom_rows.point_pairs``).  ``args`` are the kernel's buffers, for callers that are compiled too:
     ``_pipeline.collide_kernel(mi, mf, ws, q, *args[:4], margin, *args[4:])``."""
 
-    def __init__(self, model: Model) -> None:
-        n, pairs = model.ngeom, np.ascontiguousarray(model.geom_pairs)
+    def __init__(self, model: Model, keep: NDArray[np.bool_] | None = None) -> None:
+        # keep: a mask over model.geom_pairs, the pairs this collider detects (default: all)
+        n, pairs = model.ngeom, np.ascontiguousarray(np.asarray(model.geom_pairs).reshape(-1, 2))
+        sel = np.ones(len(pairs), dtype=bool) if keep is None else np.asarray(keep, dtype=bool)
+        pairs = np.ascontiguousarray(pairs[sel])
         self.model = model
         self.gi = np.ascontiguousarray(np.column_stack([model.geom_type, model.geom_body, model.geom_vert_adr,
                                                         model.geom_vert_num]).reshape(n, 4), dtype=np.int64)
         self.gf = np.concatenate([model.geom_size.ravel(), model.geom_pos.ravel(), model.geom_R.ravel(),
                                   model.geom_friction, model.geom_restitution,
-                                  model.geom_pair_friction, pair_skin(model),
+                                  np.asarray(model.geom_pair_friction)[sel], pair_skin(model)[sel],
                                   model.geom_verts.ravel()]).astype(float)
         self.pairs = pairs
         adr = np.zeros(n + 1, dtype=np.int64)
