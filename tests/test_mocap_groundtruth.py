@@ -330,3 +330,39 @@ def test_ground_truth_stepping_with_the_default_smoothing(run, tmp_path):
     fz = res.forces[..., 2]
     assert fz.min() > -1e-9 * W_BODY
     assert (np.abs(res.forces[..., :2]) <= 0.8 * fz[..., None] + 1e-9 * W_BODY).all()
+
+
+def events(down):
+    """(frame, foot, +1 make / -1 break) of a (T, 2) contact series."""
+    out = []
+    for s in range(down.shape[1]):
+        for k in np.flatnonzero(np.diff(down[:, s].astype(int))):
+            out.append((k + 1, s, int(down[k + 1, s]) - int(down[k, s])))
+    return sorted(out)
+
+
+def test_contact_phases_of_the_simulated_steps(run, tmp_path):
+    """The contact phases of the steps read as a 30 Hz capture (every 33rd frame) against the
+    simulation's: a foot is down while it pushes or rests on the ground (its lowest sole point
+    within 0.1 mm).  With thresholds at the simulation's scale (1 mm to land, 2 mm to lift; the
+    default speeds) the right foot's landing is found at its frame, and the lift-offs at most
+    two frames late, never early (a foot leaving the ground from rest rises as t^3: the right
+    foot is 0.5 mm up one frame after it leaves); no other event is found.  With the default
+    thresholds (4 and 6 cm, for captures whose standing soles float 1-3 cm above the ground) no
+    event at all is found: the 4 cm swing never rises above 6 cm and never moves faster than
+    1 m/s, so both feet stay down (docs/mocap.md)."""
+    cap0, Q, F, TAU, DOWN, fn, _ = run
+    m = cap0.model
+    low = mocap.capture._sole_points(m, Q)[..., 2]
+    truth = np.stack([DOWN[:, s] | (low[:, 4 * s:4 * s + 4].min(1) <= 1e-4) for s in range(2)], axis=1)[:-1]
+    n = 33
+    p = tmp_path / "steps30.bvh"
+    mocap.write_bvh(p, cap0, Q[:-1:n], frame_time=n * H)
+    cap = mocap.load_bvh(p, mass=70, height=cap0.height, cutoff=None, ground=0.0)
+    want = events(truth[::n])
+    assert [(s, e) for _, s, e in want] == [(1, -1), (1, 1), (0, -1)]         # right lifts, lands; left lifts
+    got = events(mocap.contact_phases(cap, height_on=0.001, height_off=0.002))
+    assert [(s, e) for _, s, e in got] == [(s, e) for _, s, e in want], (got, want)
+    late = [int(g[0] - w[0]) for g, w in zip(got, want)]
+    assert late[1] == 0 and all(0 <= d <= 2 for d in late), late
+    assert events(mocap.contact_phases(cap)) == []
