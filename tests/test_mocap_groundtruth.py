@@ -253,6 +253,8 @@ def test_the_simulated_figure_steps(run):
     cdd = (c[2:] - 2 * c[1:-1] + c[:-2]) / H ** 2
     total = grf_of(F)[1:-1].sum(1)
     err = np.abs(total - 70 * (cdd - m.gravity))
+    print(f"penetration {extremes['penetration']:.2e} m, cone ratio {extremes['max_cone_ratio']:.4f}, "
+          f"left {left.sum()} right {right.sum()} both {both.sum()} frames")
     print(f"momentum balance: largest error {err.max() / W_BODY:.2e} body weights")
     assert err.max() < 0.01 * W_BODY
     assert np.abs(total[:, 2] / W_BODY - 1).max() > 0.1          # (a check that can fail: the landing is felt)
@@ -279,6 +281,9 @@ def test_ground_truth_stepping_round_trips_exactly(run, tmp_path):
     assert single.sum() > 1000
     np.testing.assert_allclose(res.grf[single], true[single], rtol=0, atol=1e-6 * W_BODY)
     scale = np.abs(TAU[single][:, 6:]).max()
+    print(f"raw: total {np.abs(res.grf.sum(1) - true.sum(1))[inner].max() / W_BODY:.1e} BW, residual "
+          f"{np.abs(res.residual[inner]).max() / W_BODY:.1e} BW, one foot {np.abs(res.grf - true)[single].max() / W_BODY:.1e}"
+          f" BW, torques {np.abs(res.tau - TAU)[single][:, 6:].max() / scale:.1e} of {scale:.0f} N m")
     np.testing.assert_allclose(res.tau[single][:, 6:], TAU[single][:, 6:], rtol=0, atol=1e-6 * scale)
     assert np.abs(res.tau[single][:, :6]).max() < 1e-6 * W_BODY
     fz = res.forces[..., 2]
