@@ -192,8 +192,10 @@ def mass_and_bias(m, q, v, fext):
 @lru_cache(maxsize=None)
 def landing(tmp_dir):
     """Simulate the figure of a capture dropping 3 cm onto penalty contacts, tilted so the left
-    foot lands first, under a PD posture controller; semi-implicit Euler (v += h a,
-    q = q (+) h v).  Returns the capture it was built from, the motion and its forces."""
+    foot lands first, under a PD posture controller; semi-implicit Euler as linkdyn's time
+    stepping takes it (v += h a with the root's linear part its origin's classical acceleration,
+    then :func:`r3so3_step`), which ``cutoff=None`` reads back exactly.  Returns the capture it
+    was built from, the motion and its forces."""
     import pathlib
     tmp = pathlib.Path(tmp_dir)
     joints = without_toes()
@@ -250,9 +252,22 @@ def landing(tmp_dir):
         a = np.linalg.solve(M, tau - b)
         Q.append(q.copy()); F.append(f_pts); TAU.append(tau)
         DOWN.append([below[:4].any(), below[4:].any()])
+        a[:3] += np.cross(v[3:6], v[:3])          # the root origin's classical acceleration
         v = v + h * a
-        q = ld.integrate(m, q, h * v)
+        q, v = r3so3_step(m, q, v, h)
     return cap, np.array(Q), np.array(F), np.array(TAU), np.array(DOWN)
+
+
+def r3so3_step(m, q, v, h):
+    """q moved by v over h as linkdyn's time stepping moves it (``linkdyn.sim.timestepping``):
+    the free root's origin along the straight line p + h R v_lin, every rotation by the
+    exponential map, and the root's body-frame linear velocity carried into its new frame."""
+    q1 = ld.integrate(m, q, h * v)
+    R0, R1 = ld.spatial.quat_to_matrix(q[3:7]), ld.spatial.quat_to_matrix(q1[3:7])
+    q1[:3] = q[:3] + h * R0 @ v[:3]
+    v = v.copy()
+    v[:3] = R1.T @ R0 @ v[:3]
+    return q1, v
 
 
 @pytest.fixture(scope="module")

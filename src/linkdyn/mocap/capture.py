@@ -10,9 +10,14 @@ convention: a ball joint's v is its body-frame angular velocity, the free root's
 body-frame twist [R^T p'; w] and a its time derivative [R^T p'' - w x R^T p'; w'].
 
 * ``cutoff=None``: no smoothing; v and a are the differences of semi-implicit (symplectic)
-  Euler on the configuration manifold, v_k = (q_k (-) q_{k-1}) / h and a_k = (v_{k+1} - v_k) / h
-  (``linkdyn.difference``): a motion made by that integrator (v_{k+1} = v_k + h a_k,
-  q_{k+1} = q_k (+) h v_{k+1}) is read back exactly.
+  Euler, v_k = (q_k (-) q_{k-1}) / h and a_k = (v_{k+1} - v_k) / h (``linkdyn.difference``) for
+  the ball joints, and for the free root on R^3 x SO(3) (its origin along a straight line, its
+  orientation by the exponential map): v_k = [R_k^T (p_k - p_{k-1}) / h; log(R_{k-1}^T R_k) / h]
+  and a_k = [R_k^T (p_{k+1} - 2 p_k + p_{k-1}) / h^2 - w_k x v_lin,k; (w_{k+1} - w_k) / h].  A
+  motion made by linkdyn's time stepping (``ld.Simulation(..., contact_method="timestep")``:
+  v+ = v + h a with a free joint's linear part the origin's classical acceleration, then the
+  origin moved by h R v+, the orientation by R exp(h w+)) is read back exactly: RNEA at
+  (q_k, v_k, a_k) gives the simulated torques and contact forces of the step from frame k.
 * ``cutoff`` (Hz; default ``"auto"``: chosen per capture by Winter's residual analysis,
   :func:`residual_cutoff`, capped at a quarter of the frame rate): the root's position and each joint's quaternion (made sign-
   continuous) pass a zero-lag 4th-order Butterworth filter (``scipy.signal.sosfiltfilt``, the
@@ -196,9 +201,17 @@ def kinematics(model: _m.Model, sk: Skeleton, scale: float, ground: float, cutof
         if T < 3:
             raise MocapError(f"{sk.path}: {T} frames; differences need at least 3")
         vb = _m.difference(model, q[:-1], q[1:]) / h          # v_{k+1} = (q_{k+1} (-) q_k) / h
+        # the root on R^3 x SO(3): v_lin,k = R_k^T (p_k - p_{k-1}) / h (the origin's velocity in
+        # the body frame), as linkdyn's time stepping moves a free joint (linkdyn.sim.timestepping)
+        R = Rotation.from_quat(q[:, 3:7])
+        vb[:, 0:3] = R[1:].inv().apply(np.diff(q[:, 0:3], axis=0)) / h
         v = np.vstack([vb[:1], vb])
         a = np.empty_like(v)
         a[:-1] = (v[1:] - v[:-1]) / h
+        # the root: a_lin,k = R_k^T (p_{k+1} - 2 p_k + p_{k-1}) / h^2 - w_k x v_lin,k (the body-frame
+        # derivative of the twist, Pinocchio's convention, as the smoothed branch below)
+        a[1:-1, 0:3] = R[1:-1].inv().apply(np.diff(q[:, 0:3], 2, axis=0)) / h ** 2 \
+            - np.cross(v[1:-1, 3:6], v[1:-1, 0:3])
         a[-1] = a[-2]
         return q, v, a
     fs = 1.0 / h
