@@ -266,7 +266,15 @@ def test_quadruped_simulates_with_its_couplings_held():
     q0 = interop.from_mujoco(m, mjm.qpos0)[0]
     q0[m.q_index("root") + 2] += 0.1             # a drop onto the floor from a little above qpos0
     q0[m.q_index("ball_root") + 2] += 0.1
-    rec = ld.Simulation(m, q0, dt=2e-3, contact_method="timestep", integrator="euler").run(1.0)
+    # the knees bent so that each dependent ankle (ankle = -(pitch + knee)) starts 0.03 rad below its
+    # upper limit and turns towards it at 1 rad/s: the limit rows over the joints it depends on must
+    # stop it (a passive drop leaves the ankles 0.22 rad short of it, 0.70 in MuJoCo, now that the
+    # legs' capsules stand on the floor too)
+    v0 = np.zeros(m.nv)
+    for leg in ("front_left", "front_right", "back_left", "back_right"):
+        q0[m.q_index(f"knee_{leg}")] = -0.93
+        v0[m.v_slice(f"knee_{leg}")] = -1.0
+    rec = ld.Simulation(m, q0, v0, dt=2e-3, contact_method="timestep", integrator="euler").run(1.0)
     Q = np.concatenate([np.asarray(s.q) for s in rec.segments if len(s.t)])
     assert len(Q) > 100 and np.isfinite(Q).all()
     res = np.array([_tendon_residuals(mj, mjm, interop.to_mujoco(m, q)[0]) for q in Q])

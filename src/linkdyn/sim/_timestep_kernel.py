@@ -381,7 +381,7 @@ def timestep_kernel(buf, q, v, tau, h, geo, mask, pair_mu, pair_e, lim_q, lim_v,
         for i in range(m):
             lam[i] = Pw[unit[i], slot[i]]
         res = 0.0
-        nrel = relin if ncg else 0
+        nrel = relin
         if nrel:
             # linearize at the motion the warm start gives (the last step's impulses), not at the
             # free motion: a body resting on its contacts ends its step close to it, which spares
@@ -494,7 +494,8 @@ def _linearize_at(mi, mf, ws, q, v_free, h, lam, L, Zt, N, geo, lim_q, lim_s, li
     if st != OK:
         return -st
     for r in range(kc):
-        end[r] = ga[cand[r]]
+        if cand[r] < ncp:               # contact pairs; a limit keeps the free motion's curvature
+            end[r] = ga[cand[r]]
     st = _geom_gaps_after(mi, mf, ws, qa, gk, cand_gap, R0, p0, ci_now, cf_now, ncg, end[kc:])
     if st != OK:
         return -st
