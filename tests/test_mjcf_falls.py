@@ -132,7 +132,7 @@ def test_the_default_load_and_simulation_hold_every_geom_not_only_the_spheres(wh
     ``ld.Simulation(m, q0)``).  Now the default method is time stepping, every candidate pair
     the point contacts do not describe is collision geometry, and those they describe are not
     counted twice: at every step MuJoCo's own detector measures no penetration beyond 2 mm, no
-    geom contact is a pair of ``point_pairs``, and the point contacts do push."""
+    geom contact is a pair of ``point_pairs``."""
     from linkdyn.contact.geom_rows import point_pairs
     from linkdyn.contact.rows import point_plane_pairs
     path = SUITE / f"{name}.xml" if where == "dm" else _gym(name)
@@ -155,7 +155,7 @@ def test_the_default_load_and_simulation_hold_every_geom_not_only_the_spheres(wh
         sim = ld.Simulation(m, q0, dt=2e-3, record_every=50)
     with pytest.raises(ValueError, match="not point contacts"):
         ld.Simulation(m, q0, dt=2e-3, contact_method="events")
-    deepest, geom_touch, point_push = 0.0, 0, 0.0
+    deepest, geom_touch = 0.0, 0
     for _ in range(500):
         sim.step()
         assert sim.contact_method == "timestep"

@@ -152,7 +152,6 @@ class TimeStepping:
         self.warm = np.zeros((self.catalog.size, 3))    # (P_n, P_t1, P_t2) of the last step, catalog order
         self.force = np.zeros((self.catalog.size, 3))   # forces of the last step, catalog order
         self._gaps = None                               # (q, gaps at q) of the last step's end
-        full = model.full_model
         #: the geom contacts (``linkdyn.contact.geom_rows.GeomCatalog``), or None: no candidate geom
         #: pairs but those the point contacts describe (module docstring)
         keep = geom_pairs_to_detect(model, self.catalog.pairs) if contacts else np.zeros(0, dtype=bool)
