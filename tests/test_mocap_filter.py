@@ -174,3 +174,44 @@ def test_real_walk_first_ten_seconds_balance(real_walk):  # noqa: F811
     check_physics(seg, out)
     assert r.root_rms < 0.05 and r.root_deviation.max() < 0.10
     assert abs(r.forces[..., 2].sum(1).mean() / W - 1) < 0.05
+
+
+def limited(cap, limits):
+    """The capture with ball-joint limits put on its figure: ``limits`` {joint: Spherical(...)}
+    (the same placements, inertias and soles)."""
+    from dataclasses import replace
+    m = cap.model
+    b = ld.ModelBuilder.from_model(m)
+    for name, joint in limits.items():
+        i = m.body_names.index(name)
+        b.reattach(name, m.body_names[m.parent[i]], joint, placement=(m.R_tree[i], m.p_tree[i]),
+                   joint_name=m._joint_names[i])
+    m2 = b.build()
+    assert m2.nq == m.nq and [c.name for c in m2.contacts] == [c.name for c in m.contacts]
+    return replace(cap, model=m2, _phases=None)
+
+
+def test_joint_limits_hold_at_every_step(tmp_path):
+    """The swaying capture turns each arm 30 deg about its long axis (a twist) and bends the
+    elbows 20 deg (a swing); on a figure whose shoulders have a +-15 deg twist range and whose
+    left elbow a 10 deg swing cone, the capture drives these joints 10-15 deg past their limits.  With the limit
+    rows in the QP, every step's swing and twist stay inside (to the rows' linearisation,
+    1e-3 rad), while without them the filter follows the capture out; the physics of
+    check_physics holds throughout."""
+    from linkdyn.contact.swing_twist import ball_limit_gaps_model
+    base = mocap.load_bvh(sway(tmp_path), mass=70, cutoff=None)
+    tw = (-np.radians(15), np.radians(15))
+    lim = {"LeftArm": ld.Spherical(twist=tw), "RightArm": ld.Spherical(twist=tw),
+           "LeftForeArm": ld.Spherical(swing=np.radians(10), twist=tw)}
+    cap = limited(base, lim)
+    gaps_cap = np.array([ball_limit_gaps_model(cap.model, q) for q in cap.q])
+    assert gaps_cap.min() < -np.radians(9.9)                  # the capture goes 10+ deg past a limit
+    out = mocap.dynamics_filter(cap)
+    check_physics(cap, out)
+    gaps = np.array([ball_limit_gaps_model(cap.model, q) for q in out.filter.q])
+    assert gaps.min() > -1e-3
+    # the limits are active (the filtered arm stops at its cone), and only there does it leave the capture
+    assert gaps.min() < 1e-3
+    free = mocap.dynamics_filter(base).filter
+    gaps_free = np.array([ball_limit_gaps_model(cap.model, q) for q in free.q])
+    assert gaps_free.min() < -np.radians(9)

@@ -58,6 +58,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from .. import model as _m
+from ..contact.swing_twist import ball_limit_joints, ball_limit_names, ball_limits_model
 from ..dynamics import crba, nonlinear_effects
 from ..kinematics import center_of_mass, forward_kinematics, jacobian
 from .capture import Capture, MocapError, _positive, _sole_points, contact_phases
@@ -161,6 +162,7 @@ def dynamics_filter(capture: Capture, *, omega: float = 20.0, zeta: float = 1.0,
                     max_step: float = 1 / 240, phases: NDArray[np.bool_] | None = None, beta: float = 0.2,
                     contact_distance: float = 0.001, guard_distance: float = 0.05, stance_weight: float = 100.0, root_weight: float = 1.0,
                     regularisation: float = 1e-3, flat: float = 0.03, lift: bool = True, normal_weight: float = 10.0, lift_window: float = 0.5, com_weight: float = 100.0, com_omega: float | None = None,
+                    swing_weight: float = 0.0, capture_point: float = 0.0, max_shift: float = 0.3, dcm_gain: float = 0.0,
                     progress: bool = False) -> Capture:
     """The capture made physically consistent by the dynamics filter (module docstring).
 
@@ -266,6 +268,19 @@ def dynamics_filter(capture: Capture, *, omega: float = 20.0, zeta: float = 1.0,
 
     from proxsuite import proxqp
 
+    # the model's joint limits (rows of the QP, below): one-degree coordinates with a finite bound,
+    # and the ball joints' swing cones and twist ranges
+    scalar_lim = []
+    for i in range(1, m.nbody):
+        if m.jnt_nq[i] == 1 and m.jnt_nv[i] == 1:
+            qa, va = int(m.jnt_qadr[i]), int(m.jnt_vadr[i])
+            if np.isfinite(m.lower[qa]) or np.isfinite(m.upper[qa]):
+                scalar_lim.append((va, qa, float(m.lower[qa]), float(m.upper[qa])))
+    ball_bodies = ball_limit_joints(m)
+    ball_va = [int(m.jnt_vadr[i]) for i in ball_bodies for _ in ball_limit_names(m.joints[i])]
+    ball_lim = len(ball_va) > 0
+    nlim = sum(np.isfinite(lo_) + np.isfinite(hi_) for _, _, lo_, hi_ in scalar_lim) + len(ball_va)
+
     # the initial state: the capture's, lifted if a sole point starts below the ground
     q = qt[0].copy()
     low = _sole_points(m, q[None])[0, allp, 2].min()
@@ -274,6 +289,7 @@ def dynamics_filter(capture: Capture, *, omega: float = 20.0, zeta: float = 1.0,
     v = vc[0].copy()
     S = (T - 1) * substeps + 1
     relaxed = []
+    shift = np.zeros((nf, 2))       # each foot's landing shift (the capture-point difference), m
     Q, V, A = np.empty((S, m.nq)), np.empty((S, nv)), np.empty((S, nv))
     TAU, F, GAP = np.empty((S, nv)), np.zeros((S, npt, 3)), np.empty((S, npt))
     root = slice(0, 6)
@@ -310,9 +326,14 @@ def dynamics_filter(capture: Capture, *, omega: float = 20.0, zeta: float = 1.0,
         act = np.flatnonzero(gap < contact_distance)
         nc = act.size
         Jp = {}
+
+        def Jpoint(i):
+            if i not in Jp:
+                J6 = Jb[body[i]]
+                Jp[i] = J6[:3] + np.cross(J6[3:], P[i][:, None], axisa=0, axisb=0, axisc=0)
+            return Jp[i]
         for i in guard:
-            J6 = Jb[body[i]]
-            Jp[i] = J6[:3] + np.cross(J6[3:], P[i][:, None], axisa=0, axisb=0, axisc=0)
+            Jpoint(i)
         nx = nv + 3 * nc
         # objective
         H = np.zeros((nx, nx))
@@ -320,6 +341,33 @@ def dynamics_filter(capture: Capture, *, omega: float = 20.0, zeta: float = 1.0,
         H[:nv, :nv] = wdiag
         gv[:nv] = -wdiag.diagonal() * a_ref
         on = phases[k][foot_of]
+        if capture_point > 0:
+            # the capture point (Pratt et al. 2006, eq. 8: xi = c + c' / omega_0, omega_0 = sqrt(g / z_c))
+            # of the filtered figure and of the capture; a swing foot lands shifted by their difference
+            c_now = center_of_mass(m, q)
+            dc_now = kin.R[1] @ (M[:3] @ v) / Mtot
+            cs_ = j * h
+            w0 = np.sqrt(g / max(c_cap[k, 2] - low_cap[k].min(), 0.3))
+            xi_cap = c_cap[k] + cs_ * dc_cap[k] + (dc_cap[k] + cs_ * ddc_cap[k]) / w0
+            dxi = (c_now + dc_now / w0 - xi_cap)[:2] * capture_point
+            nrm = np.linalg.norm(dxi)
+            if nrm > max_shift:
+                dxi *= max_shift / nrm
+            for f_ in range(nf):
+                if not phases[k, f_]:
+                    shift[f_] = dxi
+        for i in range(npt):
+            if not on[i] and swing_weight > 0:
+                # the swing foot's points follow the capture's (Yamane and Nakamura 2003's global
+                # feedback), shifted by the capture-point difference
+                ps = j * h
+                pr = P_cap[k, i] + ps * V_cap[k, i] + 0.5 * ps ** 2 * A_cap[k, i]
+                pr[:2] += shift[foot_of[i]]
+                vr = V_cap[k, i] + ps * A_cap[k, i]
+                target = A_cap[k, i] + kd * (vr - Vp[i]) + kp * (pr - P[i]) - dJv[i]
+                Ji = Jpoint(i)
+                H[:nv, :nv] += swing_weight * Ji.T @ Ji
+                gv[:nv] -= swing_weight * Ji.T @ target
         for i in guard:
             if on[i]:
                 # global feedback on the stance foot: its points follow the capture's, the foot's
@@ -328,6 +376,7 @@ def dynamics_filter(capture: Capture, *, omega: float = 20.0, zeta: float = 1.0,
                 pr = P_cap[k, i] + ps * V_cap[k, i] + 0.5 * ps ** 2 * A_cap[k, i]
                 vr = V_cap[k, i] + ps * A_cap[k, i]
                 ar = A_cap[k, i].copy()
+                pr[:2] += shift[foot_of[i]]
                 pr[2] -= low_cap[k, foot_of[i]] + flat
                 if pr[2] <= 0:              # near the foot's lowest point: flat on the ground
                     pr[2] = vr[2] = ar[2] = 0.0
@@ -347,6 +396,18 @@ def dynamics_filter(capture: Capture, *, omega: float = 20.0, zeta: float = 1.0,
                 c = center_of_mass(m, q)
                 dc = kin.R[1] @ (M[:3] @ v) / Mtot
                 ddc_ref = ddc_cap[k] + kdc * (dcr - dc) + kpc * (cr - c)
+                if dcm_gain > 0:
+                    # horizontally: the divergent component of motion (the capture point of Pratt
+                    # et al. 2006, xi = c + c' / omega_0) tracked through the centre of pressure
+                    # (Englsberger et al. 2015, eq. 32: r = xi - xi'_ref / omega_0 + k (xi - xi_ref)),
+                    # r kept inside the box of the points that can push, c'' = omega_0^2 (c - r)
+                    w0 = np.sqrt(g / max(cr[2] - P[act, 2].mean(), 0.3))
+                    xi_r = (cr + dcr / w0)[:2]
+                    dxi_r = (dcr + ddc_cap[k] / w0)[:2]
+                    xi = (c + dc / w0)[:2]
+                    rr = xi - dxi_r / w0 + dcm_gain * (xi - xi_r)
+                    rr = np.clip(rr, P[act, :2].min(axis=0), P[act, :2].max(axis=0))
+                    ddc_ref[:2] = w0 ** 2 * (c[:2] - rr)
                 Sx = np.tile(np.eye(3), (1, nc)) * (mg / Mtot)     # c'' - g in the unknowns
                 H[nv:, nv:] += com_weight * Sx.T @ Sx
                 gv[nv:] -= com_weight * Sx.T @ (ddc_ref - gvec)
@@ -372,6 +433,31 @@ def dynamics_filter(capture: Capture, *, omega: float = 20.0, zeta: float = 1.0,
         for r, i in enumerate(guard):
             C[5 * nc + r, :nv] = -Jp[i][2]
             u[5 * nc + r] = dJv[i, 2] + (Vp[i, 2] + (beta if gap[i] <= contact_distance else 1.0) * gap[i] / h) / h
+        if nlim:
+            # joint limits, kept in the next step (semi-implicit Euler, v' = v + h a, q' = q (+) h v'):
+            # a one-degree coordinate q + h v + h^2 a inside [lower, upper]; a ball joint's swing
+            # cone and twist range, gap + h G v' + h^2/2 G' v >= 0 (G its rows, G' v the drift:
+            # linkdyn.contact.swing_twist.ball_limits_model)
+            CL = np.zeros((nlim, nx))
+            uL = np.zeros(nlim)
+            r = 0
+            for va, qa, lo_, hi_ in scalar_lim:
+                if np.isfinite(hi_):
+                    CL[r, va] = 1.0
+                    uL[r] = (hi_ - q[qa] - h * v[va]) / h ** 2
+                    r += 1
+                if np.isfinite(lo_):
+                    CL[r, va] = -1.0
+                    uL[r] = (q[qa] + h * v[va] - lo_) / h ** 2
+                    r += 1
+            if ball_lim:
+                gq, Gq, dq_ = ball_limits_model(m, q, v)
+                for u_, va in enumerate(ball_va):
+                    CL[r, va:va + 3] = -Gq[u_]
+                    uL[r] = (gq[u_] + h * Gq[u_] @ v[va:va + 3]) / h ** 2 + 0.5 * dq_[u_]
+                    r += 1
+            C = np.vstack([C, CL])
+            u = np.r_[u, uL]
         qp = proxqp.dense.QP(nx, 6, C.shape[0])
         st = qp.settings
         st.eps_abs, st.eps_rel, st.verbose, st.max_iter = 1e-9, 0.0, False, 3000
@@ -386,12 +472,15 @@ def dynamics_filter(capture: Capture, *, omega: float = 20.0, zeta: float = 1.0,
             if x is None and nc < guard.size:
                 # infeasible: a point that cannot push (above contact_distance) cannot be stopped
                 # either (a straight leg cannot pull its foot up); its row is dropped this step
-                keep = np.r_[np.arange(5 * nc), 5 * nc + np.flatnonzero(gap[guard] < contact_distance)]
+                keep = np.r_[np.arange(5 * nc), 5 * nc + np.flatnonzero(gap[guard] < contact_distance),
+                             5 * nc + guard.size + np.arange(nlim)]
                 x, status = _clarabel(H, gv, Aeq, beq, C[keep], u[keep])
                 relaxed.append(s)
             if x is None:
-                raise RuntimeError(f"dynamics filter: the QP at t = {s * h:.4f} s was not solved (proxsuite, "
+                err = RuntimeError(f"dynamics filter: the QP at t = {s * h:.4f} s was not solved (proxsuite, "
                                    f"then clarabel: {status})")
+                err.q = Q[:s]       # the steps done, for a look at what went wrong
+                raise err
         a = x[:nv].copy()
         fa = mg * x[nv:].reshape(nc, 3)
         gen = np.zeros(nv)
