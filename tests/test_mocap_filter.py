@@ -40,7 +40,8 @@ def sway(tmp_path, T=120, h=1 / 120):
 def check_physics(cap, out):
     """At every simulation step: the root's 6 rows of RNEA with the filter's ground forces are
     zero (no force from nowhere), the torques are RNEA's, the forces push and stay in the
-    friction pyramid, and no sole point is more than 2 mm below the ground."""
+    friction pyramid, no sole point is more than 2 mm below the ground, and forces act only at
+    sole points within the contact distance (5 mm) of it."""
     r, m = out.filter, cap.model
     kin = ld.forward_kinematics(m, r.q)
     fext = np.zeros((len(r.t), m.nbody, 6))
@@ -58,8 +59,8 @@ def check_physics(cap, out):
     z = mocap.capture._sole_points(m, r.q)[..., 2]
     np.testing.assert_allclose(z, r.gap, atol=1e-12)
     assert z.min() > -0.002
-    # forces act only at points on the ground (within the 1 mm contact distance)
-    assert (np.abs(r.forces)[z > 0.001] == 0).all()
+    # forces act only at points on the ground (within the filter's 5 mm contact distance)
+    assert (np.abs(r.forces)[z > 0.005] == 0).all()
     # the semi-implicit Euler steps on the manifold
     np.testing.assert_allclose(r.v[1:], r.v[:-1] + r.h * r.a[:-1], atol=1e-12)
     np.testing.assert_allclose(r.q[1:], ld.integrate(m, r.q[:-1], r.h * r.v[1:]), atol=1e-12)
@@ -111,9 +112,9 @@ def test_an_inconsistent_capture_is_made_consistent(tmp_path, fault):
     low = mocap.capture._sole_points(cap.model, out.q)[..., 2].min(axis=1)
     if fault == "floats":
         assert mocap.capture._sole_points(cap.model, cap.q)[..., 2].min() > 0.049
-        # it stands on the floor at the end (the PD law, pulling it up to the capture, makes it
-        # hop a few millimetres now and then)
-        assert low[-30:].max() < 0.005 and low[-30:].mean() < 0.002
+        # it stands on the floor at the end, its soles within the 5 mm contact distance (the PD law,
+        # pulling it up to the capture, holds them at its edge and makes it hop a millimetre now and then)
+        assert low[-30:].max() < 0.007 and low[-30:].mean() < 0.0055
         assert r.root_deviation[-30:].min() > 0.04
     else:
         top = np.argmax(cap.q[:, 2])
