@@ -157,23 +157,37 @@ def test_cli_filter_prints_the_deviation(tmp_path):
 from test_mocap import real_walk  # noqa: E402,F401,F811  (the fixture: the real 30 Hz walk, fetched by pip)
 
 
-def test_real_walk_first_ten_seconds_balance(real_walk):  # noqa: F811
-    """The real 4-minute 30 Hz walk of docs/mocap.md, its first 10 s (standing, then walking):
-    with the balance feedback (the centre of mass and the angular momentum about it pulled to the
-    capture's through the ground forces, the stance feet's points to the capture's, lowered onto
-    the ground) the figure does not fall (before it, it fell at 3.7 s): the root path stays
-    within 5 cm RMS of the capture, and at every step the physics of check_physics holds (zero
-    root residual by RNEA, forces pushing inside the pyramids, no sole point 2 mm below ground).
-    The whole clip is not tracked yet (the figure falls at about 13 s: docs/mocap.md)."""
+def real_walk_filtered(path, T):
+    """The real walk's first T frames through the dynamics filter (the contact phases of the
+    whole clip, cut to T), checked by check_physics at every step."""
     from dataclasses import replace
-    cap = mocap.load_bvh(real_walk, mass=70, height=1.75)
-    T = 301
+    cap = mocap.load_bvh(path, mass=70, height=1.75)
     ph = mocap.contact_phases(cap)[:T]
     seg = replace(cap, t=cap.t[:T], q=cap.q[:T], v=cap.v[:T], a=cap.a[:T], _phases=None)
     out = mocap.dynamics_filter(seg, phases=ph)
-    r = out.filter
     check_physics(seg, out)
-    assert r.root_rms < 0.05 and r.root_deviation.max() < 0.10
+    return out.filter
+
+
+def test_real_walk_balance_past_the_first_fall(real_walk):  # noqa: F811
+    """The real 4-minute 30 Hz walk of docs/mocap.md, its first 15 s (standing, walking, a quick
+    step at 12-13 s where the figure used to fall): with the balance feedback and the 5 mm
+    contact distance (with 1 mm the stance foot rocked on one corner and the figure fell at
+    13 s) the root path stays within 5 cm RMS of the capture, and at every step the physics of
+    check_physics holds (zero root residual by RNEA, forces pushing inside the pyramids, no sole
+    point 2 mm below ground, forces only within the contact distance).  The summed vertical
+    reaction averages body weight."""
+    r = real_walk_filtered(real_walk, 451)
+    assert r.root_rms < 0.05 and r.root_deviation.max() < 0.06
+    assert abs(r.forces[..., 2].sum(1).mean() / W - 1) < 0.05
+
+
+@pytest.mark.slow
+def test_real_walk_balance_over_fifty_seconds(real_walk):  # noqa: F811
+    """The same over the real walk's first 50 s (about 25 steps, turns and pauses); the figure
+    falls at about 54.6 s (docs/mocap.md), so the whole clip is not asserted."""
+    r = real_walk_filtered(real_walk, 1501)
+    assert r.root_rms < 0.05 and r.root_deviation.max() < 0.06
     assert abs(r.forces[..., 2].sum(1).mean() / W - 1) < 0.05
 
 

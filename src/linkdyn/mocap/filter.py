@@ -23,7 +23,9 @@ Each step (time step h, the state q, v):
 
    M (CRBA) and h (RNEA at a = 0) are linkdyn's compiled kernels; J_i is the world Jacobian of
    sole point i, dJ_i v its acceleration at a = 0, d_i its height above the ground.  Forces
-   may act only at points within ``contact_distance`` (1 mm) of the ground; the
+   may act only at points within ``contact_distance`` (5 mm: the sole's compliance; with 1 mm a
+   stance foot tilted by a few millimetres rested on one corner, its centre of pressure fixed
+   there, and the real walk of docs/mocap.md fell at 13 s instead of 54.6 s) of the ground; the
    non-penetration rows hold at every point within ``guard_distance``.  They are a discrete
    Baumgarte stabilisation (Baumgarte 1972): after the semi-implicit step the height is
    d' = d + h v_n' >= (1 - beta_i) d, with beta_i = beta (0.2) for a point in contact, whose
@@ -44,11 +46,17 @@ Each step (time step h, the state q, v):
    capture is lowered by how high its stance feet float (``lift``: the lowest sole point of the
    feet down, smoothed over ``lift_window`` s), so that its centre of mass can be reached
    standing on the ground.
+   **Joint limits** (the model's: a one-degree joint's ``lower``/``upper``; a ball joint's swing
+   cone and twist range, :mod:`linkdyn.contact.swing_twist`) are rows of the QP that keep the
+   next step inside: q + h v + h^2 a within [lower, upper] (exact for the integrator below), and
+   g + h G (v + h a) + h^2/2 G'v >= 0 for a ball joint's gaps g, their rows G (dg/dt = G v_joint)
+   and drift G'v (second order in h, so held to O(h^3)).  The figure of
+   :func:`linkdyn.mocap.load_bvh` has none yet; a model that has them gets the rows.
 3. **Integration**: semi-implicit Euler on the manifold, v' = v + h a, q' = q (+) h v'.
 
 The joint torques are the other rows, tau = M a + h - J^T f; the root's rows are zero (to the
-QP's tolerance, 1e-9 here) by construction.  The figure of :func:`linkdyn.mocap.load_bvh` has
-no joint limits, so the QP has no limit rows.
+QP's tolerance, 1e-9 here) by construction.  When a step's QP is not solved, the
+``RuntimeError`` carries the steps done as ``.q`` and ``.forces``.
 """
 from __future__ import annotations
 
@@ -288,6 +296,7 @@ def dynamics_filter(capture: Capture, *, omega: float = 20.0, zeta: float = 1.0,
     v = vc[0].copy()
     S = (T - 1) * substeps + 1
     relaxed = []
+    prev = None                     # the last step's QP solution (primal, equality and inequality duals)
     Q, V, A = np.empty((S, m.nq)), np.empty((S, nv)), np.empty((S, nv))
     TAU, F, GAP = np.empty((S, nv)), np.zeros((S, npt, 3)), np.empty((S, npt))
     root = slice(0, 6)
@@ -326,7 +335,7 @@ def dynamics_filter(capture: Capture, *, omega: float = 20.0, zeta: float = 1.0,
         Jp = {}
         for i in guard:
             J6 = Jb[body[i]]
-            Jp[i] = J6[:3] + np.cross(J6[3:], P[i][:, None], axisa=0, axisb=0, axisc=0)
+            Jp[i] = J6[:3] - _skew(P[i]) @ J6[3:]         # the point's velocity v_o + w x p
         nx = nv + 3 * nc
         # objective
         H = np.zeros((nx, nx))
@@ -417,7 +426,11 @@ def dynamics_filter(capture: Capture, *, omega: float = 20.0, zeta: float = 1.0,
         st.eps_primal_inf, st.eps_dual_inf = 1e-15, 1e-15
         qp.init(H, gv, Aeq, beq, C if C.shape[0] else None, np.full(C.shape[0], -1e20) if C.shape[0] else None,
                 u if C.shape[0] else None)
-        qp.solve()
+        if prev is not None and prev[0].size == nx and prev[2].size == C.shape[0]:
+            qp.solve(*prev)         # warm start from the last step's solution: half the QP's time
+        else:
+            qp.solve()
+        prev = (qp.results.x.copy(), qp.results.y.copy(), qp.results.z.copy())
         if qp.results.info.status == proxqp.PROXQP_SOLVED:
             x = qp.results.x
         else:       # ill-conditioned (a hard impact): the interior-point solver, slower but sure
