@@ -230,3 +230,35 @@ def test_joint_limits_hold_at_every_step(tmp_path):
     free = mocap.dynamics_filter(base).filter
     gaps_free = np.array([ball_limit_gaps_model(cap.model, q) for q in free.q])
     assert gaps_free.min() < -np.radians(9)
+
+
+def test_hinge_limits_hold_at_every_step(tmp_path):
+    """The swaying capture's left elbow bends +-20 deg about one axis; on a figure whose left
+    elbow is a hinge about that axis (its q, v, a the capture's angle, rate and acceleration)
+    limited to [-8, 12] deg, the filtered elbow stays inside at every step (the row is exact for
+    the semi-implicit step: to the QP's tolerance) and reaches both limits."""
+    from dataclasses import replace
+    base = mocap.load_bvh(sway(tmp_path), mass=70, cutoff=None)
+    m = base.model
+    i = m.body_names.index("LeftForeArm")
+    qs, vs = m.q_slice(m._joint_names[i]), m.v_slice(m._joint_names[i])
+    quat = base.q[:, qs]                                      # [x, y, z, w], a rotation about one axis
+    axis = quat[np.argmax(np.linalg.norm(quat[:, :3], axis=1)), :3]
+    axis /= np.linalg.norm(axis)
+    assert np.abs(np.cross(quat[:, :3], axis)).max() < 1e-9  # one fixed axis
+    angle = 2 * np.arctan2(quat[:, :3] @ axis, quat[:, 3])
+    b = ld.ModelBuilder.from_model(m)
+    b.reattach("LeftForeArm", m.body_names[m.parent[i]], ld.Revolute(axis), placement=(m.R_tree[i], m.p_tree[i]),
+               joint_name=m._joint_names[i])
+    b.set_limits(m._joint_names[i], lower=[np.radians(-8)], upper=[np.radians(12)])
+    m2 = b.build()
+    def cut(x, old, new_col):
+        return np.hstack([x[:, :old.start], new_col[:, None], x[:, old.stop:]])
+    cap = replace(base, model=m2, q=cut(base.q, qs, angle), v=cut(base.v, vs, base.v[:, vs] @ axis),
+                  a=cut(base.a, vs, base.a[:, vs] @ axis), _phases=None)
+    assert angle.min() < np.radians(-19) and angle.max() > np.radians(19)
+    out = mocap.dynamics_filter(cap)
+    check_physics(cap, out)
+    th = out.filter.q[:, m2.q_slice(m._joint_names[i])][:, 0]
+    assert th.min() > np.radians(-8) - 1e-9 and th.max() < np.radians(12) + 1e-9
+    assert th.min() < np.radians(-8) + 1e-3 and th.max() > np.radians(12) - 1e-3

@@ -286,7 +286,7 @@ def dynamics_filter(capture: Capture, *, omega: float = 20.0, zeta: float = 1.0,
     ball_bodies = ball_limit_joints(m)
     ball_va = [int(m.jnt_vadr[i]) for i in ball_bodies for _ in ball_limit_names(m.joints[i])]
     ball_lim = len(ball_va) > 0
-    nlim = sum(np.isfinite(lo_) + np.isfinite(hi_) for _, _, lo_, hi_ in scalar_lim) + len(ball_va)
+    nlim = sum(int(np.isfinite(lo_)) + int(np.isfinite(hi_)) for _, _, lo_, hi_ in scalar_lim) + len(ball_va)
 
     # the initial state: the capture's, lifted if a sole point starts below the ground
     q = qt[0].copy()
@@ -464,7 +464,7 @@ def dynamics_filter(capture: Capture, *, omega: float = 20.0, zeta: float = 1.0,
     dev = np.empty((T, len(joints)))
     for c, jn in enumerate(joints):
         sl = m.v_slice(jn)
-        dev[:, c] = np.linalg.norm(dq[:, sl.stop - 3:sl.stop], axis=1)
+        dev[:, c] = np.linalg.norm(dq[:, max(sl.start, sl.stop - 3):sl.stop], axis=1)   # a hinge: its angle
     report = FilterReport(h, np.arange(S) * h, Q, V, A, TAU, F, GAP, np.array(relaxed, dtype=int), joints, dev,
                           np.linalg.norm(qo[:, :3] - qc[:, :3], axis=1))
     return replace(capture, q=qo, v=vo, a=ao, _phases=None, filter=report)
