@@ -40,7 +40,8 @@ def sway(tmp_path, T=120, h=1 / 120):
 def check_physics(cap, out):
     """At every simulation step: the root's 6 rows of RNEA with the filter's ground forces are
     zero (no force from nowhere), the torques are RNEA's, the forces push and stay in the
-    friction pyramid, and no sole point is more than 2 mm below the ground."""
+    friction pyramid, no sole point is more than 2 mm below the ground, and forces act only at
+    sole points within the contact distance (5 mm) of it."""
     r, m = out.filter, cap.model
     kin = ld.forward_kinematics(m, r.q)
     fext = np.zeros((len(r.t), m.nbody, 6))
@@ -58,8 +59,8 @@ def check_physics(cap, out):
     z = mocap.capture._sole_points(m, r.q)[..., 2]
     np.testing.assert_allclose(z, r.gap, atol=1e-12)
     assert z.min() > -0.002
-    # forces act only at points on the ground (within the 1 mm contact distance)
-    assert (np.abs(r.forces)[z > 0.001] == 0).all()
+    # forces act only at points on the ground (within the filter's 5 mm contact distance)
+    assert (np.abs(r.forces)[z > 0.005] == 0).all()
     # the semi-implicit Euler steps on the manifold
     np.testing.assert_allclose(r.v[1:], r.v[:-1] + r.h * r.a[:-1], atol=1e-12)
     np.testing.assert_allclose(r.q[1:], ld.integrate(m, r.q[:-1], r.h * r.v[1:]), atol=1e-12)
@@ -111,9 +112,9 @@ def test_an_inconsistent_capture_is_made_consistent(tmp_path, fault):
     low = mocap.capture._sole_points(cap.model, out.q)[..., 2].min(axis=1)
     if fault == "floats":
         assert mocap.capture._sole_points(cap.model, cap.q)[..., 2].min() > 0.049
-        # it stands on the floor at the end (the PD law, pulling it up to the capture, makes it
-        # hop a few millimetres now and then)
-        assert low[-30:].max() < 0.005 and low[-30:].mean() < 0.002
+        # it stands on the floor at the end, its soles within the 5 mm contact distance (the PD law,
+        # pulling it up to the capture, holds them at its edge and makes it hop a millimetre now and then)
+        assert low[-30:].max() < 0.007 and low[-30:].mean() < 0.0055
         assert r.root_deviation[-30:].min() > 0.04
     else:
         top = np.argmax(cap.q[:, 2])
@@ -156,21 +157,108 @@ def test_cli_filter_prints_the_deviation(tmp_path):
 from test_mocap import real_walk  # noqa: E402,F401,F811  (the fixture: the real 30 Hz walk, fetched by pip)
 
 
-def test_real_walk_first_ten_seconds_balance(real_walk):  # noqa: F811
-    """The real 4-minute 30 Hz walk of docs/mocap.md, its first 10 s (standing, then walking):
-    with the balance feedback (the centre of mass and the angular momentum about it pulled to the
-    capture's through the ground forces, the stance feet's points to the capture's, lowered onto
-    the ground) the figure does not fall (before it, it fell at 3.7 s): the root path stays
-    within 5 cm RMS of the capture, and at every step the physics of check_physics holds (zero
-    root residual by RNEA, forces pushing inside the pyramids, no sole point 2 mm below ground).
-    The whole clip is not tracked yet (the figure falls at about 13 s: docs/mocap.md)."""
+def real_walk_filtered(path, T):
+    """The real walk's first T frames through the dynamics filter (the contact phases of the
+    whole clip, cut to T), checked by check_physics at every step."""
     from dataclasses import replace
-    cap = mocap.load_bvh(real_walk, mass=70, height=1.75)
-    T = 301
+    cap = mocap.load_bvh(path, mass=70, height=1.75)
     ph = mocap.contact_phases(cap)[:T]
     seg = replace(cap, t=cap.t[:T], q=cap.q[:T], v=cap.v[:T], a=cap.a[:T], _phases=None)
     out = mocap.dynamics_filter(seg, phases=ph)
-    r = out.filter
     check_physics(seg, out)
-    assert r.root_rms < 0.05 and r.root_deviation.max() < 0.10
+    return out.filter
+
+
+def test_real_walk_balance_past_the_first_fall(real_walk):  # noqa: F811
+    """The real 4-minute 30 Hz walk of docs/mocap.md, its first 15 s (standing, walking, a quick
+    step at 12-13 s where the figure used to fall): with the balance feedback and the 5 mm
+    contact distance (with 1 mm the stance foot rocked on one corner and the figure fell at
+    13 s) the root path stays within 5 cm RMS of the capture, and at every step the physics of
+    check_physics holds (zero root residual by RNEA, forces pushing inside the pyramids, no sole
+    point 2 mm below ground, forces only within the contact distance).  The summed vertical
+    reaction averages body weight."""
+    r = real_walk_filtered(real_walk, 451)
+    assert r.root_rms < 0.05 and r.root_deviation.max() < 0.06
     assert abs(r.forces[..., 2].sum(1).mean() / W - 1) < 0.05
+
+
+@pytest.mark.slow
+def test_real_walk_balance_over_fifty_seconds(real_walk):  # noqa: F811
+    """The same over the real walk's first 50 s (about 25 steps, turns and pauses); the figure
+    falls at about 54.6 s (docs/mocap.md), so the whole clip is not asserted."""
+    r = real_walk_filtered(real_walk, 1501)
+    assert r.root_rms < 0.05 and r.root_deviation.max() < 0.06
+    assert abs(r.forces[..., 2].sum(1).mean() / W - 1) < 0.05
+
+
+def limited(cap, limits):
+    """The capture with ball-joint limits put on its figure: ``limits`` {joint: Spherical(...)}
+    (the same placements, inertias and soles)."""
+    from dataclasses import replace
+    m = cap.model
+    b = ld.ModelBuilder.from_model(m)
+    for name, joint in limits.items():
+        i = m.body_names.index(name)
+        b.reattach(name, m.body_names[m.parent[i]], joint, placement=(m.R_tree[i], m.p_tree[i]),
+                   joint_name=m._joint_names[i])
+    m2 = b.build()
+    assert m2.nq == m.nq and [c.name for c in m2.contacts] == [c.name for c in m.contacts]
+    return replace(cap, model=m2, _phases=None)
+
+
+def test_joint_limits_hold_at_every_step(tmp_path):
+    """The swaying capture turns each arm 30 deg about its long axis (a twist) and bends the
+    elbows 20 deg (a swing); on a figure whose shoulders have a +-15 deg twist range and whose
+    left elbow a 10 deg swing cone, the capture drives these joints 10-15 deg past their limits.  With the limit
+    rows in the QP, every step's swing and twist stay inside (to the rows' linearisation,
+    1e-3 rad), while without them the filter follows the capture out; the physics of
+    check_physics holds throughout."""
+    from linkdyn.contact.swing_twist import ball_limit_gaps_model
+    base = mocap.load_bvh(sway(tmp_path), mass=70, cutoff=None)
+    tw = (-np.radians(15), np.radians(15))
+    lim = {"LeftArm": ld.Spherical(twist=tw), "RightArm": ld.Spherical(twist=tw),
+           "LeftForeArm": ld.Spherical(swing=np.radians(10), twist=tw)}
+    cap = limited(base, lim)
+    gaps_cap = np.array([ball_limit_gaps_model(cap.model, q) for q in cap.q])
+    assert gaps_cap.min() < -np.radians(9.9)                  # the capture goes 10+ deg past a limit
+    out = mocap.dynamics_filter(cap)
+    check_physics(cap, out)
+    gaps = np.array([ball_limit_gaps_model(cap.model, q) for q in out.filter.q])
+    assert gaps.min() > -1e-3
+    # the limits are active (the filtered arm stops at its cone), and only there does it leave the capture
+    assert gaps.min() < 1e-3
+    free = mocap.dynamics_filter(base).filter
+    gaps_free = np.array([ball_limit_gaps_model(cap.model, q) for q in free.q])
+    assert gaps_free.min() < -np.radians(9)
+
+
+def test_hinge_limits_hold_at_every_step(tmp_path):
+    """The swaying capture's left elbow bends +-20 deg about one axis; on a figure whose left
+    elbow is a hinge about that axis (its q, v, a the capture's angle, rate and acceleration)
+    limited to [-8, 12] deg, the filtered elbow stays inside at every step (the row is exact for
+    the semi-implicit step: to the QP's tolerance) and reaches both limits."""
+    from dataclasses import replace
+    base = mocap.load_bvh(sway(tmp_path), mass=70, cutoff=None)
+    m = base.model
+    i = m.body_names.index("LeftForeArm")
+    qs, vs = m.q_slice(m._joint_names[i]), m.v_slice(m._joint_names[i])
+    quat = base.q[:, qs]                                      # [x, y, z, w], a rotation about one axis
+    axis = quat[np.argmax(np.linalg.norm(quat[:, :3], axis=1)), :3]
+    axis /= np.linalg.norm(axis)
+    assert np.abs(np.cross(quat[:, :3], axis)).max() < 1e-9  # one fixed axis
+    angle = 2 * np.arctan2(quat[:, :3] @ axis, quat[:, 3])
+    b = ld.ModelBuilder.from_model(m)
+    b.reattach("LeftForeArm", m.body_names[m.parent[i]], ld.Revolute(axis), placement=(m.R_tree[i], m.p_tree[i]),
+               joint_name=m._joint_names[i])
+    b.set_limits(m._joint_names[i], lower=[np.radians(-8)], upper=[np.radians(12)])
+    m2 = b.build()
+    def cut(x, old, new_col):
+        return np.hstack([x[:, :old.start], new_col[:, None], x[:, old.stop:]])
+    cap = replace(base, model=m2, q=cut(base.q, qs, angle), v=cut(base.v, vs, base.v[:, vs] @ axis),
+                  a=cut(base.a, vs, base.a[:, vs] @ axis), _phases=None)
+    assert angle.min() < np.radians(-19) and angle.max() > np.radians(19)
+    out = mocap.dynamics_filter(cap)
+    check_physics(cap, out)
+    th = out.filter.q[:, m2.q_slice(m._joint_names[i])][:, 0]
+    assert th.min() > np.radians(-8) - 1e-9 and th.max() < np.radians(12) + 1e-9
+    assert th.min() < np.radians(-8) + 1e-3 and th.max() > np.radians(12) - 1e-3

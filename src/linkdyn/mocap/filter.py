@@ -23,7 +23,9 @@ Each step (time step h, the state q, v):
 
    M (CRBA) and h (RNEA at a = 0) are linkdyn's compiled kernels; J_i is the world Jacobian of
    sole point i, dJ_i v its acceleration at a = 0, d_i its height above the ground.  Forces
-   may act only at points within ``contact_distance`` (1 mm) of the ground; the
+   may act only at points within ``contact_distance`` (5 mm: the sole's compliance; with 1 mm a
+   stance foot tilted by a few millimetres rested on one corner, its centre of pressure fixed
+   there, and the real walk of docs/mocap.md fell at 13 s instead of 54.6 s) of the ground; the
    non-penetration rows hold at every point within ``guard_distance``.  They are a discrete
    Baumgarte stabilisation (Baumgarte 1972): after the semi-implicit step the height is
    d' = d + h v_n' >= (1 - beta_i) d, with beta_i = beta (0.2) for a point in contact, whose
@@ -44,11 +46,17 @@ Each step (time step h, the state q, v):
    capture is lowered by how high its stance feet float (``lift``: the lowest sole point of the
    feet down, smoothed over ``lift_window`` s), so that its centre of mass can be reached
    standing on the ground.
+   **Joint limits** (the model's: a one-degree joint's ``lower``/``upper``; a ball joint's swing
+   cone and twist range, :mod:`linkdyn.contact.swing_twist`) are rows of the QP that keep the
+   next step inside: q + h v + h^2 a within [lower, upper] (exact for the integrator below), and
+   g + h G (v + h a) + h^2/2 G'v >= 0 for a ball joint's gaps g, their rows G (dg/dt = G v_joint)
+   and drift G'v (second order in h, so held to O(h^3)).  The figure of
+   :func:`linkdyn.mocap.load_bvh` has none yet; a model that has them gets the rows.
 3. **Integration**: semi-implicit Euler on the manifold, v' = v + h a, q' = q (+) h v'.
 
 The joint torques are the other rows, tau = M a + h - J^T f; the root's rows are zero (to the
-QP's tolerance, 1e-9 here) by construction.  The figure of :func:`linkdyn.mocap.load_bvh` has
-no joint limits, so the QP has no limit rows.
+QP's tolerance, 1e-9 here) by construction.  When a step's QP is not solved, the
+``RuntimeError`` carries the steps done as ``.q`` and ``.forces``.
 """
 from __future__ import annotations
 
@@ -58,6 +66,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from .. import model as _m
+from ..contact.swing_twist import ball_limit_joints, ball_limit_names, ball_limits_model
 from ..dynamics import crba, nonlinear_effects
 from ..kinematics import center_of_mass, forward_kinematics, jacobian
 from .capture import Capture, MocapError, _positive, _sole_points, contact_phases
@@ -148,10 +157,10 @@ def _clarabel(H, g, Aeq, beq, C, u):
                                  np.r_[beq, u], [clarabel.ZeroConeT(len(beq)), clarabel.NonnegativeConeT(len(u))],
                                  st).solve()
     x = np.asarray(sol.x)
-    if str(sol.status) == "AlmostSolved" and np.isfinite(x).all():
+    if str(sol.status) in ("AlmostSolved", "InsufficientProgress", "MaxIterations") and np.isfinite(x).all():
         # accepted only if it holds the equalities and inequalities to 1e-7 (N / (m g), m/s^2)
         if np.abs(Aeq @ x - beq).max() < 1e-7 and (C @ x - u).max(initial=0.0) < 1e-7:
-            return x, "AlmostSolved"
+            return x, str(sol.status)
     if str(sol.status) != "Solved":
         return None, str(sol.status)
     return x, "Solved"
@@ -159,7 +168,7 @@ def _clarabel(H, g, Aeq, beq, C, u):
 
 def dynamics_filter(capture: Capture, *, omega: float = 20.0, zeta: float = 1.0, substeps: int | None = None,
                     max_step: float = 1 / 240, phases: NDArray[np.bool_] | None = None, beta: float = 0.2,
-                    contact_distance: float = 0.001, guard_distance: float = 0.05, stance_weight: float = 100.0, root_weight: float = 1.0,
+                    contact_distance: float = 0.005, guard_distance: float = 0.05, stance_weight: float = 100.0, root_weight: float = 1.0,
                     regularisation: float = 1e-3, flat: float = 0.03, lift: bool = True, normal_weight: float = 10.0, lift_window: float = 0.5, com_weight: float = 100.0, com_omega: float | None = None,
                     progress: bool = False) -> Capture:
     """The capture made physically consistent by the dynamics filter (module docstring).
@@ -266,6 +275,19 @@ def dynamics_filter(capture: Capture, *, omega: float = 20.0, zeta: float = 1.0,
 
     from proxsuite import proxqp
 
+    # the model's joint limits (rows of the QP, below): one-degree coordinates with a finite bound,
+    # and the ball joints' swing cones and twist ranges
+    scalar_lim = []
+    for i in range(1, m.nbody):
+        if m.jnt_nq[i] == 1 and m.jnt_nv[i] == 1:
+            qa, va = int(m.jnt_qadr[i]), int(m.jnt_vadr[i])
+            if np.isfinite(m.lower[qa]) or np.isfinite(m.upper[qa]):
+                scalar_lim.append((va, qa, float(m.lower[qa]), float(m.upper[qa])))
+    ball_bodies = ball_limit_joints(m)
+    ball_va = [int(m.jnt_vadr[i]) for i in ball_bodies for _ in ball_limit_names(m.joints[i])]
+    ball_lim = len(ball_va) > 0
+    nlim = sum(int(np.isfinite(lo_)) + int(np.isfinite(hi_)) for _, _, lo_, hi_ in scalar_lim) + len(ball_va)
+
     # the initial state: the capture's, lifted if a sole point starts below the ground
     q = qt[0].copy()
     low = _sole_points(m, q[None])[0, allp, 2].min()
@@ -274,6 +296,7 @@ def dynamics_filter(capture: Capture, *, omega: float = 20.0, zeta: float = 1.0,
     v = vc[0].copy()
     S = (T - 1) * substeps + 1
     relaxed = []
+    prev = None                     # the last step's QP solution (primal, equality and inequality duals)
     Q, V, A = np.empty((S, m.nq)), np.empty((S, nv)), np.empty((S, nv))
     TAU, F, GAP = np.empty((S, nv)), np.zeros((S, npt, 3)), np.empty((S, npt))
     root = slice(0, 6)
@@ -312,7 +335,7 @@ def dynamics_filter(capture: Capture, *, omega: float = 20.0, zeta: float = 1.0,
         Jp = {}
         for i in guard:
             J6 = Jb[body[i]]
-            Jp[i] = J6[:3] + np.cross(J6[3:], P[i][:, None], axisa=0, axisb=0, axisc=0)
+            Jp[i] = J6[:3] - _skew(P[i]) @ J6[3:]         # the point's velocity v_o + w x p
         nx = nv + 3 * nc
         # objective
         H = np.zeros((nx, nx))
@@ -372,13 +395,42 @@ def dynamics_filter(capture: Capture, *, omega: float = 20.0, zeta: float = 1.0,
         for r, i in enumerate(guard):
             C[5 * nc + r, :nv] = -Jp[i][2]
             u[5 * nc + r] = dJv[i, 2] + (Vp[i, 2] + (beta if gap[i] <= contact_distance else 1.0) * gap[i] / h) / h
+        if nlim:
+            # joint limits, kept in the next step (semi-implicit Euler, v' = v + h a, q' = q (+) h v'):
+            # a one-degree coordinate q + h v + h^2 a inside [lower, upper]; a ball joint's swing
+            # cone and twist range, gap + h G v' + h^2/2 G' v >= 0 (G its rows, G' v the drift:
+            # linkdyn.contact.swing_twist.ball_limits_model)
+            CL = np.zeros((nlim, nx))
+            uL = np.zeros(nlim)
+            r = 0
+            for va, qa, lo_, hi_ in scalar_lim:
+                if np.isfinite(hi_):
+                    CL[r, va] = 1.0
+                    uL[r] = (hi_ - q[qa] - h * v[va]) / h ** 2
+                    r += 1
+                if np.isfinite(lo_):
+                    CL[r, va] = -1.0
+                    uL[r] = (q[qa] + h * v[va] - lo_) / h ** 2
+                    r += 1
+            if ball_lim:
+                gq, Gq, dq_ = ball_limits_model(m, q, v)
+                for u_, va in enumerate(ball_va):
+                    CL[r, va:va + 3] = -Gq[u_]
+                    uL[r] = (gq[u_] + h * Gq[u_] @ v[va:va + 3]) / h ** 2 + 0.5 * dq_[u_]
+                    r += 1
+            C = np.vstack([C, CL])
+            u = np.r_[u, uL]
         qp = proxqp.dense.QP(nx, 6, C.shape[0])
         st = qp.settings
         st.eps_abs, st.eps_rel, st.verbose, st.max_iter = 1e-9, 0.0, False, 3000
         st.eps_primal_inf, st.eps_dual_inf = 1e-15, 1e-15
         qp.init(H, gv, Aeq, beq, C if C.shape[0] else None, np.full(C.shape[0], -1e20) if C.shape[0] else None,
                 u if C.shape[0] else None)
-        qp.solve()
+        if prev is not None and prev[0].size == nx and prev[2].size == C.shape[0]:
+            qp.solve(*prev)         # warm start from the last step's solution: half the QP's time
+        else:
+            qp.solve()
+        prev = (qp.results.x.copy(), qp.results.y.copy(), qp.results.z.copy())
         if qp.results.info.status == proxqp.PROXQP_SOLVED:
             x = qp.results.x
         else:       # ill-conditioned (a hard impact): the interior-point solver, slower but sure
@@ -386,12 +438,15 @@ def dynamics_filter(capture: Capture, *, omega: float = 20.0, zeta: float = 1.0,
             if x is None and nc < guard.size:
                 # infeasible: a point that cannot push (above contact_distance) cannot be stopped
                 # either (a straight leg cannot pull its foot up); its row is dropped this step
-                keep = np.r_[np.arange(5 * nc), 5 * nc + np.flatnonzero(gap[guard] < contact_distance)]
+                keep = np.r_[np.arange(5 * nc), 5 * nc + np.flatnonzero(gap[guard] < contact_distance),
+                             5 * nc + guard.size + np.arange(nlim)]
                 x, status = _clarabel(H, gv, Aeq, beq, C[keep], u[keep])
                 relaxed.append(s)
             if x is None:
-                raise RuntimeError(f"dynamics filter: the QP at t = {s * h:.4f} s was not solved (proxsuite, "
+                err = RuntimeError(f"dynamics filter: the QP at t = {s * h:.4f} s was not solved (proxsuite, "
                                    f"then clarabel: {status})")
+                err.q, err.forces = Q[:s], F[:s]       # the steps done, for a look at what went wrong
+                raise err
         a = x[:nv].copy()
         fa = mg * x[nv:].reshape(nc, 3)
         gen = np.zeros(nv)
@@ -409,7 +464,7 @@ def dynamics_filter(capture: Capture, *, omega: float = 20.0, zeta: float = 1.0,
     dev = np.empty((T, len(joints)))
     for c, jn in enumerate(joints):
         sl = m.v_slice(jn)
-        dev[:, c] = np.linalg.norm(dq[:, sl.stop - 3:sl.stop], axis=1)
+        dev[:, c] = np.linalg.norm(dq[:, max(sl.start, sl.stop - 3):sl.stop], axis=1)   # a hinge: its angle
     report = FilterReport(h, np.arange(S) * h, Q, V, A, TAU, F, GAP, np.array(relaxed, dtype=int), joints, dev,
                           np.linalg.norm(qo[:, :3] - qc[:, :3], axis=1))
     return replace(capture, q=qo, v=vo, a=ao, _phases=None, filter=report)
