@@ -77,48 +77,42 @@ def _axis_columns(S, va, n, first, step, a):
 
 
 @njit(inline="always", cache=True)
-def _clear(p, vJ, cJ):
-    for k in range(3):
-        p[k] = 0.0
-    for k in range(6):
-        vJ[k] = 0.0
-        cJ[k] = 0.0
-
-
-@njit(inline="always", cache=True)
-def _joint_velocity(kind, S, va, v, vJ):
-    """vJ = S q' over the joint's dofs."""
-    nvj = _joint_nv(kind)
-    for k in range(nvj):
-        for r in range(6):
-            vJ[r] += S[va + k, r] * v[va + k]
+def _ball(kind, q, qa, va, R, p, S):
+    """A free or spherical joint's R, p and S (jcalc and jcalc_common share this code)."""
+    # Nakamura and Yamane 2000 sec. 2.5: the floating base as one 6-DoF joint, S = 1;
+    # a ball joint: the rotation of its quaternion, S = [0; 1]
+    free = kind == FREE
+    quat_to_rot(q, qa + 3 if free else qa, R)
+    if free:
+        for k in range(3):
+            p[k] = q[qa + k]
+    _unit_columns(S, va, 6 if free else 3, 0 if free else 3)
 
 
 # The kinds that most models are made of, in a function of their own: the pass of a model with
 # only these kinds (``passes.forward_pass_common``) compiles this and not jcalc's other branches,
 # which were 1.0 s of the 4.4 s CPU of a cold first rnea (human_figure_16, issue 28).
-# Not inline="always" (see jcalc), and jcalc calls it: one compiled copy for both passes.
+# Not inline="always" (see jcalc).  jcalc does not call it: a call from jcalc (one compiled copy
+# for both passes) made ABA and CRBA 6-11 % slower on the 42-DoF figure.
 @njit(cache=True, **INTERNAL)
 def jcalc_common(kind, a, a2, q, qa, v, va, has_v, R, p, S, vJ, cJ, T):
     """``jcalc`` for a free, spherical or fixed joint (revolute and prismatic joints are formed by
     the pass itself): the pass of a model whose joints are all of these kinds calls it for every
-    joint that is not revolute or prismatic, and ``jcalc`` for these kinds."""
-    _clear(p, vJ, cJ)
+    joint that is not revolute or prismatic, and ``jcalc`` for these kinds, the same operations."""
+    for k in range(3):
+        p[k] = 0.0
+    for k in range(6):
+        vJ[k] = 0.0
+        cJ[k] = 0.0
     if kind == REVOLUTE or kind == PRISMATIC:
-        # never reached: the pass forms these two kinds itself, fused with X_tree
-        # (measured twice as fast as passing them through this function)
-        return
+        return                  # never reached, as in jcalc
     if kind == SPHERICAL or kind == FREE:
-        # Nakamura and Yamane 2000 sec. 2.5: the floating base as one 6-DoF joint, S = 1;
-        # a ball joint: the rotation of its quaternion, S = [0; 1]
-        free = kind == FREE
-        quat_to_rot(q, qa + 3 if free else qa, R)
-        if free:
-            for k in range(3):
-                p[k] = q[qa + k]
-        _unit_columns(S, va, 6 if free else 3, 0 if free else 3)
+        _ball(kind, q, qa, va, R, p, S)
     if has_v:
-        _joint_velocity(kind, S, va, v, vJ)
+        nvj = _joint_nv(kind)
+        for k in range(nvj):
+            for r in range(6):
+                vJ[r] += S[va + k, r] * v[va + k]
 
 
 # not inline="always": Numba's IR-level inlining of this large function into its one caller
@@ -136,14 +130,20 @@ def jcalc(kind, a, a2, q, qa, v, va, has_v, R, p, S, vJ, cJ, T):
     ``T`` is a 3x3 scratch.  With ``has_v`` False, vJ and cJ are left at zero.  Revolute and
     prismatic joints are formed by ``passes.kinematics_pass`` directly (X_tree X_J fused: a
     plane rotation of two columns of R_tree for a coordinate axis); keeping them out of this
-    function keeps the pass's inlined loop small, which measured twice as fast.  Free,
-    spherical (and fixed) joints are ``jcalc_common``'s.
+    function keeps the pass's inlined loop small, which measured twice as fast.
     """
-    if kind != CYLINDRICAL and kind != UNIVERSAL and kind != SPHERICAL_ZYX and kind != PLANAR:
-        jcalc_common(kind, a, a2, q, qa, v, va, has_v, R, p, S, vJ, cJ, T)
+    for k in range(3):
+        p[k] = 0.0
+    for k in range(6):
+        vJ[k] = 0.0
+        cJ[k] = 0.0
+    if kind == REVOLUTE or kind == PRISMATIC:
+        # never reached: kinematics_pass forms these two kinds itself, fused with X_tree
+        # (measured twice as fast as passing them through this function)
         return
-    _clear(p, vJ, cJ)
-    if kind == CYLINDRICAL or kind == UNIVERSAL:
+    if kind == SPHERICAL or kind == FREE:
+        _ball(kind, q, qa, va, R, p, S)
+    elif kind == CYLINDRICAL or kind == UNIVERSAL:
         # cylindrical, q = [d, theta]: translation and rotation about the same axis (S^T a = a);
         # universal: R = R(a1, q1) R(a2, q2); w = R2^T a1 q1' + a2 q2' -> S = [0; R2^T a1 | 0; a2]
         cyl = kind == CYLINDRICAL
@@ -199,7 +199,10 @@ def jcalc(kind, a, a2, q, qa, v, va, has_v, R, p, S, vJ, cJ, T):
         _unit_columns(S, va, 3, 0)
         S[va + 2, 2], S[va + 2, 5] = 0.0, 1.0
     if has_v:
-        _joint_velocity(kind, S, va, v, vJ)
+        nvj = _joint_nv(kind)
+        for k in range(nvj):
+            for r in range(6):
+                vJ[r] += S[va + k, r] * v[va + k]
 
 
 @njit(inline="always", cache=True)

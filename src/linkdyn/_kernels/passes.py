@@ -118,8 +118,10 @@ def _tree_times_axis_rotation(Rt, k, c, s, out):
 _ARR = types.Array(types.float64, 1, "A")
 _PASS_SIG = (types.Array(types.int64, 2, "C", readonly=True), types.Array(types.float64, 1, "C", readonly=True),
              types.Array(types.float64, 1, "C"), _ARR, _ARR, _ARR, types.int64, types.boolean, types.boolean,
-             types.int64, types.boolean)
-# world, target and rare None: see forward_pass_common
+             types.int64, types.BooleanLiteral(True))
+# world, target and rare None: see forward_pass_common.  ``rare`` is the literal True in the
+# general pass: Numba prunes a branch on ``rare is None`` only for an argument it knows the value
+# of (None or a literal), and the general pass then compiles neither jcalc_common nor its call
 _PASS_SIG_COMMON = _PASS_SIG[:7] + (types.none, types.boolean, types.none, types.none)
 
 
@@ -132,8 +134,8 @@ def _forward_pass(mi, mf, ws, q, v, a, level, world, with_gravity, target, rare)
     formed directly (a plane rotation of two columns of R_tree when the axis is a
     coordinate axis), S is one 6-vector and c_J = 0; every other kind goes through jcalc, or
     with ``rare`` None (a model whose joints are all revolute, prismatic, free, spherical or
-    fixed) through ``jcalc_common``: Numba prunes the other call before typing, and jcalc's rarer
-    kinds are not compiled.
+    fixed) through ``jcalc_common``: Numba prunes the other call before typing (``rare`` is the
+    literal True or None), and the common pass compiles none of jcalc's rarer kinds.
 
     With ``target`` >= 0 only the bodies that support body ``target`` (it and its ancestors,
     the i with i <= target < subtree_end[i]) are computed, as for one frame's Jacobian.
