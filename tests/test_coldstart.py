@@ -5,6 +5,7 @@ caller, and the progress bar starts after the first step (which compiles) and ke
 notices off its line.  No timing is asserted here: benchmarks/bench_coldstart.py measures."""
 from __future__ import annotations
 
+import importlib
 import os
 import pathlib
 import subprocess
@@ -157,3 +158,56 @@ def test_the_progress_bar_starts_after_the_first_step_and_notices_get_their_own_
     assert notice in lines, err                    # not appended to the bar's text
     assert _kernels._CompileNotice.printer is None  # restored after the run
     assert " 1/11 " in err                          # the bar counts the first step as done
+
+
+# ------------------------------------------------------------------------ the first rnea's kernels
+FIRST_RNEA = """
+import sys
+import numpy as np
+from numba.core import event
+compiled = []
+
+class Count(event.Listener):
+    def on_start(self, ev):
+        compiled.append(ev.data["dispatcher"].py_func.__qualname__)
+    def on_end(self, ev):
+        pass
+
+event.register("numba:compile", Count())
+import linkdyn as ld
+m = ld.models.human_figure_16()
+ld.rnea(m, ld.random_configuration(m, np.random.default_rng(3)), np.ones(m.nv), np.ones(m.nv))
+print(" ".join(compiled))
+"""
+
+
+def test_the_first_rnea_of_common_joints_compiles_no_rarer_kind_and_no_spring(empty_cache):
+    """A model whose joints are revolute, prismatic, free and spherical, without springs (the
+    human figure), runs the smallest RNEA kernel: its pass calls ``jcalc_common``, and neither
+    ``jcalc`` (the other joint kinds: a quarter of the cold first rnea's compile) nor the
+    springs' kernel is compiled; the pass's general signature is left for the algorithms that
+    need it."""
+    out = _fresh(FIRST_RNEA, empty_cache)
+    compiled = out.stdout.split()
+    assert {"_rnea_packed_plain", "_forward_pass", "jcalc_common"} <= set(compiled), compiled
+    assert not {"jcalc", "add_spring_torques", "_rnea_packed"} & set(compiled), compiled
+    assert len(compiled) == len(set(compiled)), compiled      # each once: one signature each
+
+
+@pytest.mark.parametrize("kinds, floating, plain", [(("revolute", "prismatic", "spherical"), True, True),
+                                                    (("revolute", "universal", "spherical_zyx"), False, False),
+                                                    (("cylindrical", "planar", "spherical"), True, False)])
+def test_the_plain_rnea_agrees_with_the_general_kernel(kinds, floating, plain):
+    """The fast path's kernel (the pass without jcalc's rarer kinds for a model whose joints
+    have none, else the one with springs) gives the torques of the general kernel (every joint
+    kind through jcalc, external forces, batches), to the last bit, for random trees."""
+    R = importlib.import_module("linkdyn.dynamics.rnea")       # (the module, not the function)
+    m = ld.models.random_tree(9, kinds=kinds, floating=floating, seed=11, joint_terms=True)
+    assert m._plain_rnea is plain and not m._springs
+    rng = np.random.default_rng(4)
+    for _ in range(3):
+        q = ld.random_configuration(m, rng)
+        v, a = rng.standard_normal(m.nv), rng.standard_normal(m.nv)
+        fast = ld.rnea(m, q, v, a)
+        general = R._run(m, q, v, a, np.zeros((m.nbody, 6)))
+        assert np.array_equal(fast, general), np.max(np.abs(fast - general))

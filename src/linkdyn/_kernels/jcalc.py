@@ -76,6 +76,45 @@ def _axis_columns(S, va, n, first, step, a):
             S[va + k, first + step * k + r] = a[r]
 
 
+@njit(inline="always", cache=True)
+def _ball(kind, q, qa, va, R, p, S):
+    """A free or spherical joint's R, p and S (jcalc and jcalc_common share this code)."""
+    # Nakamura and Yamane 2000 sec. 2.5: the floating base as one 6-DoF joint, S = 1;
+    # a ball joint: the rotation of its quaternion, S = [0; 1]
+    free = kind == FREE
+    quat_to_rot(q, qa + 3 if free else qa, R)
+    if free:
+        for k in range(3):
+            p[k] = q[qa + k]
+    _unit_columns(S, va, 6 if free else 3, 0 if free else 3)
+
+
+# The kinds that most models are made of, in a function of their own: the pass of a model with
+# only these kinds (``passes.forward_pass_common``) compiles this and not jcalc's other branches,
+# which were 1.0 s of the 4.4 s CPU of a cold first rnea (human_figure_16, issue 28).
+# Not inline="always" (see jcalc).  jcalc does not call it: a call from jcalc (one compiled copy
+# for both passes) made ABA and CRBA 6-11 % slower on the 42-DoF figure.
+@njit(cache=True, **INTERNAL)
+def jcalc_common(kind, a, a2, q, qa, v, va, has_v, R, p, S, vJ, cJ, T):
+    """``jcalc`` for a free, spherical or fixed joint (revolute and prismatic joints are formed by
+    the pass itself): the pass of a model whose joints are all of these kinds calls it for every
+    joint that is not revolute or prismatic, and ``jcalc`` for these kinds, the same operations."""
+    for k in range(3):
+        p[k] = 0.0
+    for k in range(6):
+        vJ[k] = 0.0
+        cJ[k] = 0.0
+    if kind == REVOLUTE or kind == PRISMATIC:
+        return                  # never reached, as in jcalc
+    if kind == SPHERICAL or kind == FREE:
+        _ball(kind, q, qa, va, R, p, S)
+    if has_v:
+        nvj = _joint_nv(kind)
+        for k in range(nvj):
+            for r in range(6):
+                vJ[r] += S[va + k, r] * v[va + k]
+
+
 # not inline="always": Numba's IR-level inlining of this large function into its one caller
 # doubled the compile time of the kinematics pass (14 s -> 7 s of CPU without it),
 # and the per-call times are unchanged (measured on UR5 and Talos).
@@ -103,14 +142,7 @@ def jcalc(kind, a, a2, q, qa, v, va, has_v, R, p, S, vJ, cJ, T):
         # (measured twice as fast as passing them through this function)
         return
     if kind == SPHERICAL or kind == FREE:
-        # Nakamura and Yamane 2000 sec. 2.5: the floating base as one 6-DoF joint, S = 1;
-        # a ball joint: the rotation of its quaternion, S = [0; 1]
-        free = kind == FREE
-        quat_to_rot(q, qa + 3 if free else qa, R)
-        if free:
-            for k in range(3):
-                p[k] = q[qa + k]
-        _unit_columns(S, va, 6 if free else 3, 0 if free else 3)
+        _ball(kind, q, qa, va, R, p, S)
     elif kind == CYLINDRICAL or kind == UNIVERSAL:
         # cylindrical, q = [d, theta]: translation and rotation about the same axis (S^T a = a);
         # universal: R = R(a1, q1) R(a2, q2); w = R2^T a1 q1' + a2 q2' -> S = [0; R2^T a1 | 0; a2]

@@ -19,7 +19,7 @@ from numba import njit, types
 
 from . import INTERNAL, njit_on_first_use
 from .kinds import FREE, PRISMATIC, REVOLUTE, SPHERICAL
-from .jcalc import jcalc, rodrigues
+from .jcalc import jcalc, jcalc_common, rodrigues
 from .layout import axis_ids, model_sizes, subtree_ends, unpack_data, unpack_model
 from .spatial_nb import motion_cross_add, motion_inv_act
 
@@ -64,7 +64,8 @@ def _check_q(mi, q):
         k = jtype[i]
         if k == SPHERICAL or k == FREE:
             o = qadr[i] + (3 if k == FREE else 0)
-            n = math.sqrt(q[o] ** 2 + q[o + 1] ** 2 + q[o + 2] ** 2 + q[o + 3] ** 2)
+            x, y, z, w = q[o], q[o + 1], q[o + 2], q[o + 3]
+            n = math.sqrt(x * x + y * y + z * z + w * w)
             if abs(n - 1.0) > QUAT_TOL:
                 return BAD_QUAT
     return OK
@@ -117,21 +118,29 @@ def _tree_times_axis_rotation(Rt, k, c, s, out):
 _ARR = types.Array(types.float64, 1, "A")
 _PASS_SIG = (types.Array(types.int64, 2, "C", readonly=True), types.Array(types.float64, 1, "C", readonly=True),
              types.Array(types.float64, 1, "C"), _ARR, _ARR, _ARR, types.int64, types.boolean, types.boolean,
-             types.int64)
+             types.int64, types.BooleanLiteral(True))
+# world, target and rare None: see forward_pass_common.  ``rare`` is the literal True in the
+# general pass: Numba prunes a branch on ``rare is None`` only for an argument it knows the value
+# of (None or a literal), and the general pass then compiles neither jcalc_common nor its call
+_PASS_SIG_COMMON = _PASS_SIG[:7] + (types.none, types.boolean, types.none, types.none)
 
 
-@njit_on_first_use(types.void(*_PASS_SIG), cache=True, **INTERNAL)
-def forward_pass(mi, mf, ws, q, v, a, level, world, with_gravity, target):
+def _forward_pass(mi, mf, ws, q, v, a, level, world, with_gravity, target, rare):
     """Fill liMi (and oMi if ``world``), S, vJ, cJ, and for ``level`` >= VEL the body
     velocities, for ``level`` == ACC the accelerations.  With ``with_gravity`` the world
     accelerates by a_0 = [-g; 0] instead of gravity pulling on every body.
 
     Revolute and prismatic joints (most of every robot) take a fused path: X_tree X_J is
     formed directly (a plane rotation of two columns of R_tree when the axis is a
-    coordinate axis), S is one 6-vector and c_J = 0; every other kind goes through jcalc.
+    coordinate axis), S is one 6-vector and c_J = 0; every other kind goes through jcalc, or
+    with ``rare`` None (a model whose joints are all revolute, prismatic, free, spherical or
+    fixed) through ``jcalc_common``: Numba prunes the other call before typing (``rare`` is the
+    literal True or None), and the common pass compiles none of jcalc's rarer kinds.
 
     With ``target`` >= 0 only the bodies that support body ``target`` (it and its ancestors,
-    the i with i <= target < subtree_end[i]) are computed, as for one frame's Jacobian."""
+    the i with i <= target < subtree_end[i]) are computed, as for one frame's Jacobian.
+
+    ``world`` and ``target`` None are False and -1 with their code pruned (as ``rare``'s)."""
     parent, jtype, qadr, vadr, jnq, jnv, axis, axis2, R_tree, p_tree, _, _, g = unpack_model(mi, mf)
     axid = axis_ids(mi)
     nb, nq, nv = model_sizes(mi)
@@ -148,8 +157,11 @@ def forward_pass(mi, mf, ws, q, v, a, level, world, with_gravity, target):
     if with_gravity:
         acc[0, 0], acc[0, 1], acc[0, 2] = -g[0], -g[1], -g[2]
     sub = subtree_ends(mi)
-    for i in range(1, nb if target < 0 else target + 1):
-        if target >= 0 and sub[i] <= target:
+    end = nb
+    if target is not None and target >= 0:
+        end = target + 1
+    for i in range(1, end):
+        if target is not None and target >= 0 and sub[i] <= target:
             continue                # a body on another branch (i <= target always holds here)
         pi = parent[i]
         kind = jtype[i]
@@ -185,12 +197,15 @@ def forward_pass(mi, mf, ws, q, v, a, level, world, with_gravity, target):
                     vJ[i, k] = Si[k] * qd
                     cJ[i, k] = 0.0
         else:
-            jcalc(kind, ax, axis2[i], q, qadr[i], v, va, has_v, RJ, pJ, S, vJ[i], cJ[i], T)
+            if rare is None:
+                jcalc_common(kind, ax, axis2[i], q, qadr[i], v, va, has_v, RJ, pJ, S, vJ[i], cJ[i], T)
+            else:
+                jcalc(kind, ax, axis2[i], q, qadr[i], v, va, has_v, RJ, pJ, S, vJ[i], cJ[i], T)
             # liMi = X_tree X_J
             _matmul3(Rt, RJ, liR[i])
             for r in range(3):
                 lip[i, r] = p_tree[i, r] + Rt[r, 0] * pJ[0] + Rt[r, 1] * pJ[1] + Rt[r, 2] * pJ[2]
-        if world:
+        if world is not None and world:
             # oMi = oMparent liMi (through locals: the views share one buffer, so the compiler
             # cannot keep values in registers across the stores by itself)
             _compose_pose(oR[pi], op[pi], liR[i], lip[i], oR[i], op[i])
@@ -209,6 +224,16 @@ def forward_pass(mi, mf, ws, q, v, a, level, world, with_gravity, target):
                     acc[i, k] += S[va + d, k] * a[va + d]
             for k in range(6):
                 acc[i, k] += cJ[i, k]
+
+
+forward_pass = njit_on_first_use(types.void(*_PASS_SIG), cache=True, **INTERNAL)(_forward_pass)
+
+# The pass of RNEA for a model whose joints are all revolute, prismatic, free, spherical (or
+# fixed): ``rare`` None, so that jcalc's other kinds are not compiled (1.0 s of the 4.4 s CPU of a
+# cold first rnea, issue 28), and ``world``, ``target`` None (every body, no pose in the world:
+# 0.3 s more).  A second compiled copy of the pass (the same source and cache index, another
+# signature), which the rnea of such a model uses (dynamics.rnea, Model._plain_rnea).
+forward_pass_common = njit_on_first_use(types.void(*_PASS_SIG_COMMON), cache=True, **INTERNAL)(_forward_pass)
 
 
 @njit(inline="always", cache=True)
@@ -241,11 +266,18 @@ def _matmul3(A, B, out):
 @njit(inline="always", cache=True)
 def support_pass(mi, mf, ws, q, v, a, level, world, with_gravity, target):
     """``forward_pass`` of the bodies that support body ``target``."""
-    forward_pass(mi, mf, ws, q, v, a, level, world, with_gravity, target)
+    forward_pass(mi, mf, ws, q, v, a, level, world, with_gravity, target, True)
 
 
 @njit(inline="always", cache=True)
 def kinematics_pass(mi, mf, ws, q, v, a, level, world, with_gravity):
     """``forward_pass`` of every body (callers pass ``np.int64``/``np.bool_`` flags and mutable
     arrays: the pass has one compiled signature for all of them, not one per literal value)."""
-    forward_pass(mi, mf, ws, q, v, a, level, world, with_gravity, np.int64(-1))
+    forward_pass(mi, mf, ws, q, v, a, level, world, with_gravity, np.int64(-1), True)
+
+
+@njit(inline="always", cache=True)
+def kinematics_pass_common(mi, mf, ws, q, v, a, level, with_gravity):
+    """``kinematics_pass`` without the poses in the world (``world`` False) of a model whose
+    joints are all revolute, prismatic, free, spherical or fixed (``forward_pass_common``)."""
+    forward_pass_common(mi, mf, ws, q, v, a, level, None, with_gravity, None, None)

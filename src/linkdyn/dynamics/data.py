@@ -60,7 +60,7 @@ class Data:
         """tau (nv,) = RNEA(q, v, a) (``linkdyn.rnea``)."""
         if not self.geared:
             out = np.empty(self.nv)
-            if (_rnea_entry if self.model._springs else _rnea_plain_entry).fn(self._packed, q, v, a, out) == OK:
+            if (_rnea_plain_entry if self.model._plain_rnea else _rnea_entry).fn(self._packed, q, v, a, out) == OK:
                 return out
         return rnea(self.model, q, v, a)
 

@@ -26,7 +26,7 @@ from .._kernels.batch import chunk as _chunk, pick as _pick
 from .._kernels.layout import (model_sizes as _model_sizes, no_forces as _no_forces, unpack_data as _unpack_data,
     unpack_joint_terms as _unpack_joint_terms, unpack_model as _unpack_model, unpack_packed as _unpack_packed)
 from .._kernels.passes import (ACC, BAD_F, OK, OVERFLOW, all_finite as _all_finite, check_inputs as _check_inputs, joint_torque as _joint_torque,
-    kinematics_pass as _kinematics_pass)
+    kinematics_pass as _kinematics_pass, kinematics_pass_common as _kinematics_pass_common)
 from .._kernels.springs import add_spring_torques as _add_spring_torques
 from .._kernels.spatial_nb import (dot6 as _dot6, force_act_add as _force_act_add, force_cross_add as _force_cross_add, mat6_vec as _mat6_vec)
 
@@ -73,32 +73,39 @@ def _rnea_packed(buf, q, v, a, tau):
     return _rnea_body(mi, mf, ws, q, v, a, _no_forces(buf), tau)
 
 
-# a model without springs: the force passes inlined and no spring code compiled (the springs'
-# kernel is a sixth of a cold first rnea's compile)
+# a model without springs whose joints are all revolute, prismatic, free, spherical (or fixed):
+# no spring code compiled (the springs' kernel was a sixth of a cold first rnea's compile), the
+# pass without jcalc's rarer kinds, the poses in the world and the support-only loop (a third of
+# it, issue 28), and the force passes without gravity added or external forces (None: pruned)
 @njit(cache=True)
 def _rnea_packed_plain(buf, q, v, a, tau):
-    """``_rnea_packed`` for a model whose joints have no springs (``Model._springs`` False)."""
+    """``_rnea_packed`` for a model whose joints have no springs and are all revolute,
+    prismatic, free, spherical or fixed (``Model._plain_rnea``)."""
     mi, mf, ws = _unpack_packed(buf)
-    fext = _no_forces(buf)
-    st = _checked_kinematics(mi, mf, ws, q, v, a, fext)
+    st = _check_inputs(mi, q, v, a, True)
     if st != OK:
         return st
-    _force_passes(mi, mf, ws, v[::1], a[::1], fext, np.bool_(False), tau)
+    _kinematics_pass_common(mi, mf, ws, q, v, a, np.int64(ACC), np.bool_(True))
+    _force_passes(mi, mf, ws, v[::1], a[::1], None, None, tau)
     return OK if _all_finite(tau) else OVERFLOW
 
 
+# inlined, not compiled apart and called: a call cost RNEA 2-3 % (Panda, the URDF human), for
+# 0.35 s less of a cold first rnea's compile
 @njit(inline="always", cache=True)
 def _force_passes(mi, mf, ws, v, a, fext, add_gravity, tau):
     """The force passes of RNEA on the velocities and accelerations a kinematics pass left in
     ``ws``.  With ``add_gravity`` that pass ran without gravity, and gravity is added here, as
-    each body's acceleration [-R_i^T g; 0] (the world's a_0 = [-g; 0] seen in body i)."""
+    each body's acceleration [-R_i^T g; 0] (the world's a_0 = [-g; 0] seen in body i).
+    ``add_gravity`` and ``fext`` None (the plain rnea's) are False and no force, their code
+    pruned by Numba before typing."""
     parent, jtype, qadr, vadr, jnq, jnv, _, _, _, _, inertia, armature, g = _unpack_model(mi, mf)
     damping, friction = _unpack_joint_terms(mi, mf)
     nb, nq, nv = _model_sizes(mi)
     oR, op, liR, lip, vel, acc, frc, S, vJ, cJ, I6, pA, U, Dinv, u, tmp, W6, W3 = _unpack_data(ws, nb, nv)
     for i in range(1, nb):
         # f_i = I_i a_i + v_i x* (I_i v_i) - f_ext
-        if add_gravity:
+        if add_gravity is not None and add_gravity:
             for r in range(3):
                 tmp[i, r] = acc[i, r] - (oR[i, 0, r] * g[0] + oR[i, 1, r] * g[1] + oR[i, 2, r] * g[2])
                 tmp[i, 3 + r] = acc[i, 3 + r]
@@ -107,7 +114,7 @@ def _force_passes(mi, mf, ws, v, a, fext, add_gravity, tau):
             _mat6_vec(inertia[i], acc[i], frc[i])
         _mat6_vec(inertia[i], vel[i], tmp[i])
         _force_cross_add(vel[i], tmp[i], frc[i])
-        if fext.shape[0] > 0:
+        if fext is not None and fext.shape[0] > 0:
             for k in range(6):
                 frc[i, k] -= fext[i, k]
     for i in range(nb - 1, 0, -1):
@@ -166,7 +173,7 @@ def rnea(model: Model, q: ArrayLike, v: ArrayLike, a: ArrayLike, fext: ArrayLike
     if (fext is None and type(q) is _ND and type(v) is _ND and type(a) is _ND and q.dtype is _F64
             and v.dtype is _F64 and a.dtype is _F64 and q.ndim == 1 and v.ndim == 1 and a.ndim == 1):
         tau = _empty(model.nv)
-        if (_rnea_entry if model._springs else _rnea_plain_entry).fn(model._packed, q, v, a, tau) == OK:
+        if (_rnea_plain_entry if model._plain_rnea else _rnea_entry).fn(model._packed, q, v, a, tau) == OK:
             return tau
     if model._full is not None:          # a geared model (linkdyn.model.gears)
         return rnea.on_full_tree(model, q, v, a, fext)
@@ -180,7 +187,7 @@ def nonlinear_effects(model: Model, q: ArrayLike, v: ArrayLike) -> NDArray[np.fl
     if (type(q) is _ND and type(v) is _ND and q.dtype is _F64 and v.dtype is _F64 and q.ndim == 1
             and v.ndim == 1):
         tau = _empty(model.nv)
-        if (_rnea_entry if model._springs else _rnea_plain_entry).fn(model._packed, q, v, model._zero_v, tau) == OK:
+        if (_rnea_plain_entry if model._plain_rnea else _rnea_entry).fn(model._packed, q, v, model._zero_v, tau) == OK:
             return tau
     if model._full is not None:          # a geared model (linkdyn.model.gears)
         return nonlinear_effects.on_full_tree(model, q, v)
@@ -195,7 +202,7 @@ def generalized_gravity(model: Model, q: ArrayLike) -> NDArray[np.float64]:
     springs, if the model has any: g = dU/dq with U :func:`linkdyn.potential_energy`)."""
     if type(q) is _ND and q.dtype is _F64 and q.ndim == 1:
         tau = _empty(model.nv)
-        if (_rnea_entry if model._springs else _rnea_plain_entry).fn(model._packed, q, model._zero_v, model._zero_v, tau) == OK:
+        if (_rnea_plain_entry if model._plain_rnea else _rnea_entry).fn(model._packed, q, model._zero_v, model._zero_v, tau) == OK:
             return tau
     if model._full is not None:          # a geared model (linkdyn.model.gears)
         return generalized_gravity.on_full_tree(model, q)

@@ -187,6 +187,9 @@ class Model:
         self._packed, mi, mf, self._ws = layout.pack(mi, mf, layout.data_size(nb, nv))
         self._mi, self._mf = _readonly(mi), _readonly(mf)
         self._springs = bool(np.any(f["stiffness"]))   # which single-state RNEA kernel (dynamics.rnea)
+        # the smallest one, for no springs and joints of the kinds its pass has without jcalc's others
+        self._plain_rnea = not self._springs and all(
+            b.joint.kind in (J.FIXED, J.REVOLUTE, J.PRISMATIC, J.FREE, J.SPHERICAL) for b in bodies)
         self._zero_v = _readonly(np.zeros(nv))      # v = 0 / a = 0 of the fast paths (nonlinear_effects)
         # output shapes of the fast paths, built once (a tuple built per call costs ~0.05 us)
         self._shape_6v, self._shape_vv = (6, nv), (nv, nv)
