@@ -46,8 +46,8 @@ def test_a_cold_import_writes_no_cache_file_and_loads_no_numba(empty_cache):
     assert "compiling" not in out.stderr
 
 
-IMPORT_EVERYTHING = """
-import sys
+# a fresh interpreter's record of the functions Numba compiles (qualified names, in order)
+COMPILE_LISTENER = """
 from numba.core import event
 
 compiled = []
@@ -59,7 +59,11 @@ class Count(event.Listener):
         pass
 
 event.register("numba:compile", Count())
-import linkdyn
+"""
+
+IMPORT_EVERYTHING = """
+import sys
+""" + COMPILE_LISTENER + """import linkdyn
 from linkdyn import *                      # every public name, so every module that defines one
 import linkdyn.interop, linkdyn.cli, linkdyn.kinematics_derivatives
 print(len(compiled), compiled[:5])
@@ -164,17 +168,7 @@ def test_the_progress_bar_starts_after_the_first_step_and_notices_get_their_own_
 FIRST_RNEA = """
 import sys
 import numpy as np
-from numba.core import event
-compiled = []
-
-class Count(event.Listener):
-    def on_start(self, ev):
-        compiled.append(ev.data["dispatcher"].py_func.__qualname__)
-    def on_end(self, ev):
-        pass
-
-event.register("numba:compile", Count())
-import linkdyn as ld
+""" + COMPILE_LISTENER + """import linkdyn as ld
 m = ld.models.human_figure_16()
 ld.rnea(m, ld.random_configuration(m, np.random.default_rng(3)), np.ones(m.nv), np.ones(m.nv))
 print(" ".join(compiled))
