@@ -337,6 +337,14 @@ def _warmup_tasks():
         g = ld.models.geared_gripper()                  # gear couplings: the geared ABA
         qg, vg = ld.neutral(g), np.zeros(g.nv)
         ld.aba(g, qg, vg, vg), ld.aba(g, np.tile(qg, (32, 1)), vg, vg)
+        # the general RNEA kernel, for a model with joint springs or a rarer joint kind (the figure's
+        # joints take the smallest one, Model._plain_rnea)
+        b = ld.ModelBuilder("warmup_general")
+        b.add_body("a", "world", ld.Universal("x", "y"), inertia=ld.Inertia(1.0, [0, 0, 0.1], np.eye(3) * 1e-2),
+                   stiffness=[1.0, 1.0])
+        s = b.build()
+        qs, vs = ld.neutral(s), np.zeros(s.nv)
+        ld.rnea(s, qs, vs, vs)
 
     def batched():
         m = ld.models.human_figure()
