@@ -99,8 +99,9 @@ def test_contacts_false_and_load_mjcf(tmp_path):
         m0 = ld.load_mjcf(path, contacts=False)
         colliding = SCENE.replace('fromto="0 0 0 0.2 0 0" class="visual"', 'fromto="0 0 0 0.2 0 0"')
         assert parse_mjcf(colliding, contacts=False).contacts == ()       # no warning about the capsule
-    with pytest.warns(MJCFWarning, match="capsule"):
-        parse_mjcf(colliding)
+    with warnings.catch_warnings():                                     # the capsule is collision geometry:
+        warnings.simplefilter("error", MJCFWarning)                     # nothing to report
+        assert len(parse_mjcf(colliding).contacts) == 5
     assert m0.contacts == () and m0.planes == ()
     assert m0.nv == m.nv and np.allclose(m0.inertia, m.inertia)
     # the contact flag of <option> turns them off too
@@ -134,28 +135,26 @@ def test_contype_zero_and_bitmasks_are_respected():
     assert m.contacts == () and m.planes == ()
 
 
-def test_one_warning_names_the_geom_types_left_out():
+def test_other_geom_types_are_collision_geometry_not_news():
+    """Capsules and boxes that MuJoCo lets touch the floor are collision geometry (the time step
+    detects them besides the point contacts: ``point_pairs``): no warning; the sphere is a point
+    contact, and its pair with the floor the one pair the points describe."""
+    from linkdyn.contact.geom_rows import point_pairs
+    from linkdyn.contact.rows import point_plane_pairs
     xml = """<mujoco><worldbody><geom name="floor" type="plane" size="1 1 .1"/>
       <body name="b" pos="0 0 1"><freejoint/><geom name="leg" type="capsule" size="0.05 0.2"/>
         <geom name="arm" type="capsule" size="0.05 0.2" pos="0.3 0 0"/><geom type="box" size=".1 .1 .1"/>
         <geom name="foot" size="0.05" pos="0 0 -0.25"/>
         <geom type="box" size=".1 .1 .1" contype="0" conaffinity="0"/>
         <geom type="cylinder" size=".1 .1" contype="0" conaffinity="0"/></body></worldbody></mujoco>"""
-    with pytest.warns(MJCFWarning) as rec:
-        m = parse_mjcf(xml)
-    msgs = [str(w.message) for w in rec if issubclass(w.category, MJCFWarning)]
-    assert len(msgs) == 1
-    msg = msgs[0]
-    assert "geoms left out of contact (box, capsule)" in msg and "contacts=False" in msg
-    assert "2 capsule geoms ('leg', 'arm')" in msg and "1 box geom" in msg and "cylinder" not in msg
-    assert [c.name for c in m.contacts] == ["foot"]
-    # no warning once they cannot collide, or with contacts=False
-    quiet = xml.replace('size="0.05 0.2"', 'size="0.05 0.2" contype="0" conaffinity="0"').replace(
-        'type="box" size=".1 .1 .1"/>', 'type="box" size=".1 .1 .1" contype="0" conaffinity="0"/>')
     with warnings.catch_warnings():
         warnings.simplefilter("error", MJCFWarning)
-        parse_mjcf(quiet)
-        parse_mjcf(xml, contacts=False)
+        m = parse_mjcf(xml)
+    assert [c.name for c in m.contacts] == ["foot"]
+    names = ["/".join(sorted((m.geom_names[a], m.geom_names[b]))) for a, b in np.asarray(m.geom_pairs)]
+    covered = point_pairs(m, point_plane_pairs(m))
+    assert sorted(n for n, c in zip(names, covered) if c) == ["floor/foot"]
+    assert {"floor/leg", "arm/floor"} <= {n for n, c in zip(names, covered) if not c}
 
 
 def test_no_plane_no_warning_about_left_out_geoms():

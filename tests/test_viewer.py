@@ -236,8 +236,7 @@ def test_mjcf_geoms_are_kept_and_drawn(tmp_path):
     (tmp_path / "assets").mkdir()
     trimesh.creation.box(extents=(0.1, 0.1, 0.1)).export(tmp_path / "assets" / "blob.stl")
     (tmp_path / "m.xml").write_text(MJCF)
-    with pytest.warns(UserWarning):                       # geoms left out of contact, as before
-        model = ld.load_mjcf(tmp_path / "m.xml")
+    model = ld.load_mjcf(tmp_path / "m.xml")
     got = [(v.frame, v.role, v.kind, v.size) for v in model.visuals]
     assert got == [("world", "visual", "plane", (4.0, 4.0)), ("a", "visual", "capsule", (0.05, 0.5)),
                    ("a", "collision", "box", (0.2, 0.2, 0.2)), ("b", "visual", "mesh", ())]

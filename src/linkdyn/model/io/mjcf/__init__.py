@@ -120,8 +120,10 @@ Mapping (the supported subset)
   collision geometry yet: skipped, one warning per file.  ``solref``, ``solimp``, ``margin``,
   ``gap`` other than MuJoCo's defaults: one warning (linkdyn's contact is hard).  Geoms MuJoCo
   would refuse are skipped with a warning.  ``<flag contact="disable">`` (or ``constraint``): none.
-* Contact geometry (``contacts=True``, the default; linkdyn's contacts are spheres and points
-  against planes, ``linkdyn.contact``; the simulation uses these, not the collision geometry yet):
+* Point contacts (``contacts=True``, the default; spheres and points against planes,
+  ``linkdyn.contact``), besides the collision geometry below; the time step takes each
+  sphere-plane pair once, by its point contact, and every other candidate geom pair as
+  collision geometry (``linkdyn.contact.geom_rows.point_pairs``):
 
   - ``<geom type="plane">`` -> ``add_plane`` on its body (the world, or a static body: MuJoCo
     allows planes nowhere else): the plane is the xy-plane of the geom frame, its z axis the
@@ -142,12 +144,9 @@ Mapping (the supported subset)
     so an :class:`MJCFWarning` names the pairs whose friction differs (equal frictions, the
     common case, agree exactly) and the pairs that MuJoCo's filters keep apart but linkdyn
     does not; torsional and rolling friction (``condim`` 4, 6) are not modelled (warning);
-  - every other geom (``capsule``, ``box``, ``cylinder``, ``ellipsoid``, ``mesh``, ``hfield``,
-    ``sdf``) is left out of contact; when the model has planes, one warning names those that
-    MuJoCo would let touch them (``contacts=False`` keeps every geom as collision geometry
-    instead, capsules, boxes and meshes included; or give the body small spheres where it
-    should touch, and ``contype="0" conaffinity="0"`` to the rest).  Collisions
-    between moving bodies (sphere-sphere included) are not modelled;
+  - every other geom (``capsule``, ``box``, ``cylinder``, ``ellipsoid``, ``mesh``) is collision
+    geometry only (below), which the time-stepping scheme detects; ``contacts=False`` makes the
+    spheres and planes collision geometry only too;
   - ``margin``, ``gap``, ``solref``, ``solimp``, ``solmix`` (MuJoCo's soft-contact parameters)
     have no counterpart: linkdyn's contacts are hard.
 * ``<keyframe><key qpos>`` -> ``info.keyframes`` (q in linkdyn's layout; cut joints at the

@@ -239,18 +239,6 @@ def _contact_geometry(P, b, root):
     if torsional:
         _warn(f"{source}: torsional and rolling friction (condim 4, 6) are not modelled; {len(torsional)} "
               f"sphere-plane pair{'s' if len(torsional) > 1 else ''} get sliding friction only: {_shown(torsional)}")
-    # geoms of other types that MuJoCo would let touch a plane; reported only when the model has
-    # planes (without one, linkdyn has nothing for them to touch, and MuJoCo's self-collisions
-    # between bodies are not modelled: a robot arm's meshes are no news)
-    others = [k for k, g in enumerate(geoms) if g.type not in ("sphere", "plane")]
-    if used_p and others:
-        left = {}
-        for k, row in zip(others, collide_matrix(others, used_p)):
-            if row.any():
-                left.setdefault(geoms[k].type, []).append(geoms[k].label)
-        if left:
-            parts = [f"{len(v)} {t} geom{'s' if len(v) > 1 else ''} ({_shown(v, 4)})" for t, v in sorted(left.items())]
-            _warn(f"{source}: geoms left out of contact ({', '.join(sorted(left))}): linkdyn's contacts are spheres "
-                  f"and points against planes; these touch the model's planes in MuJoCo but nothing here: "
-                  f"{'; '.join(parts)} (load with contacts=False to keep every geom as collision geometry under "
-                  f"time stepping, as MuJoCo does; or give such a body small spheres where it should touch)")
+    # geoms of other types (capsules, boxes, meshes, ...) are collision geometry (model.geom_*), which
+    # the time step takes besides these point contacts (linkdyn.contact.geom_rows.point_pairs): nothing
+    # to report
