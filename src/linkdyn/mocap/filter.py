@@ -66,6 +66,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from .. import model as _m
+from ..contact.rows import UnitCatalog
 from ..contact.swing_twist import ball_limit_joints, ball_limit_names, ball_limits_model
 from ..dynamics import crba, nonlinear_effects
 from ..kinematics import center_of_mass, forward_kinematics, jacobian
@@ -275,18 +276,14 @@ def dynamics_filter(capture: Capture, *, omega: float = 20.0, zeta: float = 1.0,
 
     from proxsuite import proxqp
 
-    # the model's joint limits (rows of the QP, below): one-degree coordinates with a finite bound,
-    # and the ball joints' swing cones and twist ranges
-    scalar_lim = []
-    for i in range(1, m.nbody):
-        if m.jnt_nq[i] == 1 and m.jnt_nv[i] == 1:
-            qa, va = int(m.jnt_qadr[i]), int(m.jnt_vadr[i])
-            if np.isfinite(m.lower[qa]) or np.isfinite(m.upper[qa]):
-                scalar_lim.append((va, qa, float(m.lower[qa]), float(m.upper[qa])))
+    # the model's joint limits (rows of the QP, below): each finite bound of a coordinate, as the
+    # contact catalog lists them ((name, q index, v index, sign, bound): gap = sign (q - bound)), and
+    # the ball joints' swing cones and twist ranges
+    scalar_lim = [(qa, va, sg, b_) for _, qa, va, sg, b_ in UnitCatalog(m, contacts=False).coord_limits]
     ball_bodies = ball_limit_joints(m)
     ball_va = [int(m.jnt_vadr[i]) for i in ball_bodies for _ in ball_limit_names(m.joints[i])]
     ball_lim = len(ball_va) > 0
-    nlim = sum(int(np.isfinite(lo_)) + int(np.isfinite(hi_)) for _, _, lo_, hi_ in scalar_lim) + len(ball_va)
+    nlim = len(scalar_lim) + len(ball_va)
 
     # the initial state: the capture's, lifted if a sole point starts below the ground
     q = qt[0].copy()
@@ -403,15 +400,10 @@ def dynamics_filter(capture: Capture, *, omega: float = 20.0, zeta: float = 1.0,
             CL = np.zeros((nlim, nx))
             uL = np.zeros(nlim)
             r = 0
-            for va, qa, lo_, hi_ in scalar_lim:
-                if np.isfinite(hi_):
-                    CL[r, va] = 1.0
-                    uL[r] = (hi_ - q[qa] - h * v[va]) / h ** 2
-                    r += 1
-                if np.isfinite(lo_):
-                    CL[r, va] = -1.0
-                    uL[r] = (q[qa] + h * v[va] - lo_) / h ** 2
-                    r += 1
+            for qa, va, sg, b_ in scalar_lim:         # sign (q + h v + h^2 a - bound) >= 0
+                CL[r, va] = -sg
+                uL[r] = sg * (q[qa] + h * v[va] - b_) / h ** 2
+                r += 1
             if ball_lim:
                 gq, Gq, dq_ = ball_limits_model(m, q, v)
                 for u_, va in enumerate(ball_va):
