@@ -110,6 +110,58 @@ def test_compiled_step_equals_the_python_step():
     assert a.force == pytest.approx(b.force, abs=1e-5)
 
 
+def _humanoid_landing():
+    from linkdyn.models.mjcf_examples import humanoid_xml
+    m, info = ld.parse_mjcf(humanoid_xml(drop=0.02, tilt=0.1), return_info=True)
+    return m, info.q0
+
+
+def _box_landing():
+    from linkdyn import spatial as sp
+    from test_geom_timestep import box_inertia
+    b = ld.ModelBuilder("box")
+    b.add_body("box", "world", ld.FreeFlyer(), inertia=box_inertia(2.0, (0.1, 0.08, 0.05)))
+    b.add_geom("box", "box", (0.1, 0.08, 0.05), name="box", friction=0.8)
+    b.add_geom("world", "plane", (), name="ground", friction=0.8)
+    m = b.build()
+    q = ld.neutral(m)
+    q[:3] = [0.0, 0.0, 0.12]
+    q[3:7] = sp.matrix_to_quat(sp.rotx(0.3) @ sp.roty(0.2))
+    return m, q
+
+
+@pytest.mark.parametrize("every", [1, 3])
+@pytest.mark.parametrize("scene", [_humanoid_landing, _box_landing])
+def test_samples_recorded_inside_the_compiled_run_are_those_of_single_steps(scene, every):
+    """``Simulation.run`` records its samples inside the compiled call (``TimeStepping.recorder``);
+    they are the samples ``step()`` records one at a time through ``Simulation._record``: the
+    state, the energies, the ledger, every unit's force, gap and contact point, and the geom
+    contacts (a humanoid with point contacts and limits landing; a box geom landing tilted,
+    its contacts appearing and vanishing)."""
+    m, q = scene()
+    out = []
+    for stepwise in (False, True):
+        sim = ld.Simulation(m, q, dt=1e-3, contact_method="timestep", record_every=every)
+        if stepwise:
+            for _ in range(150):
+                sim.step()
+        else:
+            sim.run(until=0.15, progress=False)
+        out.append(sim.recording.segments[0].arrays())
+    a, b = out
+    assert len(a["t"]) == len(b["t"]) == 150 // every + 1
+    if len(m.contacts):
+        assert np.abs(a["unit_force"]).max() > 0 and np.abs(a["unit_point"]).max() > 0
+    else:
+        assert a["geom_offset"][-1] > 10
+    for key in ("t", "q", "v", "unit_gap", "geom_pair", "geom_offset", "geom_point", "geom_normal"):
+        if key in a:
+            assert np.array_equal(a[key], b[key]), key
+    for key in ("kinetic", "potential", "work", "unit_force", "unit_point", "geom_force"):
+        if key in a:
+            assert np.allclose(a[key], b[key], rtol=1e-12, atol=1e-12), key
+
+
 def test_bad_torques_raise_a_clear_error_from_the_compiled_step():
     m = ball(0.0)
     st = ts.TimeStepping(m)

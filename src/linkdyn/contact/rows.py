@@ -263,6 +263,19 @@ def _contact_gaps(R, p, cbody, cpos, crad, pbody, pR, pp, pext, pair_c, pair_p, 
         out[k] = g
 
 
+@njit(cache=True)
+def _contact_points(R, p, cbody, cpos, crad, pbody, pR, pp, pair_c, pair_p, out):
+    """out[k] = contact pair k's world contact point: its sphere's centre less its radius along
+    the plane's normal (``_contact_rows``' point)."""
+    for k in range(pair_c.shape[0]):
+        c, pl = pair_c[k], pair_p[k]
+        bc, bp = cbody[c], pbody[pl]
+        for i in range(3):
+            nz = R[bp, i, 0] * pR[pl, 0, 2] + R[bp, i, 1] * pR[pl, 1, 2] + R[bp, i, 2] * pR[pl, 2, 2]
+            out[k, i] = p[bc, i] + R[bc, i, 0] * cpos[c, 0] + R[bc, i, 1] * cpos[c, 1] + R[bc, i, 2] * cpos[c, 2] \
+                - crad[c] * nz
+
+
 def point_plane_pairs(model: Model) -> list[tuple[int, int]]:
     """The model's contact pairs of points and planes, (contact index, plane index): every
     contact point (``add_contact``) with every plane (``add_plane``) on another body."""
@@ -401,6 +414,21 @@ class UnitCatalog:
         if self.balls:
             from .swing_twist import ball_limit_gaps_model
             out[ncp + ncl:] = ball_limit_gaps_model(m, q)
+        return out
+
+    def points(self, q: NDArray[np.float64]) -> NDArray[np.float64]:
+        """(size, 3) every unit's world contact point at q (catalog order; zero for limits), as
+        :meth:`units` gives them, without the rows."""
+        out = np.zeros((self.size, 3))
+        ncp = len(self.pairs)
+        if ncp:
+            if self.data is not None:
+                R, p = self.data.poses(q)
+            else:
+                kin = forward_kinematics(self.model, q)
+                R, p = kin.R, kin.p
+            _contact_points(R, p, self._cbody, self._cpos, self._crad, self._pbody, self._pR, self._pp,
+                            self._pair_c, self._pair_p, out[:ncp])
         return out
 
     def units(self, q: NDArray[np.float64], v: NDArray[np.float64] | None = None, select: ArrayLike | None = None, with_drift: bool = False) -> Units:

@@ -551,7 +551,7 @@ def _bounds(Gv, gap, gend, vn, e, h, beta, v_bounce, k, rr):
 
 @njit(cache=True)
 def run_kernel(buf, q, v, tau, h, nsteps, geo, mask, pair_mu, pair_e, lim_q, lim_v, lim_s, lim_b, bC, bI, ball_va,
-               prm, warm, gk, gs, limit, unit_mu, damping, friction, force, vn, gaps, acc, ev):
+               prm, warm, gk, gs, limit, unit_mu, damping, friction, force, vn, gaps, acc, ev, rec):
     """Up to nsteps ordinary steps of h with no Python between them (``TimeStepping.run``): a
     step is ordinary when the kernel took it (status 0), its answer meets FAIL_TOL (prm[8]), no
     penetration or limit overshoot is left beyond PEN_PROJECT (prm[9]); the first step that is not
@@ -565,7 +565,16 @@ def run_kernel(buf, q, v, tau, h, nsteps, geo, mask, pair_mu, pair_e, lim_q, lim
     taken again with the units their first try left penetrating, 1 if the last step was an impact].
     An impact (a unit hit faster than V_REPORT, ``TimeStepping._step_compiled``'s test) is taken
     and ends the call, with what its event needs in ``ev`` = (q and v at its start, its velocity,
-    which units (catalog, then geom contacts) were hit)."""
+    which units (catalog, then geom contacts) were hit).
+
+    ``rec`` records samples in the call (``Simulation``'s ``record_every``; ``_record_samples``):
+    (ctl, S, Q, V, F, G, W, GO, GI, GX) with ctl = [every (0: none), the steps before the call
+    since the last sample's phase, samples written, geom rows written], and per sample j: S[j] the
+    steps taken in the call when it was written, Q[j], V[j] the state, F[j] (size, 3) the step's
+    forces, G[j] (size,) its end's gaps, W[j] = (torques' work less the joints' losses, the
+    contacts' work) so far in the call, and its geom contacts that took a force, rows
+    GO[j]:GO[j + 1] of GI (pairs) and GX (point, normal, world force geom 1 exerts on geom 2).  A
+    call ends before a step whose sample might not fit."""
     mi, mf, ws = unpack_packed(buf)
     nb, nq, nv = model_sizes(mi)
     jtype, vadr = mi[1], mi[3]
@@ -582,7 +591,12 @@ def run_kernel(buf, q, v, tau, h, nsteps, geo, mask, pair_mu, pair_e, lim_q, lim
     extra = np.zeros(size, dtype=np.bool_)
     M = np.empty((nv, nv))
     warm0, ci0, cf0, gP0 = np.empty_like(warm), np.empty_like(con_i), np.empty_like(con_f), np.empty_like(gP)
+    ctl, rS, rQ, rV, rF, rG, rW, rGO, rGI, rGX = rec
+    every = ctl[0]
+    cap = con_i.shape[0]
     for step in range(nsteps):
+        if every > 0 and (ctl[2] >= rS.shape[0] or ctl[3] + cap > rGI.shape[0]):
+            return                          # the recording buffers are full: the caller goes on
         warm0[:] = warm                     # the step's warm starts, to undo it (allocated once)
         ci0[:] = con_i
         cf0[:] = con_f
@@ -682,8 +696,38 @@ def run_kernel(buf, q, v, tau, h, nsteps, geo, mask, pair_mu, pair_e, lim_q, lim
             acc[16] = 1.0
         q[:] = q1
         v[:] = v1
+        if every > 0 and (ctl[1] + int(acc[0])) % every == 0:
+            _record_sample(rec, int(acc[0]), q, v, force, gaps, acc[3] - acc[2], acc[1], con_i, con_f, gP, gforce,
+                           ng, h)
         if impact:
             return
+
+
+@njit(cache=True)
+def _record_sample(rec, k, q, v, force, gaps, work_j, work_c, con_i, con_f, gP, gforce, ng, h):
+    """Write one sample into ``rec`` (``run_kernel``): the geom contacts with a force only, their
+    world force n f_n + (the friction impulse as a world vector) / h, in the step's own frame."""
+    ctl, rS, rQ, rV, rF, rG, rW, rGO, rGI, rGX = rec
+    j, o = ctl[2], ctl[3]
+    rS[j] = k
+    rQ[j] = q
+    rV[j] = v
+    rF[j] = force
+    rG[j] = gaps
+    rW[j, 0] = work_j
+    rW[j, 1] = work_c
+    rGO[j] = o
+    for r in range(ng):
+        if gforce[r, 0] != 0.0 or gforce[r, 1] != 0.0 or gforce[r, 2] != 0.0:
+            rGI[o, 0], rGI[o, 1] = con_i[r, 0], con_i[r, 1]
+            for c in range(3):
+                rGX[o, c] = con_f[r, 1 + c]
+                rGX[o, 3 + c] = con_f[r, 4 + c]
+                rGX[o, 6 + c] = con_f[r, 4 + c] * gforce[r, 0] + gP[r, 1 + c] / h
+            o += 1
+    rGO[j + 1] = o
+    ctl[2] = j + 1
+    ctl[3] = o
 
 
 @njit(cache=True)

@@ -110,6 +110,11 @@ def _timestep():
 #: change located inside the step, RK4 between: exact, slow with many contacts) or "timestep"
 #: (one velocity-level complementarity problem per step, first order: fast whatever the contacts do);
 #: "auto" picks one for the model (``Simulation``)
+#: steps per compiled call of ``Simulation.run`` (time stepping of a tree, no controller): its
+#: samples are recorded inside the call (``TimeStepping.recorder``), and the progress bar and
+#: Ctrl-C are looked at between calls
+RUN_CHUNK = 1000
+
 _CONTACT_METHODS = {"events": _events, "timestep": _timestep, "auto": None}
 
 
@@ -402,15 +407,18 @@ class Simulation:
             row += [("loop_error", 0.0), ("loop_forces", np.zeros((0, 6)))]
         if self._uni is not None:
             cat = self._uni.catalog
-            point = np.zeros((len(seg.unit_names), 3))
-            point[:] = cat.units(self.q, None).point
             row += [("unit_force", self._uni.unit_forces(self.q, self.v, self.tau)), ("unit_gap", cat.gaps(self.q)),
-                    ("unit_point", point)]
+                    ("unit_point", cat.points(self.q))]
         if seg.geom_names:              # the geom contacts of the step that ended here (none at the first sample)
             pair, force, at, normal = self._uni.geom_contacts(self.q) if len(seg.t) else self._uni_none()
             on = np.any(force != 0.0, axis=1)            # the candidates that took no force are not kept
             row += [("geom_pair", pair[on]), ("geom_force", force[on]), ("geom_point", at[on]),
                     ("geom_normal", normal[on])]
+        self._append(row)
+
+    def _append(self, row):
+        """Append one sample's (name, value) pairs to the segment's fields, all or none."""
+        seg = self._segment
         lists = [getattr(seg, name) for name, _ in row]
         n = len(seg.t)
         try:
@@ -641,21 +649,21 @@ class Simulation:
         if (uni is None or not getattr(uni, "_compiled", False) or self.controller is not None or self.constraints
                 or self._watches):
             return 0
-        chunk = min(limit, self.record_every - self._steps % self.record_every)
+        every = self.record_every
+        chunk = min(limit, max(RUN_CHUNK, every))
         due = [s.t for s in self._scheduled if not s.done]
         if due:                                 # stop at the step after which the next action is due
             chunk = min(chunk, max(0, math.ceil((min(due) - 0.5 * self.dt - self._t_start) / self.dt - self._steps)))
-        if chunk < 2:
+        if chunk < 1:
             return 0
         tau = np.zeros(self.model.nv)
-        q, v, k, x, events = uni.run(self.q, self.v, tau, self.dt, chunk, self._t_start + self._steps * self.dt)
+        rec = uni.recorder(max(RUN_CHUNK, every) // every, every, self._steps % every)
+        q, v, k, x, events = uni.run(self.q, self.v, tau, self.dt, chunk, self._t_start + self._steps * self.dt, rec)
         if not k:
             return 0
         if not (np.isfinite(q).all() and np.isfinite(v).all()):
             raise FloatingPointError(self._blow_up_message(self.dt, "the state became non-finite"))
         with _deferred_interrupt():                           # the steps are taken whole or not at all
-            self._work[0] += x["tau_work"] - x["joint_loss"]
-            self._work[1] += x["contact_work"]
             e = self.recording.extremes
             for key in ("limit_violation", "penetration", "max_cone_ratio", "max_step_contact_work"):
                 e[key] = max(e[key], x[key])
@@ -663,13 +671,43 @@ class Simulation:
             e["steps"] += k
             e["force_steps"] += int(x["force_steps"])
             self.recording.events.extend(events)          # an impact ends the call: its last step
+            work0 = self._work.copy()
+            self._work[0] += x["tau_work"] - x["joint_loss"]
+            self._work[1] += x["contact_work"]
             self.q, self.v, self.tau = q, v, tau
+            steps0 = self._steps
             self._steps += k
             self.t = self._t_start + self._steps * self.dt
+            self._record_samples(rec, steps0, work0)
         if self._steps % self.record_every == 0:
             self._record()
         self._fire_due()
         return k
+
+    def _record_samples(self, rec, steps0, work0):
+        """Append the samples a compiled call recorded (``TimeStepping.recorder``): the fields
+        ``_record`` would have taken at each, the state's from the call's buffers, those the
+        state gives (energies, contact points) computed here."""
+        ctl, S, Q, V, F, G, W, GO, GI, GX = rec
+        m, seg, cat = self.model, self._segment, self._uni.catalog
+        tau = np.zeros(m.nv)
+        for j in range(int(ctl[2])):
+            t = self._t_start + (steps0 + int(S[j])) * self.dt
+            if seg.t and seg.t[-1] == t:
+                continue
+            q, v = Q[j].copy(), V[j].copy()
+            work = work0.copy()
+            work[0] += W[j, 0]
+            work[1] += W[j, 1]
+            row = [("t", t), ("q", q), ("v", v), ("tau", tau.copy()),
+                   ("kinetic", float(kinetic_energy(m, q, v))), ("potential", float(potential_energy(m, q))),
+                   ("work", work), ("loop_error", 0.0), ("loop_forces", np.zeros((0, 6))),
+                   ("unit_force", F[j].copy()), ("unit_gap", G[j].copy()), ("unit_point", cat.points(q))]
+            if seg.geom_names:
+                a, b = GO[j], GO[j + 1]
+                row += [("geom_pair", GI[a:b].copy()), ("geom_force", GX[a:b, 6:9].copy()),
+                        ("geom_point", GX[a:b, 0:3].copy()), ("geom_normal", GX[a:b, 3:6].copy())]
+            self._append(row)
 
     def _watch(self, q, contact_work):
         """Update the recording's running extremes (``Recording.extremes``) with the step just

@@ -320,7 +320,25 @@ class TimeStepping:
         self._gfresh = True
         return q1, v1, events
 
-    def run(self, q, v, tau, h, nsteps, t=0.0):
+    def recorder(self, samples, every, phase):
+        """Buffers for ``run`` to record up to ``samples`` samples in its call, one every
+        ``every`` steps, the first after ``every - phase`` steps (``_timestep_kernel.run_kernel``'s
+        ``rec``; allocated once and kept: ``samples`` is fixed per simulation)."""
+        model, size = self.model, self.catalog.size
+        cap = self._gs[0].shape[0]
+        recs = self.__dict__.setdefault("_recs", {})
+        buf = recs.get(samples)
+        if buf is None:
+            flat = samples * min(cap, 16) + cap
+            buf = (np.zeros(4, np.int64), np.zeros(samples, np.int64), np.empty((samples, model.nq)),
+                   np.empty((samples, model.nv)), np.empty((samples, size, 3)), np.empty((samples, size)),
+                   np.empty((samples, 2)), np.zeros(samples + 1, np.int64), np.zeros((flat, 2), np.int64),
+                   np.empty((flat, 9)))
+            recs[samples] = buf
+        buf[0][:] = (every, phase, 0, 0)
+        return buf
+
+    def run(self, q, v, tau, h, nsteps, t=0.0, rec=None):
         """Up to ``nsteps`` steps of h from time t under constant torques tau in one compiled call
         (a tree only: ``_compiled``), as many as are ordinary: the first step with a penetration
         to project out, an unsolved problem or bad input is left undone, for ``step`` to take; a
@@ -328,7 +346,7 @@ class TimeStepping:
         (q, v, k, totals, events): the state after the k steps taken, what ``Simulation`` books per
         step, summed or extreme over them (a dict: see ``_timestep_kernel.run_kernel``), and the
         impact of the last step, if any.  The ledger's terms (``work``, ``joint_loss``) and the
-        solver's statistics are updated here."""
+        solver's statistics are updated here.  ``rec`` (``recorder``) records samples on the way."""
         from ._timestep_kernel import run_kernel
         model, cat = self.model, self.catalog
         if self._runargs is None:
@@ -343,10 +361,12 @@ class TimeStepping:
         tau = np.ascontiguousarray(tau, dtype=float)
         ev = (np.empty(model.nq), np.empty(model.nv), np.empty(model.nv),
               np.zeros(cat.size + self._gs[0].shape[0], dtype=np.bool_))
+        if rec is None:
+            rec = self.recorder(0, 0, 0)
         run_kernel(model._packed, q, v, tau, float(h), int(nsteps), self._geo,
                    cat._mask, cat._pair_mu, cat._pair_e, cat._lim_q, cat._lim_v, cat._lim_s, cat._lim_b, self._balls.C,
                    self._balls.I, cat._ball_va, prm, self.warm, self._gk, self._gs, limit, mu, damping, friction,
-                   self.force, vn, gaps, acc, ev)
+                   self.force, vn, gaps, acc, ev, rec)
         k = int(acc[0])
         events = [self._impact(ev[0], ev[1], ev[2], ev[3], t + (k - 1) * h, tau, h)] if acc[16] else []
         if k:
