@@ -269,11 +269,14 @@ class TimeStepping:
         q1, v1, vm = np.empty(model.nq), np.empty(model.nv), np.empty(model.nv)
         vn, gaps1, info = np.empty(cat.size), np.empty(cat.size), np.empty(7)
         extra = np.zeros(cat.size, dtype=bool)
+        led = self.__dict__.get("_led")
+        if led is None:
+            led = self._led = (np.empty(model.nv), np.empty((model.nv, model.nv)))
         for attempt in range(2):
             timestep_kernel(model._packed, q, v, tau, float(h), self._geo, cat._mask, cat._pair_mu, cat._pair_e,
                             cat._lim_q, cat._lim_v, cat._lim_s, cat._lim_b, self._balls.C, self._balls.I,
                             cat._ball_va, self._prm, self.warm, self._gk, gs, extra, q1, v1, vm, self.force, vn, gaps1,
-                            info, (np.empty(model.nv), np.empty((model.nv, model.nv))))
+                            info, led)
             missed = (gaps1 < -PEN_PROJECT) & np.isnan(vn)
             if attempt or info[0] != 0 or not missed.any():
                 break
@@ -304,8 +307,13 @@ class TimeStepping:
         hit = pushing & (vn < -V_REPORT) & (prev <= 0.0)
         gpush = gforce[:ng, 0] > 0.0
         ghit = gpush & (gvn[:ng] < -V_REPORT) & (con_f[:ng, 0] - con_f[:ng, 9] <= -h * gvn[:ng])
+        self._h = h
         if self.force.any() or gforce[:ng].any():
-            self.work += self._impulse_work(q, v, vm, tau, h)         # at q, before the free joints' carry
+            # at q, before the free joints' carry: _impulse_work with the step's own free motion and
+            # mass matrix (the kernel's ``led``), as run_kernel books it
+            vf, M = led
+            dj, dg = vm - vf, vf - v
+            self.work += 0.5 * (vm @ M @ vm - vf @ M @ vf + min(dj @ M @ dj, dg @ M @ dg))
         if pushing.any() or gpush.any():
             self.stats["steps_in_contact"] += 1
             if hit.any() or ghit.any():
@@ -368,6 +376,7 @@ class TimeStepping:
                    self._balls.I, cat._ball_va, prm, self.warm, self._gk, self._gs, limit, mu, damping, friction,
                    self.force, vn, gaps, acc, ev, rec)
         k = int(acc[0])
+        self._h = h
         events = [self._impact(ev[0], ev[1], ev[2], ev[3], t + (k - 1) * h, tau, h)] if acc[16] else []
         if k:
             self.work += acc[1]
@@ -447,27 +456,22 @@ class TimeStepping:
         """The last step's geom contacts for the recording (``Segment.geom_pair`` ...): (pairs
         (n, 2) geom indices, world forces geom 1 exerts on geom 2 (n, 3), points (n, 3), unit
         normals from geom 1 to geom 2 (n, 3)), the points and normals as the step's problem took
-        them (at its start).  ``q`` is the step's end: the compiled step keeps the force's
-        components in the contact frame [t1, t2, n] only, whose tangents are found again from
-        the normal there (``linkdyn.contact.geom_rows``: exact but for a plane fixed to a moving
-        body, which has turned by the step's rotation)."""
+        them (at its start), and the force in the frame the step's problem had (the compiled step
+        keeps the friction impulse as a world vector).  ``q``, the step's end, is not needed by the
+        compiled step's contacts."""
         if self.geoms is None:
             z = np.zeros((0, 3))
             return np.zeros((0, 2), dtype=np.int64), z, z.copy(), z.copy()
         if not self._gfresh:
             return tuple(x.copy() for x in self._geom_rec)
         n = int(self._gs[3][0])
-        con_i, con_f, f = self._gs[0][:n].copy(), self._gs[1][:n].copy(), self._gs[4][:n]
+        con_i, con_f, gP, f = self._gs[0][:n].copy(), self._gs[1][:n], self._gs[2][:n], self._gs[4][:n]
         if not n:
             z = np.zeros((0, 3))
             return con_i, z, z.copy(), z.copy()
-        rows = self.geoms.rows
-        st = rows.run(q, None, con_i, con_f, n, False)
-        if st != OK:
-            from .. import _api
-            _api.raise_for_status(self.model, st, q=q)
-        frame = rows.frame[:n]
-        world = np.einsum("kij,kj->ki", frame, f[:, [1, 2, 0]])
+        # the normal force along the normal, the friction impulse the step kept as a world vector
+        # (its tangents at the step's start), over the step: as run_kernel records it
+        world = con_f[:, 4:7] * f[:, :1] + gP[:, 1:4] / self._h
         return con_i, world, con_f[:, 1:4].copy(), con_f[:, 4:7].copy()
 
     def _impulse_work(self, q, v, v1, tau, h, v_free=None):
