@@ -254,7 +254,7 @@ def kinematics(model: _m.Model, sk: Skeleton, scale: float, ground: float, cutof
 
 def load_bvh(path: str | os.PathLike[str], mass: float = 70.0, height: float | None = None, *,
              scale: float | None = None, cutoff: float | str | None = DEFAULT_CUTOFF, ground: float | str = "auto",
-             sex: str = "male", limits: bool = True) -> Capture:
+             sex: str = "male", limits: bool = False) -> Capture:
     """Read a BVH capture onto a figure built from its skeleton (:mod:`linkdyn.mocap.figure`).
 
     ``mass`` (kg) and ``height`` (m; None: the skeleton's own, rest pose) scale de Leva's

@@ -32,6 +32,43 @@
   capture in which that ankle is lowest (the foot on the ground; LAFAN1's rest pose lies along
   x); the toe points ride on the toe's body when the skeleton has one.  The model has the ground plane z = 0.
 * **End sites** are frames ``{joint}_end`` (``_end1``, ... for a second one) on their joint's body.
+
+Limits
+------
+With ``limits`` (:func:`anatomical_limits`; ``load_bvh(..., limits=True)``) the ball joints get
+the 40-DoF figure's anatomical swing cones and twist ranges (:data:`linkdyn.models.human.BALL_LIMITS_DEG`:
+AAOS 1965 ranges of motion; the swing-twist decomposition of Baerlocher and Boulic 2001;
+constraint rows in :mod:`linkdyn.contact.swing_twist`), each re-expressed in the joint's own
+frames.  A BVH joint frame says nothing of anatomy, so each segment's anatomical axes (forward,
+left, up when the figure stands) are found from the skeleton as
+:mod:`linkdyn.mocap.retargeting` calibrates a capture on the figure: in a reference pose (the rest
+pose if it stands, as CMU's T-pose; else the frame of the clip that stands straightest, as for
+LAFAN1), pelvis and trunk face where the hips' and shoulders' lateral axes say, with z up; each
+limb segment's long axis is its bone (so the *plug axis* of a limb's joint lies along its bone
+in the reference pose) and its twist about it is fixed by the knee's or elbow's hinge axis
+(fit over the clip, :func:`linkdyn.mocap.retargeting.hinge_axis`) or the limb's plane; the
+hand takes the capture's wrist rotation at the reference as zero; the foot lies flat (z up)
+in the rest pose if it stands, else in the frame where its ankle is lowest, heading where the
+shank faces (the capture's tibial torsion and toe-out count as the ankle's zero twist).  With
+K_p, K_c the axes of the parent's and child's segments in their body frames, a figure joint
+(cone frame C, plug axis p, twist range) becomes the cone frame K_p C, the plug axis K_c p and
+the twist range shifted by a constant (the twist of K_c C_p against the plug frame's own zero):
+the capture figure's joint then judges a pose exactly as the figure's joint judges
+K_p^T R K_c (``tests/test_mocap_limits.py``: equal gaps to 1e-9 rad on a BVH of the figure).
+
+Which joint gets which limit (:func:`classify` of the joint's own body): thigh -> hip, shank ->
+knee, foot -> ankle, upper arm -> shoulder, forearm -> elbow, hand -> wrist, clavicle ->
+sternoclavicular (the joint that :func:`linkdyn.mocap.retargeting.match_joints` matches to that
+figure body); every trunk joint between the root and the torso (the joint that carries the
+arms and the head) -> waist, every joint between the torso and the head -> neck, each with the
+whole range (``split=True``: 1 / n of every angle each, for n joints in the chain; on the real
+walk the capture's neck joints turn in opposite directions, and halves of the range were left
+in 73-77 % of the frames by up to 26 deg).  Knees and elbows are ball joints in a BVH: they take
+:data:`HINGE_LIMITS_DEG`, a narrow elliptical cone about the flexion plane.  No limits: the root
+(free), pelvic bones (CMU's ``LHipJoint``, rigid with the pelvis), toes, fingers, names no rule
+knows, and every joint of a skeleton without the legs, arms and head the calibration needs
+(``FigureLimits.unlimited`` says why for each).  Without a standing rest pose the wrist's twist
+range is centred on the reference pose (160 deg, where the palm faces is unknown).
 """
 from __future__ import annotations
 
@@ -397,7 +434,8 @@ def _calibration(sk: Skeleton, scale: float, reference="auto", fit_hinges: bool 
     return K, reference, match
 
 
-def anatomical_limits(sk: Skeleton, scale: float, reference="auto", fit_hinges: bool = True) -> FigureLimits:
+def anatomical_limits(sk: Skeleton, scale: float, reference="auto", fit_hinges: bool = True,
+                      split: bool = False) -> FigureLimits:
     """The anatomical swing cones and twist ranges of a capture skeleton's joints (module
     docstring, "Limits").  ``reference``: ``"auto"`` (the rest pose if it stands, else the
     frame that stands straightest), ``"rest"`` or a frame index; ``fit_hinges``: the knees' and
@@ -429,9 +467,9 @@ def anatomical_limits(sk: Skeleton, scale: float, reference="auto", fit_hinges: 
         if j in body and seg in LIMIT_RULES and body[j].endswith(seg):
             rule, side = LIMIT_RULES[seg], body[j][0]
         elif j in spine:
-            rule, share = "waist", 1.0 / len(spine)
+            rule, share = "waist", 1.0 / len(spine) if split else 1.0
         elif j in neck:
-            rule, share = "neck", 1.0 / len(neck)
+            rule, share = "neck", 1.0 / len(neck) if split else 1.0
         else:
             unlimited[name] = ("a pelvic bone (rigid with the pelvis)" if seg == "lower_trunk" else
                                "finger" if seg == "hand" else "toe" if seg == "foot" else
