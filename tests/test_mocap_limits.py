@@ -165,8 +165,10 @@ def test_a_t_pose_skeleton_takes_its_axes_from_the_bones():
     """CMU-style T-pose (facing +Z in the file): the knee flexes backwards (a rotation about
     the file's +x) over 0-135 deg, and hyperextending it by 20 deg or bending it sideways by
     30 deg violates; the hip flexes forwards to 110 deg, not backwards past 35; the arm hangs
-    (adducted from the T-pose by 85 deg) and reaches forwards inside the shoulder's cone, and
-    raised 80 deg behind the frontal plane it is outside; the spine and the neck each take
+    (adducted from the T-pose by 90 deg) and reaches forwards inside the shoulder's cone, and
+    raised 80 deg behind the frontal plane it is outside, and turned about its own axis it is
+    inside up to 70 deg of internal and 90 of external rotation (the twist range shifted from
+    the T-pose's zero to the anatomical one); the spine and the neck each take
     the waist's and the neck's whole range (the chain's joints share no fraction of it by
     default), the toes stay unlimited."""
     sk = cmu_skeleton()
@@ -189,13 +191,21 @@ def test_a_t_pose_skeleton_takes_its_axes_from_the_bones():
         assert not inside(knee, Z, 30)                           # sideways
     for hip in ("LeftUpLeg", "RightUpLeg"):
         assert inside(hip, -X, 110) and inside(hip, X, 20) and not inside(hip, X, 35)
-    # the left arm lies along +x (file); hanging = a turn by -85 deg about +z, then forwards/backwards
-    hang = Rotation.from_rotvec(np.radians(-85) * Z)
+    # the left arm lies along +x (file); hanging = a turn by -90 deg about +z, then forwards/backwards
+    hang = Rotation.from_rotvec(np.radians(-90) * Z)
     fwd = Rotation.from_rotvec(np.radians(-80) * X)              # +z (forwards) from hanging (-y)
     back = Rotation.from_rotvec(np.radians(80) * X)
     for rot, want in ((hang, True), (fwd * hang, True), (back * hang, False)):
         g = st.ball_limit_gaps(lim.limits["LeftArm"].spherical, rot.as_quat())
         assert bool(g[0] >= 0) is want
+    # the humerus turned about the hanging arm's axis (file -y): internal rotation (the front
+    # of the arm turning medially) 70 deg at most, external 90 (the twist range, shifted from
+    # the T-pose's zero to the anatomical one: the hanging arm's twist is 0)
+    for deg, want in ((0, True), (60, True), (80, False), (-80, True), (-100, False)):
+        rot = Rotation.from_rotvec(np.radians(deg) * -Y) * hang
+        g = st.ball_limit_gaps(lim.limits["LeftArm"].spherical, rot.as_quat())
+        assert bool((g[1:] >= 0).all()) is want, deg
+        assert np.degrees(min(g[1:])) == pytest.approx(min(70 - deg, deg + 90), abs=1e-6)
 
 
 def test_the_real_walk_against_the_limits():
