@@ -208,6 +208,21 @@ def test_a_t_pose_skeleton_takes_its_axes_from_the_bones():
         assert np.degrees(min(g[1:])) == pytest.approx(min(70 - deg, deg + 90), abs=1e-6)
 
 
+def test_a_skeleton_without_arms_stays_unlimited():
+    """Legs alone give no trunk axes to calibrate on: every joint unlimited, and the reason said;
+    a reference frame out of range is named."""
+    sk = Skeleton(["Hips", "LeftUpLeg", "LeftLeg", "LeftFoot"], [-1, 0, 1, 2], np.array([[0, 90, 0], [9, 0, 0],
+                  [0, -42, 0], [0, -40, 0.0]]), ["ZXY"] * 4, [[], [], [], [np.array([0, -5, 15.0])]],
+                  np.zeros((5, 4, 3)), np.tile([0, 90, 0.0], (5, 1)), H)
+    lim = fg.anatomical_limits(sk, 0.01)
+    assert lim.limits == {} and set(lim.unlimited) == {"LeftUpLeg", "LeftLeg", "LeftFoot"}
+    assert "l_upper_arm" in lim.unlimited["LeftLeg"]
+    m, _ = fg.build_figure(sk, 0.01, 70.0, 1.75, limits=lim)
+    assert st.ball_limit_joints(m) == ()
+    with pytest.raises(ValueError, match="reference"):
+        fg.anatomical_limits(cmu_skeleton(), 0.01, reference=7)
+
+
 def test_the_real_walk_against_the_limits():
     """bvhtools' 4-minute LAFAN1 clip (when in the cache), read without smoothing: the share of
     frames in which each joint leaves its limits and by how much, as measured (docs/mocap.md,

@@ -392,6 +392,9 @@ def _calibration(sk: Skeleton, scale: float, reference="auto", fit_hinges: bool 
     else:
         thigh = np.mean([np.linalg.norm(keys.knee[s] - keys.hip[s], axis=1).mean() for s in "lr"])
         kref = rt._straightest(keys, 2 * thigh) if reference is None else int(reference)
+        if not 0 <= kref < sk.frames:
+            raise ValueError(f"reference: expected 'auto', 'rest' or a frame index in [0, {sk.frames}), "
+                             f"got {reference!r}")
         reference = kref
         rk, Wref = keys, Y_UP_TO_Z_UP @ R[kref]
     hinges = {}
