@@ -247,3 +247,29 @@ def test_the_real_walk_against_the_limits():
     assert not any(j.startswith("Spine") for j, _ in rows)
     others = [(k, v) for k, v in rows.items() if "Foot" not in k[0]]
     assert max(mx for _, (_, mx) in others) < 15.0 and max(f for _, (f, _) in others) < 0.18
+
+
+def test_the_dynamics_filter_holds_the_anatomical_limits(tmp_path):
+    """The swaying capture of tests/test_mocap_filter.py turns each forearm +-20 deg about the
+    T-pose's vertical axis, i.e. flexes it forwards and hyperextends it backwards by 20 deg, 15
+    past the elbow's cone (the left one for 2/3 of the clip, the right one for 1/3: the same
+    angle on both sides), and raises and lowers the arms 30 deg in the frontal plane without
+    turning the humerus, past the shoulder's twist bound above the T-pose (Codman's paradox, as
+    for the 40-DoF figure).  The filtered motion stays inside every limit at every step (the
+    QP's rows, to 1e-3 rad) and reaches them, with the physics of check_physics at every step."""
+    pytest.importorskip("proxsuite")
+    from test_mocap_filter import check_physics, sway
+    cap = ld.mocap.load_bvh(sway(tmp_path), mass=70, cutoff=None, limits=True)
+    m = cap.model
+    names = [m._joint_names[i] for i in st.ball_limit_joints(m)]
+    assert {"LeftForeArm", "RightForeArm", "LeftUpLeg", "Spine1"} <= set(names)
+    out = {(j, u): f for j, u, f, _, _ in fg.limit_violations(m, cap.q, tol_deg=1.0)}
+    assert set(out) == {("LeftForeArm", "swing"), ("RightForeArm", "swing"), ("LeftArm", "twist.upper"),
+                        ("RightArm", "twist.lower")}
+    assert out["LeftForeArm", "swing"] > 1.5 * out["RightForeArm", "swing"] > 0.3
+    gc = np.array([st.ball_limit_gaps_model(m, q) for q in cap.q])
+    assert gc.min() < -np.radians(14)
+    res = ld.mocap.dynamics_filter(cap)
+    check_physics(cap, res)
+    g = np.array([st.ball_limit_gaps_model(m, q) for q in res.filter.q])
+    assert g.min() > -1e-3 and g.min() < 1e-3                # held, and reached

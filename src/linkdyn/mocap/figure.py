@@ -397,11 +397,18 @@ def _calibration(sk: Skeleton, scale: float, reference="auto", fit_hinges: bool 
                              f"got {reference!r}")
         reference = kref
         rk, Wref = keys, Y_UP_TO_Z_UP @ R[kref]
+    # the knees' and elbows' axes fit over the clip, signed as the limb's own axes at the
+    # reference pose expect (hinge_axis signs them by the mean rotation, which says nothing
+    # for a clip that bends a joint as far both ways)
+    F0 = rt._reference_frames(rk, fig, kref, sc_present, {})
     hinges = {}
     for s in "lr":
-        for a, b, h in (("thigh", "shank", "knee"), ("upper_arm", "forearm", "elbow")):
+        for a, b, h, y in (("thigh", "shank", "knee", 1.0), ("upper_arm", "forearm", "elbow", -1.0)):
             ax = rt.hinge_axis(R, match[f"{s}_{a}"], match[f"{s}_{b}"]) if fit_hinges else None
-            hinges[f"{s}_{h}"] = None if ax is None else Wref[match[f"{s}_{a}"]] @ ax
+            if ax is not None:
+                ax = Wref[match[f"{s}_{a}"]] @ ax
+                ax = -ax if ax @ F0[f"{s}_{a}"][:, 1] * y < 0 else ax
+            hinges[f"{s}_{h}"] = ax
     Fref = rt._reference_frames(rk, fig, kref, sc_present, hinges)
     for s in "lr":            # the hand: the capture's wrist rotation at the reference pose is zero
         if f"{s}_hand" in match:
