@@ -46,7 +46,8 @@ pose if it stands, as CMU's T-pose; else the frame of the clip that stands strai
 LAFAN1), pelvis and trunk face where the hips' and shoulders' lateral axes say, with z up; each
 limb segment's long axis is its bone (so the *plug axis* of a limb's joint lies along its bone
 in the reference pose) and its twist about it is fixed by the knee's or elbow's hinge axis
-(fit over the clip, :func:`linkdyn.mocap.retargeting.hinge_axis`) or the limb's plane; the
+(fit over the clip, :func:`linkdyn.mocap.retargeting.hinge_axis`, signed as the limb's axes
+expect) or the limb's plane; the
 hand takes the capture's wrist rotation at the reference as zero; the foot lies flat (z up)
 in the rest pose if it stands, else in the frame where its ankle is lowest, heading where the
 shank faces (the capture's tibial torsion and toe-out count as the ankle's zero twist).  With
