@@ -117,6 +117,12 @@ def test_a_bvh_of_the_figure_has_the_figures_limits(figure, tmp_path):
     assert set(cap.model._joint_names[i] for i in st.ball_limit_joints(cap.model)) == set(lim.limits)
     plain = ld.mocap.load_bvh(p, cutoff=None, ground=0.0)
     assert plain.limits is None and st.ball_limit_joints(plain.model) == ()
+    # or the limits given, e.g. all but the ankles'
+    del lim.limits["LeftFoot"], lim.limits["RightFoot"]
+    some = ld.mocap.load_bvh(p, cutoff=None, ground=0.0, limits=lim)
+    assert some.limits is lim and len(st.ball_limit_joints(some.model)) == len(lim.limits) == 14
+    with pytest.raises(TypeError, match="limits"):
+        ld.mocap.load_bvh(p, cutoff=None, ground=0.0, limits="yes")
 
 
 def test_a_lying_rest_pose_is_calibrated_on_a_standing_frame(figure):

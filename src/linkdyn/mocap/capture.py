@@ -56,7 +56,7 @@ from ..dynamics import rnea
 from ..kinematics import forward_kinematics
 from ..models.human import _positive   # one check of a positive number for the figures' sizes
 from .bvh import MocapError, Skeleton, read_skeleton, write_skeleton
-from .figure import Y_UP_TO_Z_UP, Feet, anatomical_limits, build_figure
+from .figure import Y_UP_TO_Z_UP, Feet, FigureLimits, anatomical_limits, build_figure
 
 #: default filter cut-off of the kinematics: ``"auto"``, chosen for each capture by Winter's
 #: residual analysis (:func:`residual_cutoff`); 5.6 Hz on the real 30 Hz walk of docs/mocap.md
@@ -254,7 +254,7 @@ def kinematics(model: _m.Model, sk: Skeleton, scale: float, ground: float, cutof
 
 def load_bvh(path: str | os.PathLike[str], mass: float = 70.0, height: float | None = None, *,
              scale: float | None = None, cutoff: float | str | None = DEFAULT_CUTOFF, ground: float | str = "auto",
-             sex: str = "male", limits: bool = False) -> Capture:
+             sex: str = "male", limits: bool | FigureLimits = False) -> Capture:
     """Read a BVH capture onto a figure built from its skeleton (:mod:`linkdyn.mocap.figure`).
 
     ``mass`` (kg) and ``height`` (m; None: the skeleton's own, rest pose) scale de Leva's
@@ -266,7 +266,10 @@ def load_bvh(path: str | os.PathLike[str], mass: float = 70.0, height: float | N
     :class:`Capture`; a bad file raises :class:`MocapError` naming it.  ``limits``: give the
     figure's ball joints anatomical swing cones and twist ranges
     (:func:`linkdyn.mocap.figure.anatomical_limits`; ``Capture.limits`` lists them, its
-    ``summary()`` prints them); False: every joint unlimited."""
+    ``summary()`` prints them), or the given :class:`~linkdyn.mocap.figure.FigureLimits` (e.g.
+    ``anatomical_limits(capture.skeleton, capture.scale, split=True)``, or with some joints
+    taken out of ``.limits``); False (default: the real walk of docs/mocap.md leaves the ankles'
+    anatomical range in a third of its frames): every joint unlimited."""
     mass = _positive(mass, "mass")
     sk = read_skeleton(path)
     if sk.parents[0] != -1:
@@ -274,7 +277,15 @@ def load_bvh(path: str | os.PathLike[str], mass: float = 70.0, height: float | N
     s_auto, H = _detect_scale(sk)
     scale = s_auto if scale is None else _positive(scale, "scale")
     height = H * scale if height is None else _positive(height, "height")
-    lim = anatomical_limits(sk, scale) if limits else None
+    if isinstance(limits, FigureLimits):
+        lim = limits
+        unknown = sorted(set(lim.limits) - set(sk.names))
+        if unknown:
+            raise ValueError(f"limits: joints {unknown} are not in {sk.path}")
+    elif isinstance(limits, (bool, np.bool_)):
+        lim = anatomical_limits(sk, scale) if limits else None
+    else:
+        raise TypeError(f"limits: expected True, False or a linkdyn.mocap.figure.FigureLimits, got {limits!r}")
     model, feet = build_figure(sk, scale, mass, height, limits=lim)
     if isinstance(ground, str):
         if ground != "auto":

@@ -101,7 +101,8 @@ backward); ``lower``/``upper`` of the model.
 The spherical joints (quaternions; their ``lower``/``upper`` stay infinite) carry a swing cone
 and a twist range (``Spherical(swing, twist, axis, plug_axis)``, the swing-twist decomposition
 of Baerlocher and Boulic 2001, constraint rows in :mod:`linkdyn.contact.swing_twist`), built by
-:func:`ball_joint` from :data:`BALL_LIMITS_DEG`.  The *plug axis* is the segment's own axis in the
+:func:`ball_joint` from :data:`BALL_LIMITS_DEG` (:func:`limited_ball` builds one row of that
+format; :mod:`linkdyn.mocap.figure` re-expresses them in a capture skeleton's joint frames).  The *plug axis* is the segment's own axis in the
 standing pose; the *cone axis* is tilted from it to the middle of the anatomical range, so that
 the standing posture lies inside, off the cone's centre; the half-angles are half the total
 arcs (an elliptical cone when the sagittal and frontal arcs differ); the twist is the rotation
