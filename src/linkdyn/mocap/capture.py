@@ -56,7 +56,7 @@ from ..dynamics import rnea
 from ..kinematics import forward_kinematics
 from ..models.human import _positive   # one check of a positive number for the figures' sizes
 from .bvh import MocapError, Skeleton, read_skeleton, write_skeleton
-from .figure import Y_UP_TO_Z_UP, Feet, build_figure
+from .figure import Y_UP_TO_Z_UP, Feet, FigureLimits, anatomical_limits, build_figure
 
 #: default filter cut-off of the kinematics: ``"auto"``, chosen for each capture by Winter's
 #: residual analysis (:func:`residual_cutoff`); 5.6 Hz on the real 30 Hz walk of docs/mocap.md
@@ -97,6 +97,8 @@ class Capture:
     _phases: NDArray[np.bool_] | None = field(default=None, repr=False)
     #: a filtered motion's :class:`linkdyn.mocap.filter.FilterReport` (None for a capture as read)
     filter: object = field(default=None, repr=False)
+    #: the figure's anatomical joint limits (:class:`linkdyn.mocap.figure.FigureLimits`; None: unlimited)
+    limits: object = field(default=None, repr=False)
 
     @property
     def dt(self) -> float:
@@ -252,7 +254,7 @@ def kinematics(model: _m.Model, sk: Skeleton, scale: float, ground: float, cutof
 
 def load_bvh(path: str | os.PathLike[str], mass: float = 70.0, height: float | None = None, *,
              scale: float | None = None, cutoff: float | str | None = DEFAULT_CUTOFF, ground: float | str = "auto",
-             sex: str = "male") -> Capture:
+             sex: str = "male", limits: bool | FigureLimits = False) -> Capture:
     """Read a BVH capture onto a figure built from its skeleton (:mod:`linkdyn.mocap.figure`).
 
     ``mass`` (kg) and ``height`` (m; None: the skeleton's own, rest pose) scale de Leva's
@@ -261,7 +263,13 @@ def load_bvh(path: str | os.PathLike[str], mass: float = 70.0, height: float | N
     ``"auto"`` (default: Winter's residual analysis, :func:`residual_cutoff`; the chosen value
     is ``Capture.cutoff``) or None for none; ``ground``: the floor's height (m, world z after the unit and axis change), or
     ``"auto"``: the 2nd percentile over the clip of the lowest sole point.  Returns a
-    :class:`Capture`; a bad file raises :class:`MocapError` naming it."""
+    :class:`Capture`; a bad file raises :class:`MocapError` naming it.  ``limits``: give the
+    figure's ball joints anatomical swing cones and twist ranges
+    (:func:`linkdyn.mocap.figure.anatomical_limits`; ``Capture.limits`` lists them, its
+    ``summary()`` prints them), or the given :class:`~linkdyn.mocap.figure.FigureLimits` (e.g.
+    ``anatomical_limits(capture.skeleton, capture.scale, split=True)``, or with some joints
+    taken out of ``.limits``); False (default: the real walk of docs/mocap.md leaves the ankles'
+    anatomical range in a third of its frames): every joint unlimited."""
     mass = _positive(mass, "mass")
     sk = read_skeleton(path)
     if sk.parents[0] != -1:
@@ -269,7 +277,16 @@ def load_bvh(path: str | os.PathLike[str], mass: float = 70.0, height: float | N
     s_auto, H = _detect_scale(sk)
     scale = s_auto if scale is None else _positive(scale, "scale")
     height = H * scale if height is None else _positive(height, "height")
-    model, feet = build_figure(sk, scale, mass, height)
+    if isinstance(limits, FigureLimits):
+        lim = limits
+        unknown = sorted(set(lim.limits) - set(sk.names))
+        if unknown:
+            raise ValueError(f"limits: joints {unknown} are not in {sk.path}")
+    elif isinstance(limits, (bool, np.bool_)):
+        lim = anatomical_limits(sk, scale) if limits else None
+    else:
+        raise TypeError(f"limits: expected True, False or a linkdyn.mocap.figure.FigureLimits, got {limits!r}")
+    model, feet = build_figure(sk, scale, mass, height, limits=lim)
     if isinstance(ground, str):
         if ground != "auto":
             raise ValueError(f"ground: expected a height in metres or 'auto', got {ground!r}")
@@ -286,7 +303,7 @@ def load_bvh(path: str | os.PathLike[str], mass: float = 70.0, height: float | N
         cutoff = residual_cutoff(_channels(model, sk, scale), 1.0 / sk.frame_time)
     q, v, a = kinematics(model, sk, scale, ground, cutoff)
     t = np.arange(sk.frames) * sk.frame_time
-    return Capture(model, t, q, v, a, feet, sk, scale, cutoff, mass, height, ground)
+    return Capture(model, t, q, v, a, feet, sk, scale, cutoff, mass, height, ground, limits=lim)
 
 
 def _sole_points(model, q, kin=None):

@@ -32,6 +32,44 @@
   capture in which that ankle is lowest (the foot on the ground; LAFAN1's rest pose lies along
   x); the toe points ride on the toe's body when the skeleton has one.  The model has the ground plane z = 0.
 * **End sites** are frames ``{joint}_end`` (``_end1``, ... for a second one) on their joint's body.
+
+Limits
+------
+With ``limits`` (:func:`anatomical_limits`; ``load_bvh(..., limits=True)``) the ball joints get
+the 40-DoF figure's anatomical swing cones and twist ranges (:data:`linkdyn.models.human.BALL_LIMITS_DEG`:
+AAOS 1965 ranges of motion; the swing-twist decomposition of Baerlocher and Boulic 2001;
+constraint rows in :mod:`linkdyn.contact.swing_twist`), each re-expressed in the joint's own
+frames.  A BVH joint frame says nothing of anatomy, so each segment's anatomical axes (forward,
+left, up when the figure stands) are found from the skeleton as
+:mod:`linkdyn.mocap.retargeting` calibrates a capture on the figure: in a reference pose (the rest
+pose if it stands, as CMU's T-pose; else the frame of the clip that stands straightest, as for
+LAFAN1), pelvis and trunk face where the hips' and shoulders' lateral axes say, with z up; each
+limb segment's long axis is its bone (so the *plug axis* of a limb's joint lies along its bone
+in the reference pose) and its twist about it is fixed by the knee's or elbow's hinge axis
+(fit over the clip, :func:`linkdyn.mocap.retargeting.hinge_axis`, signed as the limb's axes
+expect) or the limb's plane; the
+hand takes the capture's wrist rotation at the reference as zero; the foot lies flat (z up)
+in the rest pose if it stands, else in the frame where its ankle is lowest, heading where the
+shank faces (the capture's tibial torsion and toe-out count as the ankle's zero twist).  With
+K_p, K_c the axes of the parent's and child's segments in their body frames, a figure joint
+(cone frame C, plug axis p, twist range) becomes the cone frame K_p C, the plug axis K_c p and
+the twist range shifted by a constant (the twist of K_c C_p against the plug frame's own zero):
+the capture figure's joint then judges a pose exactly as the figure's joint judges
+K_p^T R K_c (``tests/test_mocap_limits.py``: equal gaps to 1e-9 rad on a BVH of the figure).
+
+Which joint gets which limit (:func:`classify` of the joint's own body): thigh -> hip, shank ->
+knee, foot -> ankle, upper arm -> shoulder, forearm -> elbow, hand -> wrist, clavicle ->
+sternoclavicular (the joint that :func:`linkdyn.mocap.retargeting.match_joints` matches to that
+figure body); every trunk joint between the root and the torso (the joint that carries the
+arms and the head) -> waist, every joint between the torso and the head -> neck, each with the
+whole range (``split=True``: 1 / n of every angle each, for n joints in the chain; on the real
+walk the capture's neck joints turn in opposite directions, and halves of the range were left
+in 73-77 % of the frames by up to 26 deg).  Knees and elbows are ball joints in a BVH: they take
+:data:`HINGE_LIMITS_DEG`, a narrow elliptical cone about the flexion plane.  No limits: the root
+(free), pelvic bones (CMU's ``LHipJoint``, rigid with the pelvis), toes, fingers, names no rule
+knows, and every joint of a skeleton without the legs, arms and head the calibration needs
+(``FigureLimits.unlimited`` says why for each).  Without a standing rest pose the wrist's twist
+range is centred on the reference pose (160 deg, where the palm faces is unknown).
 """
 from __future__ import annotations
 
@@ -39,6 +77,7 @@ import re
 from dataclasses import dataclass
 
 import numpy as np
+from numpy.typing import NDArray
 
 from .. import model as _m
 from ..models import human as _h
@@ -105,8 +144,12 @@ def _bone(sk, j, scale):
     return scale * np.mean(ends, axis=0) if ends else np.zeros(3)
 
 
-def build_figure(sk: Skeleton, scale: float, mass: float, height: float, sex: str = "male") -> tuple[_m.Model, Feet]:
-    """(model, feet) for the skeleton ``sk`` with lengths times ``scale`` (m per file unit)."""
+def build_figure(sk: Skeleton, scale: float, mass: float, height: float, sex: str = "male",
+                 limits: FigureLimits | None = None) -> tuple[_m.Model, Feet]:
+    """(model, feet) for the skeleton ``sk`` with lengths times ``scale`` (m per file unit);
+    ``limits`` (:func:`anatomical_limits`): the ball joints' swing cones and twist ranges (None:
+    every joint unlimited)."""
+    lim = {} if limits is None else limits.limits
     mass = _h._positive(mass, "mass")
     height = _h._positive(height, "height")
     t = _h.de_leva(sex)
@@ -151,7 +194,8 @@ def build_figure(sk: Skeleton, scale: float, mass: float, height: float, sex: st
         if sk.parents[j] < 0:
             b.add_body(name, "world", _m.FreeFlyer(), inertia=inertia, joint_name="root_joint")
         else:
-            b.add_body(name, sk.names[sk.parents[j]], _m.Spherical(), placement=scale * sk.offsets[j],
+            joint = lim[name].spherical if name in lim else _m.Spherical()
+            b.add_body(name, sk.names[sk.parents[j]], joint, placement=scale * sk.offsets[j],
                        inertia=inertia, joint_name=name)
         for i, e in enumerate(sk.end_sites[j]):
             b.add_frame(f"{name}_end" + (str(i) if i else ""), name, placement=scale * np.asarray(e))
@@ -213,3 +257,261 @@ def _add_feet(b, sk, scale, height, cls, sides):
         points.append(pn)
     order = np.argsort(names)                          # "l" before "r"
     return Feet([names[i] for i in order], [points[i] for i in order], [ankles[i] for i in order])
+
+
+# ------------------------------------------------------------------------------------------------
+# anatomical limits of the ball joints (module docstring, "Limits")
+def _hinge_row(flexion, toward, lateral, twist):
+    """A hinge-like joint (knee, elbow) as a ball joint, in :data:`linkdyn.models.human.BALL_LIMITS_DEG`'s
+    format: the segment hangs along -z standing, flexes towards ``toward`` over ``flexion`` (deg,
+    (lo, hi), lo < 0 a hyperextension), swings at most ``lateral`` deg out of that plane (the
+    ellipse's minor half-angle), twists within ``twist`` (deg)."""
+    lo, hi = flexion
+    return ((0.0, 0.0, -1.0), ((toward, 0.5 * (lo + hi)),), (0.5 * (hi - lo), lateral), twist)
+
+
+#: hyperextension (deg) the knee's and elbow's cones admit beyond the straight limb: AAOS (1965)
+#: records up to 10 deg at the knee and 0-5 at the elbow (more in women) as normal
+HYPEREXTENSION_DEG = 5.0
+#: the capture figure's knees and elbows (quaternion ball joints: a BVH joint has three rotations)
+#: in :data:`linkdyn.models.human.BALL_LIMITS_DEG`'s format, left side, the figure's standing axes:
+#: flexion over :data:`linkdyn.models.human.KNEE_RANGE` / ``ELBOW_RANGE`` (AAOS 1965) plus
+#: :data:`HYPEREXTENSION_DEG`; out of the flexion plane at most 10 deg (knee: varus-valgus laxity,
+#: about 5-10 deg, Blankevoort, Huiskes and de Lange 1988, "The envelope of passive knee joint
+#: motion", J. Biomech. 21(9):705-720) or 15 deg (elbow: the carrying angle's 10-15 deg varies
+#: with flexion); twist: the knee's tibial rotation, about 25-30 deg each way at 90 deg of
+#: flexion (Blankevoort et al. 1988), the elbow's the forearm's pronation and supination, 80 deg
+#: each way (AAOS), centred on the reference pose (a skeleton without fingers does not say where
+#: the palm faces).
+HINGE_LIMITS_DEG = {
+    "knee": _hinge_row((-HYPEREXTENSION_DEG, float(np.degrees(_h.KNEE_RANGE[1]))), "-x", 10.0, (-30.0, 30.0)),
+    "elbow": _hinge_row((-HYPEREXTENSION_DEG, float(np.degrees(_h.ELBOW_RANGE[1]))), "x", 15.0, (-80.0, 80.0)),
+}
+#: the anatomical joint each body class's joint gets (the class of the BVH joint's own body, :func:`classify`)
+LIMIT_RULES = {"thigh": "hip", "shank": "knee", "foot": "ankle", "upper_arm": "shoulder", "forearm": "elbow",
+               "hand": "wrist", "clavicle": "sternoclavicular"}
+
+
+@dataclass
+class JointLimit:
+    """The anatomical limit of one BVH joint: ``joint`` (its name), ``rule`` (the 40-DoF figure's
+    joint whose limits it takes: a key of :data:`linkdyn.models.human.BALL_LIMITS_DEG` or of
+    :data:`HINGE_LIMITS_DEG`), ``side``, ``share`` (the fraction of the range: 1 / the number of
+    joints in a spine or neck chain), ``spherical`` (the joint, its cone and plug axes in the BVH
+    joint frames), ``twist_shift`` (deg: the twist of the figure's joint minus the BVH joint's,
+    a constant; the range is shifted by it)."""
+    joint: str
+    rule: str
+    side: str
+    share: float
+    spherical: _m.Spherical
+    twist_shift: float
+
+
+@dataclass
+class FigureLimits:
+    """The anatomical limits of a capture figure (:func:`anatomical_limits`): ``limits`` {BVH
+    joint name: :class:`JointLimit`}, ``unlimited`` {joint name: why it has none} (the root is
+    free), ``reference`` (``"rest"`` or the frame whose pose calibrated the anatomical axes)."""
+    limits: dict
+    unlimited: dict
+    reference: int | str
+
+    def summary(self) -> str:
+        """A table: each limited joint's rule, its cone's half-angles and twist range (deg)."""
+        rows = [f"anatomical limits (reference pose: {self.reference}):",
+                f"{'joint':<18} {'rule':<17} {'share':>5}  {'cone a/b deg':>13}  {'twist deg':>15}"]
+        for n, lim in self.limits.items():
+            a, b = np.degrees(lim.spherical.swing_ab)
+            lo, hi = np.degrees(lim.spherical.twist)
+            rows.append(f"{n:<18} {lim.rule + ' ' + lim.side:<17} {lim.share:5.2f}  {a:6.1f}/{b:<6.1f}  "
+                        f"{lo:7.1f} {hi:7.1f}")
+        for n, why in self.unlimited.items():
+            rows.append(f"{n:<18} unlimited: {why}")
+        return "\n".join(rows)
+
+
+def _wrap(a):
+    return (a + np.pi) % (2 * np.pi) - np.pi
+
+
+def _reframe(anat: _m.Spherical, Kp, Kc):
+    """The limits of ``anat`` (a ball joint between two segments in the figure's standing axes)
+    for a joint whose parent and child body frames see those axes as ``Kp`` and ``Kc`` (columns:
+    forward, left, up of each segment, in the body frame): the cone frame ``Kp C``, the plug
+    axis ``Kc p`` and the twist range shifted by the constant that the plug frame's own zero
+    (the smallest rotation from the cone axis) differs from ``Kc C_p`` by.  Returns (joint,
+    shift in rad); the joint's gaps at ``R`` equal ``anat``'s at ``Kp^T R Kc``."""
+    C = Kp @ anat.cone_frame
+    p = Kc @ anat.plug_axis
+    j0 = _m.Spherical(swing=anat.swing, axis=C, plug_axis=p)
+    M = j0.plug_frame.T @ Kc @ anat.plug_frame                 # a rotation about z by the shift
+    shift = float(np.arctan2(M[1, 0], M[0, 0]))
+    lo, hi = anat.twist
+    mid, half = _wrap(0.5 * (lo + hi) - shift), 0.5 * (hi - lo)
+    twist = (mid - half, mid + half)
+    return _ball(anat.swing, twist, C, p), shift
+
+
+def _ball(swing, twist, C, p):
+    """``Spherical(swing, twist, C, p)``, also for a twist range across +-pi (lo < hi, hi - lo <
+    2 pi, the middle in (-pi, pi]).  Such a range comes out of :func:`_reframe` when the BVH rest
+    pose is far from standing (LAFAN1's); the constructor refuses it (``-pi < lo < hi < pi``),
+    but every user of the range (the compiled gaps and rows of :mod:`linkdyn.contact.swing_twist`,
+    ``project_inside``) takes the twist about the range's middle, where it is well defined."""
+    lo, hi = twist
+    if -np.pi < lo < hi < np.pi:
+        return _m.Spherical(swing=swing, twist=(lo, hi), axis=C, plug_axis=p)
+    if not (0.0 < hi - lo < 2 * np.pi and -np.pi < 0.5 * (lo + hi) <= np.pi):
+        raise ValueError(f"twist range {twist!r}")
+    j = _m.Spherical(swing=swing, twist=(-0.5, 0.5), axis=C, plug_axis=p)
+    object.__setattr__(j, "twist", (float(lo), float(hi)))
+    return j
+
+
+def _calibration(sk: Skeleton, scale: float, reference="auto", fit_hinges: bool = True):
+    """(K (J, 3, 3), reference, match): each BVH joint frame's anatomical axes (columns: its
+    segment's forward, left, up when the figure stands), found as :mod:`linkdyn.mocap.retargeting`
+    calibrates a capture on the 40-DoF figure (its reference pose, limb axes, knee and elbow
+    hinge axes fit over the clip); a joint that no body of that figure matches takes the axes
+    of the body it rides on (trunk and neck joints the torso's)."""
+    from ..models.human import human_figure, standing_configuration
+    from . import retargeting as rt
+    match = rt.match_joints(sk)
+    J = len(sk.names)
+    P, R, _ = sk.world_positions()
+    keys = rt._bvh_keys(sk, match, P, R, scale)
+    fig_model = human_figure()
+    fig = rt._figure_keys(fig_model, standing_configuration(fig_model))
+    sc_present = {s: f"{s}_clavicle" in match for s in "lr"}
+    Pr, _ = sk.rest_positions()
+    rest_keys = rt._bvh_keys(sk, match, Pr[None], np.broadcast_to(np.eye(3), (1, J, 3, 3)), scale)
+    if reference == "auto":
+        reference = "rest" if rt._rest_stands(rest_keys) else None
+    if reference == "rest":
+        rk, kref, Wref = rest_keys, 0, np.broadcast_to(Y_UP_TO_Z_UP, (J, 3, 3))
+    else:
+        thigh = np.mean([np.linalg.norm(keys.knee[s] - keys.hip[s], axis=1).mean() for s in "lr"])
+        kref = rt._straightest(keys, 2 * thigh) if reference is None else int(reference)
+        if not 0 <= kref < sk.frames:
+            raise ValueError(f"reference: expected 'auto', 'rest' or a frame index in [0, {sk.frames}), "
+                             f"got {reference!r}")
+        reference = kref
+        rk, Wref = keys, Y_UP_TO_Z_UP @ R[kref]
+    # the knees' and elbows' axes fit over the clip, signed as the limb's own axes at the
+    # reference pose expect (hinge_axis signs them by the mean rotation, which says nothing
+    # for a clip that bends a joint as far both ways)
+    F0 = rt._reference_frames(rk, fig, kref, sc_present, {})
+    hinges = {}
+    for s in "lr":
+        for a, b, h, y in (("thigh", "shank", "knee", 1.0), ("upper_arm", "forearm", "elbow", -1.0)):
+            ax = rt.hinge_axis(R, match[f"{s}_{a}"], match[f"{s}_{b}"]) if fit_hinges else None
+            if ax is not None:
+                ax = Wref[match[f"{s}_{a}"]] @ ax
+                ax = -ax if ax @ F0[f"{s}_{a}"][:, 1] * y < 0 else ax
+            hinges[f"{s}_{h}"] = ax
+    Fref = rt._reference_frames(rk, fig, kref, sc_present, hinges)
+    for s in "lr":            # the hand: the capture's wrist rotation at the reference pose is zero
+        if f"{s}_hand" in match:
+            h, f = match[f"{s}_hand"], match[f"{s}_forearm"]
+            Fref[f"{s}_hand"] = Wref[h] @ Wref[f].T @ Fref[f"{s}_forearm"]
+    body = {j: b for b, j in match.items()}
+    carrier: list[str] = []
+    for j in range(J):
+        seg, _ = classify(sk.names[j], sk.parents[j] < 0)
+        if j in body:
+            c = body[j]
+        elif seg == "lower_trunk":
+            c = "pelvis"
+        elif seg in ("trunk", "head"):
+            c = "torso"
+        elif seg == "foot" and f"{side_of(sk.names[j])}_foot" in match:
+            c = f"{side_of(sk.names[j])}_foot"
+        else:
+            c = carrier[sk.parents[j]]
+        carrier.append(c)
+    K = np.stack([Wref[j].T @ Fref[carrier[j]] for j in range(J)])
+    # the foot: flat on the ground (z up) in the rest pose if it stands, else in the frame where
+    # its ankle is lowest (mid-stance), heading where the shank faces (the capture's tibial
+    # torsion and toe-out count as the ankle's zero twist: the 40-DoF figure has neither)
+    for s in "lr":
+        jf, jk = match[f"{s}_foot"], match[f"{s}_shank"]
+        if reference == "rest":
+            Wf, Wk = Wref[jf], Wref[jk]
+        else:
+            f = int(np.argmin(P[:, jf, 1]))
+            Wf, Wk = Y_UP_TO_Z_UP @ R[f, jf], Y_UP_TO_Z_UP @ R[f, jk]
+        K[jf] = Wf.T @ rt._heading((Wk @ K[jk])[:, 1])
+    return K, reference, match
+
+
+def anatomical_limits(sk: Skeleton, scale: float, reference="auto", fit_hinges: bool = True,
+                      split: bool = False) -> FigureLimits:
+    """The anatomical swing cones and twist ranges of a capture skeleton's joints (module
+    docstring, "Limits").  ``reference``: ``"auto"`` (the rest pose if it stands, else the
+    frame that stands straightest), ``"rest"`` or a frame index; ``fit_hinges``: the knees' and
+    elbows' flexion axes from the clip (:func:`linkdyn.mocap.retargeting.hinge_axis`).  A
+    skeleton without the legs, arms and head that the calibration needs gets no limits (every
+    joint in ``unlimited``, with the reason)."""
+    J = len(sk.names)
+    try:
+        K, reference, match = _calibration(sk, scale, reference, fit_hinges)
+    except MocapError as e:
+        return FigureLimits({}, {n: f"no anatomical axes ({e})" for n in sk.names[1:]}, None)
+    parents = sk.parents
+
+    def ancestors(j):
+        out = []
+        while j >= 0:
+            out.append(j)
+            j = parents[j]
+        return out
+    cls = [classify(n, p < 0) for n, p in zip(sk.names, parents)]
+    torso, head = match["torso"], match["head"]
+    spine = [j for j in ancestors(torso) if j > 0 and cls[j][0] == "trunk"]
+    neck = [j for j in ancestors(head) if j not in ancestors(torso) and cls[j][0] in ("head", "trunk")]
+    body = {j: b for b, j in match.items()}
+    limits, unlimited = {}, {}
+    for j in range(1, J):
+        name, (seg, _) = sk.names[j], cls[j]
+        side, share = "l", 1.0
+        if j in body and seg in LIMIT_RULES and body[j].endswith(seg):
+            rule, side = LIMIT_RULES[seg], body[j][0]
+        elif j in spine:
+            rule, share = "waist", 1.0 / len(spine) if split else 1.0
+        elif j in neck:
+            rule, share = "neck", 1.0 / len(neck) if split else 1.0
+        else:
+            unlimited[name] = ("a pelvic bone (rigid with the pelvis)" if seg == "lower_trunk" else
+                               "finger" if seg == "hand" else "toe" if seg == "foot" else
+                               f"no anatomical joint for its class {seg!r} here")
+            continue
+        row = HINGE_LIMITS_DEG.get(rule) or _h.BALL_LIMITS_DEG[rule]
+        anat = _h.limited_ball(row, side, share)
+        if rule == "wrist" and reference != "rest":
+            # no standing rest pose: where the palm faces is unknown; the twist range is centred
+            lo, hi = anat.twist
+            anat = _m.Spherical(swing=anat.swing, twist=(0.5 * (lo - hi), 0.5 * (hi - lo)), axis=anat.cone_frame,
+                                plug_axis=anat.plug_axis)
+        joint, shift = _reframe(anat, K[parents[j]], K[j])
+        limits[name] = JointLimit(name, rule, side, share, joint, float(np.degrees(shift)))
+    return FigureLimits(limits, unlimited, reference)
+
+
+def limit_violations(model: _m.Model, q: NDArray[np.float64], tol_deg: float = 0.0) -> list[tuple]:
+    """How far the configurations ``q`` (T, nq) leave the model's ball-joint limits: one row
+    ``(joint, unit, fraction of frames, largest violation deg, RMS violation over the violating
+    frames deg)`` per limit unit (``"swing"``, ``"twist.lower"``, ``"twist.upper"``,
+    :func:`linkdyn.contact.swing_twist.ball_limit_names`) violated by more than ``tol_deg``."""
+    from ..contact import swing_twist as st
+    q = np.atleast_2d(np.asarray(q, dtype=float))
+    idx = st.ball_limit_joints(model)
+    units = [(model._joint_names[i], u) for i in idx for u in st.ball_limit_names(model.joints[i])]
+    g = np.array([st.ball_limit_gaps_model(model, x) for x in q]).reshape(len(q), len(units))
+    out = []
+    viol = np.degrees(-g)
+    for k, (jn, u) in enumerate(units):
+        bad = viol[:, k] > tol_deg
+        if bad.any():
+            out.append((jn, u, float(bad.mean()), float(viol[bad, k].max()), float(np.sqrt(np.mean(viol[bad, k] ** 2)))))
+    return out

@@ -101,7 +101,8 @@ backward); ``lower``/``upper`` of the model.
 The spherical joints (quaternions; their ``lower``/``upper`` stay infinite) carry a swing cone
 and a twist range (``Spherical(swing, twist, axis, plug_axis)``, the swing-twist decomposition
 of Baerlocher and Boulic 2001, constraint rows in :mod:`linkdyn.contact.swing_twist`), built by
-:func:`ball_joint` from :data:`BALL_LIMITS_DEG`.  The *plug axis* is the segment's own axis in the
+:func:`ball_joint` from :data:`BALL_LIMITS_DEG` (:func:`limited_ball` builds one row of that
+format; :mod:`linkdyn.mocap.figure` re-expresses them in a capture skeleton's joint frames).  The *plug axis* is the segment's own axis in the
 standing pose; the *cone axis* is tilted from it to the middle of the anatomical range, so that
 the standing posture lies inside, off the cone's centre; the half-angles are half the total
 arcs (an elliptical cone when the sagittal and frontal arcs differ); the twist is the rotation
@@ -166,7 +167,7 @@ if TYPE_CHECKING:
     from ..model.model import Model
 
 __all__ = ["human_figure", "human_figure_16", "segment_table", "dimensions", "de_leva", "combine",
-           "ball_joint", "DE_LEVA_1996", "REFERENCE_SUBJECT", "BALL_LIMITS_DEG"]
+           "ball_joint", "limited_ball", "DE_LEVA_1996", "REFERENCE_SUBJECT", "BALL_LIMITS_DEG"]
 
 #: de Leva (1996) Table 4: segment -> (origin, other endpoint, length mm, mass %, CM % from the
 #: origin, r_sagittal %, r_transverse %, r_longitudinal %), each value as (female, male).
@@ -238,17 +239,29 @@ def ball_joint(name: str, side: str = "l") -> J.Spherical:
     """The limited :class:`~linkdyn.Spherical` joint ``name`` (a key of :data:`BALL_LIMITS_DEG`)
     of the ``side`` ("l" or "r": the mirror image in the sagittal plane, the twist range
     negated and swapped)."""
-    if side not in ("l", "r"):
-        raise ValueError(f"side: expected 'l' or 'r', got {side!r}")
     if name not in BALL_LIMITS_DEG:
         raise ValueError(f"name: expected one of {sorted(BALL_LIMITS_DEG)}, got {name!r}")
-    plug, tilts, swing, (lo, hi) = BALL_LIMITS_DEG[name]
+    return limited_ball(BALL_LIMITS_DEG[name], side)
+
+
+def limited_ball(row, side: str = "l", share: float = 1.0) -> J.Spherical:
+    """The :class:`~linkdyn.Spherical` joint of one row in the format of :data:`BALL_LIMITS_DEG`
+    (plug axis, cone tilts, swing half-angle(s), twist range; degrees, left side, the figure's
+    standing axes) for the ``side`` ("l" or "r", the mirror image).  ``share`` in (0, 1] scales
+    every angle (tilts, half-angles, twist bounds): one of ``1 / share`` joints in series that
+    share the range of one, e.g. the spine joints of a capture skeleton sharing the waist's
+    (:mod:`linkdyn.mocap.figure`).  :func:`ball_joint` is ``limited_ball(BALL_LIMITS_DEG[name], side)``."""
+    if side not in ("l", "r"):
+        raise ValueError(f"side: expected 'l' or 'r', got {side!r}")
+    if not 0.0 < share <= 1.0:
+        raise ValueError(f"share: expected a number in (0, 1], got {share!r}")
+    plug, tilts, swing, (lo, hi) = row
     plug = J.as_axis(plug)
     cone = plug
     for toward, deg in tilts:
-        cone = _tilt(cone, toward, deg)
-    swing = tuple(radians(x) for x in swing) if isinstance(swing, tuple) else radians(swing)
-    twist = (radians(lo), radians(hi))
+        cone = _tilt(cone, toward, deg * share)
+    swing = tuple(radians(x * share) for x in swing) if isinstance(swing, tuple) else radians(swing * share)
+    twist = (radians(lo * share), radians(hi * share))
     if side == "r":
         P = np.array([1.0, -1.0, 1.0])
         plug, cone, twist = plug * P, cone * P, (-twist[1], -twist[0])
