@@ -51,7 +51,8 @@ Each step (time step h, the state q, v):
    next step inside: q + h v + h^2 a within [lower, upper] (exact for the integrator below), and
    g + h G (v + h a) + h^2/2 G'v >= 0 for a ball joint's gaps g, their rows G (dg/dt = G v_joint)
    and drift G'v (second order in h, so held to O(h^3)).  The figure of
-   :func:`linkdyn.mocap.load_bvh` has none yet; a model that has them gets the rows.
+   :func:`linkdyn.mocap.load_bvh` has them with ``limits=True`` (off by default: a real walk's
+   ankles leave the passive range, docs/mocap.md); a model that has them gets the rows.
 3. **Integration**: semi-implicit Euler on the manifold, v' = v + h a, q' = q (+) h v'.
 
 The joint torques are the other rows, tau = M a + h - J^T f; the root's rows are zero (to the
