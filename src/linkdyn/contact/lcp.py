@@ -13,7 +13,7 @@ with w = A lambda + r (A the inverse inertia of the rows, ``linkdyn.contact.inve
 w an acceleration, or a velocity after an impulse).  This is the LCP of Baraff (1994) and
 Stewart and Trinkle (1996) with the cone kept exact instead of a pyramid.
 
-Solved in two stages:
+Solved in two stages, and a third where they fail:
 
 1. projected Gauss-Seidel (compiled): each normal row solved for itself and clamped at 0, each
    friction pair solved as a 2x2 block and projected onto its disk (the cone of the present
@@ -28,6 +28,10 @@ Solved in two stages:
    method on the active set's equations and each sliding pair's "slip parallel to its force".
    Contacts that touch without force join the active set where nothing slides (a resting box's
    four corners share its weight whichever of them its landing left unloaded).
+
+3. where both leave the answer above the step's tolerance (redundant contacts sliding: Gauss-Seidel
+   circles, the polish finds no exact active set), ``conic_fallback``: De Saxce's fixed point,
+   each iterate a second-order cone program solved by Clarabel, then the polish.
 
 A dense, small problem (tens of rows) is the common case here, which is why a Gauss-Seidel
 of our own over a QP library: it warm-starts, it keeps the cone exact, and it needs no
@@ -55,7 +59,8 @@ class ContactSolverError(FloatingPointError):
         self.t, self.rows, self.residual = t, list(rows), float(residual)
         shown = ", ".join(self.rows[:8]) + (f", ... ({len(self.rows)} in all)" if len(self.rows) > 8 else "")
         super().__init__(f"the contact problem of the step from t = {t:.6g} s was not solved: residual "
-                         f"{residual:.3g} > {tol:g} after {sweeps} Gauss-Seidel sweeps and the polish; rows: {shown}")
+                         f"{residual:.3g} > {tol:g} after {sweeps} Gauss-Seidel sweeps, the polish and the conic fallback; "
+                         f"rows: {shown}")
 
 
 @njit(cache=True, inline="always")
@@ -768,6 +773,93 @@ def _kept_solve(A, r, kind, mu, normal, lam, sweeps, tol, fallback_sweeps, memo)
         memo[0] = 0
         memo[1] = 0
     return res, fell
+
+
+#: the conic fallback's fixed-point iterations at most, and the distance to the rim (relative to
+#: mu lambda_n) within which a pair that slips against its force is put on it (``conic_fallback``)
+CONIC_ITERS, CONIC_RIM = 30, 1e-5
+#: ... which stops at an answer whose residual is below this
+CONIC_TOL = 1e-9
+#: the cone programs' regularization, relative to A's largest diagonal: redundant contacts make A
+#: singular, and Clarabel's interior point then stalls short of the optimum (dm_control's humanoid
+#: landing: residual 1.5e-3 with 1e-12 and 1e-9, 1.5e-8 with 1e-7 after the polish); the polish on
+#: the active set removes the bias it gives
+CONIC_REG = 1e-7
+
+
+def conic_fallback(A, r, kind, mu, normal, lam):
+    """The problem solved as De Saxce's fixed point, for the steps whose Gauss-Seidel and polish
+    (``_kept_solve``) stay above their tolerance: returns (lam, residual) of the best answer found
+    (lam untouched, residual inf, without Clarabel).
+
+    With s_c = |w_t| of each contact c held fixed, the Coulomb conditions (w = A lam + r; lam in
+    the cones K_c = {|lam_t| <= mu lam_n}; the modified velocity w + mu s_c e_n in their duals,
+    complementary to lam) are the optimality conditions of the convex second-order cone program
+    min 1/2 lam^T A lam + (r + mu s e_n)^T lam over lam in K (De Saxce and Feng 1998; Acary,
+    Cadoux, Lemarechal and Malick 2011, sec. 3, use this fixed point); each program is solved
+    by Clarabel's interior point method and s is updated from its answer, CONIC_ITERS times at
+    most.  An interior point leaves a sliding pair just inside its rim (1e-8 of mu lam_n), where
+    the residual reads it as sticking with a slip: pairs within CONIC_RIM of the rim that slip
+    against their force are put on it, and the answer is polished (``_polish_better``) on its
+    active set.  On a landing of dm_control's humanoid (two feet, eight redundant contacts, mu =
+    1) that Gauss-Seidel left at 1.2e-3: 2.5e-10."""
+    try:
+        import clarabel
+        import scipy.sparse as sps
+    except ImportError:
+        return lam, np.inf
+    A = np.ascontiguousarray(A, dtype=float)
+    r = np.ascontiguousarray(r, dtype=float)
+    kind = np.ascontiguousarray(kind, dtype=np.int64)
+    mu = np.ascontiguousarray(mu, dtype=float)
+    normal = np.ascontiguousarray(normal, dtype=np.int64)
+    m = len(r)
+    fric = {int(normal[i]): i for i in range(m) if kind[i] == FRICTION}
+    rows, cones = [], []
+    for i in range(m):
+        if kind[i] != NORMAL:
+            continue
+        if i in fric:
+            f = fric[i]
+            rows += [(i, mu[f]), (f, 1.0), (f + 1, 1.0)]
+            cones.append(clarabel.SecondOrderConeT(3))
+        else:
+            rows.append((i, 1.0))
+            cones.append(clarabel.NonnegativeConeT(1))
+    G = sps.csc_matrix((-np.array([c for _, c in rows]), (np.arange(len(rows)), [j for j, _ in rows])),
+                       shape=(len(rows), m))
+    scale = max(1.0, float(np.abs(np.diag(A)).max()))
+    P = sps.csc_matrix(np.triu(A + CONIC_REG * scale * np.eye(m)))
+    settings = clarabel.DefaultSettings()
+    settings.verbose = False
+    settings.tol_gap_abs = settings.tol_gap_rel = settings.tol_feas = 1e-12
+    best, best_res = lam, _residual(A, r, kind, mu, normal, lam)
+    s = np.zeros(m)
+    for _ in range(CONIC_ITERS):
+        c = r.copy()
+        for n, f in fric.items():
+            c[n] += mu[f] * s[n]
+        x = np.asarray(clarabel.DefaultSolver(P, c, G, np.zeros(len(rows)), cones, settings).solve().x)
+        if x.shape != (m,) or not np.isfinite(x).all():
+            break
+        w = A @ x + r
+        for n, f in fric.items():                  # on the rim where the interior point stopped short
+            cap, nrm = mu[f] * x[n], np.hypot(x[f], x[f + 1])
+            if cap > 0.0 and nrm > cap * (1.0 - CONIC_RIM) and w[f] * x[f] + w[f + 1] * x[f + 1] < 0.0:
+                x[f] *= cap / nrm
+                x[f + 1] *= cap / nrm
+        res = _polish_better(A, r, kind, mu, normal, x, _residual(A, r, kind, mu, normal, x), 2)
+        if res < best_res:
+            best, best_res = x.copy(), res
+        if best_res <= CONIC_TOL:
+            break
+        s_new = np.zeros(m)
+        for n, f in fric.items():
+            s_new[n] = np.hypot(w[f], w[f + 1])
+        if np.abs(s_new - s).max() <= 1e-10 * max(1.0, float(np.abs(s_new).max())):
+            break
+        s = s_new
+    return best, float(best_res)
 
 
 def _polish(A, r, kind, mu, normal, lam, tol):

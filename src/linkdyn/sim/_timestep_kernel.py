@@ -553,7 +553,7 @@ def _bounds(Gv, gap, gend, vn, e, h, beta, v_bounce, k, rr):
 def run_kernel(buf, q, v, tau, h, nsteps, geo, mask, pair_mu, pair_e, lim_q, lim_v, lim_s, lim_b, bC, bI, ball_va,
                prm, warm, gk, gs, limit, unit_mu, damping, friction, force, vn, gaps, acc, ev, rec):
     """Up to nsteps ordinary steps of h with no Python between them (``TimeStepping.run``): a
-    step is ordinary when the kernel took it (status 0), its answer meets FAIL_TOL (prm[8]), no
+    step is ordinary when the kernel took it (status 0), its answer meets LCP_TOL (prm[8]), no
     penetration or limit overshoot is left beyond PEN_PROJECT (prm[9]); the first step that is not
     is undone (its warm starts restored) and left to the caller's single step, which projects or
     raises.

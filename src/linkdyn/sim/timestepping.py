@@ -106,8 +106,9 @@ LCP_SWEEPS, LCP_TOL = 100, 1e-5
 #: slowly along their null direction): Gauss-Seidel carried on this far at most, with the polish
 #: after every ``lcp.FALLBACK_ROUND`` sweeps
 FALLBACK_SWEEPS = 20000
-#: an answer whose residual is above this after the fallback is never applied: the step raises
-#: ContactSolverError (the recording so far is kept)
+#: an answer above LCP_TOL after the Gauss-Seidel fallback is sought again by the conic fallback
+#: (``lcp.conic_fallback``); one whose residual is still above this is never applied: the step
+#: raises ContactSolverError (the recording so far is kept)
 FAIL_TOL = 1e-3
 #: solves again with the curvature of the answer's own motion, at most this many times, while that
 #: motion would leave a gap below -RELINEARIZE_TOL (m).  Point contacts too: with the free motion's
@@ -288,9 +289,10 @@ class TimeStepping:
             extra |= missed
             self.stats["retaken"] = self.stats.get("retaken", 0) + 1
         self.stats["lcp_fallbacks"] += int(info[3])
-        if info[0] != 0 or info[2] > FAIL_TOL:
-            # bad input or a blow-up (the Python step says what), or an answer never applied (the
-            # Python step tries once more, then raises): the step is taken again from the same state
+        if info[0] != 0 or info[2] > LCP_TOL:
+            # bad input or a blow-up (the Python step says what), or an answer above the solver's
+            # tolerance (the Python step tries the conic fallback, then raises above FAIL_TOL): the
+            # step is taken again from the same state
             self.warm[:] = warm0
             if gprev is not None:
                 for a, b in zip(gs[:4], gprev):
@@ -360,7 +362,7 @@ class TimeStepping:
         if self._runargs is None:
             self._runargs = (np.ascontiguousarray(cat.is_limit, dtype=np.bool_), np.ascontiguousarray(cat.unit_mu, dtype=float),
                              np.ascontiguousarray(model.damping, dtype=float), np.ascontiguousarray(model.friction, dtype=float),
-                             np.concatenate([self._prm, [FAIL_TOL, PEN_PROJECT, V_REPORT]]))
+                             np.concatenate([self._prm, [LCP_TOL, PEN_PROJECT, V_REPORT]]))
         limit, mu, damping, friction, prm = self._runargs
         q, v = np.array(q, dtype=float), np.array(v, dtype=float)
         vn, gaps = np.empty(cat.size), np.empty(cat.size)
@@ -556,6 +558,13 @@ class TimeStepping:
                 res, fell = lcp._kept_solve(np.ascontiguousarray(A), np.ascontiguousarray(r, dtype=float), kinds, mus,
                                             normals, lam, LCP_SWEEPS, LCP_TOL, FALLBACK_SWEEPS, self._memo)
                 self.stats["lcp_fallbacks"] += int(fell)
+                if not res <= LCP_TOL:
+                    # Gauss-Seidel and the polish stalled (redundant contacts sliding): De Saxce's
+                    # fixed point over cone programs (``lcp.conic_fallback``)
+                    self.stats["conic_fallbacks"] = self.stats.get("conic_fallbacks", 0) + 1
+                    lam_c, res_c = lcp.conic_fallback(A, r, kinds, mus, normals, lam)
+                    if res_c < res:
+                        lam, res = lam_c, res_c
                 if not res <= FAIL_TOL:
                     raise lcp.ContactSolverError(t, [units.name[u] for u in np.unique(unit)], res, FAIL_TOL,
                                                  FALLBACK_SWEEPS)
