@@ -140,11 +140,13 @@ def test_run_many_keeps_the_other_results_when_one_task_fails(client):
     good = table[table["ok"]]
     assert good["error"].isna().all() and (good["impacts"] >= 1).all() and good["checks_ok"].all()
     assert list(table.columns[:5]) == ["height", "friction", "dt", "ok", "error"]
-    # the same runs in this process: identical numbers (each task is one deterministic simulation)
+    # the same runs in this process: the same numbers (each task is one deterministic simulation) to
+    # round-off: a step the compiled path hands to the Python one (here the landing's, for the conic
+    # fallback) multiplies matrices through BLAS, whose threads dask's workers set to one
     p = _failing_params()[3]
     sim = ldd.drop_scene(**p)
     sim.run(until=0.1, progress=False)
-    assert ldd.drop_summary(sim)["contact_work_J"] == table.loc[3, "contact_work_J"]
+    assert ldd.drop_summary(sim)["contact_work_J"] == pytest.approx(table.loc[3, "contact_work_J"], rel=1e-12)
 
 
 def test_run_many_returns_recordings_on_a_grid(client):

@@ -297,14 +297,16 @@ def test_the_compiled_step_takes_the_python_steps_geom_contacts():
 def test_a_run_of_many_compiled_steps_books_what_single_steps_book():
     """``Simulation.run`` takes the steps of a passive tree many at a time in one compiled call
     (``TimeStepping.run``; an impact ends the call, its event recorded) and those it cannot
-    (projections, unsolved problems) one at a time; stepping one by one gives the same states,
+    (projections, answers above the solver's tolerance) one at a time; stepping one by one gives the same states,
     ledger, events and running extremes."""
     m, q, v = _tilted_box_drop()
     sims = [ld.Simulation(m, q, v, dt=DT, contact_method="timestep", record_every=7) for _ in range(2)]
     single, step = [], sims[0].step
     sims[0].step = lambda *a: (single.append(sims[0].t), step(*a))
     sims[0].run(until=0.6, progress=False)
-    assert len(single) == 0                      # every step was taken by the compiled run
+    # every step was taken by the compiled run, but those whose answer it left above LCP_TOL: the
+    # Python step's conic fallback takes them (one here: 1.7e-5 -> 9e-11)
+    assert len(single) <= sims[0]._uni.stats.get("conic_fallbacks", 0) <= 2
     for _ in range(600):
         sims[1].step()
     sims[1]._record()

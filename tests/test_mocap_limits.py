@@ -1,4 +1,4 @@
-"""Anatomical joint limits of the capture figure (linkdyn.mocap.figure.anatomical_limits).
+"""Anatomical joint limits of the capture figure (linkdyn.mocap.limits.anatomical_limits).
 
 The ground truth is the 40-DoF figure itself: a motion of ``human_figure()`` written as BVH
 (``retargeting.figure_skeleton``: CMU joint names, the figure's standing pose as the rest pose)
@@ -18,6 +18,7 @@ import linkdyn as ld  # noqa: E402
 from linkdyn.contact import swing_twist as st  # noqa: E402
 from linkdyn.model import joints as J  # noqa: E402
 from linkdyn.mocap import figure as fg  # noqa: E402
+from linkdyn.mocap import limits as lm  # noqa: E402
 from linkdyn.mocap import retargeting as rt  # noqa: E402
 from linkdyn.mocap.bvh import Skeleton, write_skeleton  # noqa: E402
 from linkdyn.mocap.capture import kinematics  # noqa: E402
@@ -53,7 +54,7 @@ def random_motion(model, T=240, seed=3, scale=0.9):
 
 def capture_figure(sk, **kw):
     s, _ = ld.mocap.capture._detect_scale(sk)
-    lim = fg.anatomical_limits(sk, s, **kw)
+    lim = lm.anatomical_limits(sk, s, **kw)
     m, _ = fg.build_figure(sk, s, 70.0, 1.75, limits=lim)
     q, _, _ = kinematics(m, sk, s, 0.0, None)
     return lim, m, q
@@ -179,12 +180,12 @@ def test_a_t_pose_skeleton_takes_its_axes_from_the_bones():
     default), the toes stay unlimited."""
     sk = cmu_skeleton()
     s, _ = ld.mocap.capture._detect_scale(sk)
-    lim = fg.anatomical_limits(sk, s)
+    lim = lm.anatomical_limits(sk, s)
     assert lim.reference == "rest"
     assert {n: (L.rule, L.side) for n, L in lim.limits.items()}["RightLeg"] == ("knee", "r")
     assert lim.limits["Spine"].share == lim.limits["Neck"].share == 1.0
     assert set(lim.unlimited) == {"LeftToeBase", "RightToeBase"}
-    split = fg.anatomical_limits(sk, s, split=True)
+    split = lm.anatomical_limits(sk, s, split=True)
     assert split.limits["Spine1"].share == 0.5 and split.limits["Head"].share == 0.5
 
     def inside(name, axis, deg):
@@ -220,13 +221,13 @@ def test_a_skeleton_without_arms_stays_unlimited():
     sk = Skeleton(["Hips", "LeftUpLeg", "LeftLeg", "LeftFoot"], [-1, 0, 1, 2], np.array([[0, 90, 0], [9, 0, 0],
                   [0, -42, 0], [0, -40, 0.0]]), ["ZXY"] * 4, [[], [], [], [np.array([0, -5, 15.0])]],
                   np.zeros((5, 4, 3)), np.tile([0, 90, 0.0], (5, 1)), H)
-    lim = fg.anatomical_limits(sk, 0.01)
+    lim = lm.anatomical_limits(sk, 0.01)
     assert lim.limits == {} and set(lim.unlimited) == {"LeftUpLeg", "LeftLeg", "LeftFoot"}
     assert "l_upper_arm" in lim.unlimited["LeftLeg"]
     m, _ = fg.build_figure(sk, 0.01, 70.0, 1.75, limits=lim)
     assert st.ball_limit_joints(m) == ()
     with pytest.raises(ValueError, match="reference"):
-        fg.anatomical_limits(cmu_skeleton(), 0.01, reference=7)
+        lm.anatomical_limits(cmu_skeleton(), 0.01, reference=7)
 
 
 def test_the_real_walk_against_the_limits():

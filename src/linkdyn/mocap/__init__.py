@@ -20,6 +20,7 @@ from .capture import (DEFAULT_CUTOFF, Capture, InverseDynamics, contact_phases, 
                       load_bvh, write_bvh)
 from .filter import FilterReport, dynamics_filter
 from .figure import Y_UP_TO_Z_UP, Feet, build_figure, classify, side_of
+from . import limits  # noqa: F401  (ld.mocap.limits.anatomical_limits)
 
 __all__ = ["MocapError", "Skeleton", "read_skeleton", "DEFAULT_CUTOFF", "Capture", "InverseDynamics",
            "contact_phases", "inverse_dynamics", "kinematics", "load_bvh", "write_bvh", "Y_UP_TO_Z_UP", "Feet",

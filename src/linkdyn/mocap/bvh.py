@@ -209,3 +209,24 @@ def write_skeleton(path: str | os.PathLike[str], sk: Skeleton) -> None:
     with open(path, "w") as f:
         f.write("\n".join(lines) + "\n")
         np.savetxt(f, data, fmt="%.17g")
+
+
+#: length units a skeleton's height is tried in (metres per file unit, name): ``detect_scale``
+_UNITS = ((1.0, "m"), (0.01, "cm"), (0.001, "mm"), (0.0254, "in"))
+
+
+def detect_scale(sk: Skeleton):
+    """(metres per file unit, the figure's height in file units): the height is the 90th
+    percentile over up to 50 frames of the skeleton's extent along the file's Y axis (joints
+    and end sites): a standing or walking figure's, whatever its rest pose (LAFAN1's lies along x)."""
+    frames = np.unique(np.linspace(0, sk.frames - 1, min(sk.frames, 50)).astype(int))
+    P, _, E = sk.world_positions(frames)
+    ys = np.concatenate([P[..., 1], E[..., 1]], axis=1)
+    H = float(np.percentile(ys.max(axis=1) - ys.min(axis=1), 90))
+    if not np.isfinite(H) or H <= 0:
+        raise MocapError(f"{sk.path}: the skeleton has no height (file Y axis)")
+    for s, unit in _UNITS:
+        if 0.8 <= H * s <= 2.5:
+            return s, H
+    raise MocapError(f"{sk.path}: cannot tell the length unit from the skeleton's height {H:g} "
+                     f"(not 0.8-2.5 m in m, cm, mm or inches); pass scale= (metres per file unit)")

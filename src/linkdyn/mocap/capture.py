@@ -55,8 +55,9 @@ from .. import model as _m
 from ..dynamics import rnea
 from ..kinematics import forward_kinematics
 from ..models.human import _positive   # one check of a positive number for the figures' sizes
-from .bvh import MocapError, Skeleton, read_skeleton, write_skeleton
-from .figure import Y_UP_TO_Z_UP, Feet, FigureLimits, anatomical_limits, build_figure
+from .bvh import MocapError, Skeleton, detect_scale as _detect_scale, read_skeleton, write_skeleton
+from .figure import Y_UP_TO_Z_UP, Feet, FigureLimits, build_figure
+from .limits import anatomical_limits
 
 #: default filter cut-off of the kinematics: ``"auto"``, chosen for each capture by Winter's
 #: residual analysis (:func:`residual_cutoff`); 5.6 Hz on the real 30 Hz walk of docs/mocap.md
@@ -74,7 +75,6 @@ HEIGHT_ON, HEIGHT_OFF, SPEED_ON, SPEED_OFF = 0.04, 0.06, 0.5, 1.0
 #: the QP's regulariser weight (eps above): small, so the residual is zero wherever forces can make it so
 REGULARISATION = 1e-9
 
-_UNITS = ((1.0, "m"), (0.01, "cm"), (0.001, "mm"), (0.0254, "in"))
 
 
 @dataclass
@@ -108,23 +108,6 @@ class Capture:
     def __repr__(self):
         return (f"Capture({len(self.t)} frames at {1 / self.dt:g} Hz, {self.model.nbody - 1} bodies, "
                 f"feet {self.feet.names}, cutoff {self.cutoff})")
-
-
-def _detect_scale(sk: Skeleton):
-    """(metres per file unit, the figure's height in file units): the height is the 90th
-    percentile over up to 50 frames of the skeleton's extent along the file's Y axis (joints
-    and end sites): a standing or walking figure's, whatever its rest pose (LAFAN1's lies along x)."""
-    frames = np.unique(np.linspace(0, sk.frames - 1, min(sk.frames, 50)).astype(int))
-    P, _, E = sk.world_positions(frames)
-    ys = np.concatenate([P[..., 1], E[..., 1]], axis=1)
-    H = float(np.percentile(ys.max(axis=1) - ys.min(axis=1), 90))
-    if not np.isfinite(H) or H <= 0:
-        raise MocapError(f"{sk.path}: the skeleton has no height (file Y axis)")
-    for s, unit in _UNITS:
-        if 0.8 <= H * s <= 2.5:
-            return s, H
-    raise MocapError(f"{sk.path}: cannot tell the length unit from the skeleton's height {H:g} "
-                     f"(not 0.8-2.5 m in m, cm, mm or inches); pass scale= (metres per file unit)")
 
 
 def _continuous(qs):
@@ -265,7 +248,7 @@ def load_bvh(path: str | os.PathLike[str], mass: float = 70.0, height: float | N
     ``"auto"``: the 2nd percentile over the clip of the lowest sole point.  Returns a
     :class:`Capture`; a bad file raises :class:`MocapError` naming it.  ``limits``: give the
     figure's ball joints anatomical swing cones and twist ranges
-    (:func:`linkdyn.mocap.figure.anatomical_limits`; ``Capture.limits`` lists them, its
+    (:func:`linkdyn.mocap.limits.anatomical_limits`; ``Capture.limits`` lists them, its
     ``summary()`` prints them), or the given :class:`~linkdyn.mocap.figure.FigureLimits` (e.g.
     ``anatomical_limits(capture.skeleton, capture.scale, split=True)``, or with some joints
     taken out of ``.limits``); False (default: the real walk of docs/mocap.md leaves the ankles'

@@ -67,7 +67,7 @@ from .. import model as _m
 from ..contact.swing_twist import project_inside
 from ..kinematics import forward_kinematics
 from ..model import joints as J
-from .bvh import MocapError, Skeleton, read_skeleton, write_skeleton
+from .bvh import MocapError, Skeleton, detect_scale, read_skeleton, write_skeleton
 from .figure import Y_UP_TO_Z_UP, classify, side_of
 
 from typing import TYPE_CHECKING
@@ -388,8 +388,7 @@ class Retargeted:
 
 def _source(source, scale, ground):
     """(skeleton, scale, ground) from a Capture or a BVH path."""
-    from .capture import Capture, _detect_scale
-    if isinstance(source, Capture):
+    if hasattr(source, "skeleton") and hasattr(source, "scale"):      # a Capture (not imported: capture -> figure -> here)
         sk = source.skeleton
         return sk, (source.scale if scale is None else float(scale)), (source.ground if ground is None else ground)
     if isinstance(source, Skeleton):
@@ -400,7 +399,7 @@ def _source(source, scale, ground):
         raise TypeError(f"source: expected a BVH path, a linkdyn.mocap.Capture or a Skeleton, got "
                         f"{type(source).__name__}")
     if scale is None:
-        scale, _ = _detect_scale(sk)
+        scale, _ = detect_scale(sk)
     return sk, float(scale), ("auto" if ground is None else ground)
 
 

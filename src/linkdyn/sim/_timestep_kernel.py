@@ -649,14 +649,7 @@ def run_kernel(buf, q, v, tau, h, nsteps, geo, mask, pair_mu, pair_e, lim_q, lim
                 pushing = True
         w = 0.0
         if forces:                          # (vf, M: the step's own free motion and mass matrix)
-            T1, Tf, Tj, Tg = 0.0, 0.0, 0.0, 0.0
-            for r in range(nv):
-                for c in range(nv):
-                    T1 += vm[r] * M[r, c] * vm[c]
-                    Tf += vf[r] * M[r, c] * vf[c]
-                    Tj += (vm[r] - vf[r]) * M[r, c] * (vm[c] - vf[c])
-                    Tg += (vf[r] - v[r]) * M[r, c] * (vf[c] - v[c])
-            w = 0.5 * (T1 - Tf + min(Tj, Tg))
+            w = impulse_work(M, vm, vf, v)
         loss, tw = 0.0, 0.0
         for d in range(nv):
             loss += v1[d] * damping[d] * v1[d] + abs(v1[d]) * friction[d]
@@ -728,6 +721,22 @@ def _record_sample(rec, k, q, v, force, gaps, work_j, work_c, con_i, con_f, gP, 
     rGO[j + 1] = o
     ctl[2] = j + 1
     ctl[3] = o
+
+
+@njit(cache=True)
+def impulse_work(M, vm, vf, v):
+    """The impulses' work on the step (``TimeStepping._impulse_work``) from its mass matrix M, the
+    velocity vm they leave, the free motion's vf and the step's start v: T(vm) - T(vf) +
+    min(T(vm - vf), T(vf - v)), T(x) = x^T M x / 2 (the same sums in every caller and process)."""
+    nv = M.shape[0]
+    T1, Tf, Tj, Tg = 0.0, 0.0, 0.0, 0.0
+    for r in range(nv):
+        for c in range(nv):
+            T1 += vm[r] * M[r, c] * vm[c]
+            Tf += vf[r] * M[r, c] * vf[c]
+            Tj += (vm[r] - vf[r]) * M[r, c] * (vm[c] - vf[c])
+            Tg += (vf[r] - v[r]) * M[r, c] * (vf[c] - v[c])
+    return 0.5 * (T1 - Tf + min(Tj, Tg))
 
 
 @njit(cache=True)

@@ -289,7 +289,7 @@ class TimeStepping:
             extra |= missed
             self.stats["retaken"] = self.stats.get("retaken", 0) + 1
         self.stats["lcp_fallbacks"] += int(info[3])
-        if info[0] != 0 or info[2] > LCP_TOL:
+        if info[0] != 0 or info[2] > min(LCP_TOL, FAIL_TOL):
             # bad input or a blow-up (the Python step says what), or an answer above the solver's
             # tolerance (the Python step tries the conic fallback, then raises above FAIL_TOL): the
             # step is taken again from the same state
@@ -313,9 +313,8 @@ class TimeStepping:
         if self.force.any() or gforce[:ng].any():
             # at q, before the free joints' carry: _impulse_work with the step's own free motion and
             # mass matrix (the kernel's ``led``), as run_kernel books it
-            vf, M = led
-            dj, dg = vm - vf, vf - v
-            self.work += 0.5 * (vm @ M @ vm - vf @ M @ vf + min(dj @ M @ dj, dg @ M @ dg))
+            from ._timestep_kernel import impulse_work
+            self.work += impulse_work(led[1], vm, led[0], v)
         if pushing.any() or gpush.any():
             self.stats["steps_in_contact"] += 1
             if hit.any() or ghit.any():
@@ -362,7 +361,7 @@ class TimeStepping:
         if self._runargs is None:
             self._runargs = (np.ascontiguousarray(cat.is_limit, dtype=np.bool_), np.ascontiguousarray(cat.unit_mu, dtype=float),
                              np.ascontiguousarray(model.damping, dtype=float), np.ascontiguousarray(model.friction, dtype=float),
-                             np.concatenate([self._prm, [LCP_TOL, PEN_PROJECT, V_REPORT]]))
+                             np.concatenate([self._prm, [min(LCP_TOL, FAIL_TOL), PEN_PROJECT, V_REPORT]]))
         limit, mu, damping, friction, prm = self._runargs
         q, v = np.array(q, dtype=float), np.array(v, dtype=float)
         vn, gaps = np.empty(cat.size), np.empty(cat.size)
