@@ -23,6 +23,7 @@ from linkdyn.mocap import retargeting as rt  # noqa: E402
 from linkdyn.mocap.bvh import Skeleton, write_skeleton  # noqa: E402
 from linkdyn.mocap.capture import kinematics  # noqa: E402
 from linkdyn.models.human import standing_configuration  # noqa: E402
+from test_mocap_retarget import lying_skeleton  # noqa: E402
 
 H = 1 / 30
 FIG_NAMES = {v: k for k, v in rt.BVH_NAMES.items()}          # BVH joint -> figure body
@@ -132,16 +133,7 @@ def test_a_lying_rest_pose_is_calibrated_on_a_standing_frame(figure):
     but for the wrist's twist (no standing rest pose: the range is centred on the reference)."""
     q = random_motion(figure, seed=5)
     sk = rt.figure_skeleton(figure, q, H)
-    D = Rotation.from_rotvec([np.pi / 2, 0.3, 0.1]).as_matrix()
-    Rr = Rotation.from_euler(sk.orders[0], sk.angles[:, 0], degrees=True).as_matrix()
-    ang = [Rotation.from_matrix(Rr @ D).as_euler(sk.orders[0], degrees=True)]
-    for j in range(1, len(sk.names)):
-        L = Rotation.from_euler(sk.orders[j], sk.angles[:, j], degrees=True).as_matrix()
-        ang.append(Rotation.from_matrix(D.T @ L @ D).as_euler(sk.orders[j], degrees=True))
-    off = sk.offsets.copy()
-    off[1:] = off[1:] @ D
-    ends = [[e @ D for e in es] for es in sk.end_sites]
-    turned = Skeleton(sk.names, sk.parents, off, sk.orders, ends, np.stack(ang, 1), sk.root_position, H)
+    turned = lying_skeleton(sk)
     lim, m, qb = capture_figure(turned, fit_hinges=False)
     assert lim.reference == 0
     compare_with_figure(figure, q, lim, m, qb, skip={("wrist", "twist.lower"), ("wrist", "twist.upper")})

@@ -52,6 +52,21 @@ def figure():
     return ld.models.human_figure()
 
 
+def lying_skeleton(sk):
+    """The same motion with every joint frame turned by one rotation D (the rest pose lies down,
+    as LAFAN1's): the root's rotation R D, each joint's D^T L D, the offsets D^T o."""
+    D = Rotation.from_rotvec([np.pi / 2, 0.3, 0.1]).as_matrix()
+    Rr = Rotation.from_euler(sk.orders[0], sk.angles[:, 0], degrees=True).as_matrix()
+    ang = [Rotation.from_matrix(Rr @ D).as_euler(sk.orders[0], degrees=True)]
+    for j in range(1, len(sk.names)):
+        L = Rotation.from_euler(sk.orders[j], sk.angles[:, j], degrees=True).as_matrix()
+        ang.append(Rotation.from_matrix(D.T @ L @ D).as_euler(sk.orders[j], degrees=True))
+    off = sk.offsets.copy()
+    off[1:] = off[1:] @ D                                   # D^T offset
+    ends = [[e @ D for e in es] for es in sk.end_sites]
+    return Skeleton(sk.names, sk.parents, off, sk.orders, ends, np.stack(ang, 1), sk.root_position, sk.frame_time)
+
+
 def test_round_trip_through_bvh_is_exact(figure, tmp_path):
     """figure motion -> BVH (write_figure_bvh, 17 digits) -> retarget -> the same q: every
     joint to 1e-12 rad, the root to 1e-12 m; nothing clipped; the hinges lose nothing; the rest
@@ -113,16 +128,7 @@ def test_a_rest_pose_lying_down_is_calibrated_on_a_standing_frame(figure, tmp_pa
     comes back to 1e-9."""
     q = figure_motion(figure, neutral_first=True, yaw0=0.4)
     sk = rt.figure_skeleton(figure, q, H)
-    D = Rotation.from_rotvec([np.pi / 2, 0.3, 0.1]).as_matrix()
-    Rr = Rotation.from_euler(sk.orders[0], sk.angles[:, 0], degrees=True).as_matrix()
-    ang = [Rotation.from_matrix(Rr @ D).as_euler(sk.orders[0], degrees=True)]
-    for j in range(1, len(sk.names)):
-        L = Rotation.from_euler(sk.orders[j], sk.angles[:, j], degrees=True).as_matrix()
-        ang.append(Rotation.from_matrix(D.T @ L @ D).as_euler(sk.orders[j], degrees=True))
-    off = sk.offsets.copy()
-    off[1:] = off[1:] @ D                                   # D^T offset
-    ends = [[e @ D for e in es] for es in sk.end_sites]
-    turned = Skeleton(sk.names, sk.parents, off, sk.orders, ends, np.stack(ang, 1), sk.root_position, H)
+    turned = lying_skeleton(sk)
     p = tmp_path / "lying.bvh"
     write_skeleton(p, turned)
     r = rt.retarget(p, figure, ground=0.0, centre_wrists=False)

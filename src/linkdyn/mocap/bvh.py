@@ -52,6 +52,14 @@ class Skeleton:
     def __post_init__(self):
         self.children = [[k for k, p in enumerate(self.parents) if p == j] for j in range(len(self.names))]
 
+    def ancestors(self, j: int) -> list[int]:
+        """Joint j and its ancestors up to the root, in that order."""
+        out = []
+        while j >= 0:
+            out.append(j)
+            j = self.parents[j]
+        return out
+
     @property
     def frames(self) -> int:
         return self.angles.shape[0]

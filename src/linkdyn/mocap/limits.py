@@ -105,12 +105,7 @@ def anatomical_limits(sk: Skeleton, scale: float, reference="auto", fit_hinges: 
         return FigureLimits({}, {n: f"no anatomical axes ({e})" for n in sk.names[1:]}, None)
     parents = sk.parents
 
-    def ancestors(j):
-        out = []
-        while j >= 0:
-            out.append(j)
-            j = parents[j]
-        return out
+    ancestors = sk.ancestors
     cls = [classify(n, p < 0) for n, p in zip(sk.names, parents)]
     torso, head = match["torso"], match["head"]
     spine = [j for j in ancestors(torso) if j > 0 and cls[j][0] == "trunk"]

@@ -123,12 +123,7 @@ def match_joints(sk: Skeleton) -> dict[str, int]:
         if necks:
             out["head"] = necks[-1]
 
-    def ancestors(j):
-        a = []
-        while j >= 0:
-            a.append(j)
-            j = parents[j]
-        return a
+    ancestors = sk.ancestors
     missing = [b for b in ("l_thigh", "l_shank", "l_foot", "r_thigh", "r_shank", "r_foot", "l_upper_arm",
                            "l_forearm", "r_upper_arm", "r_forearm", "head") if b not in out]
     if missing:
