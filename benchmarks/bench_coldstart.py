@@ -10,6 +10,8 @@ less).  Reference imports (numpy, numba, Pinocchio, MuJoCo) are timed the same w
     python benchmarks/bench_coldstart.py                 # 3 repeats; the swing's cold step once
     python benchmarks/bench_coldstart.py --repeat 5 --swing-repeat 3
     python benchmarks/bench_coldstart.py --no-swing
+    python benchmarks/bench_coldstart.py --step          # only the first time step of MJCF robots (issue 24)
+    python benchmarks/bench_coldstart.py --step --step-models hopper
 
 The sources measured are this checkout's (``src/`` is put first on the children's path), or
 another's with ``--src`` (to compare before and after a change).
@@ -73,6 +75,32 @@ t3, c3 = time.perf_counter(), cpu()
 print(json.dumps(dict(import_=t1 - t0, scene=t2 - t1, call=t3 - t2, call_cpu=c3 - c2, wall=t3 - t0, cpu=c3 - c0)))
 """
 
+# a user's first simulation of a default-loaded MJCF robot (issue 24): load_mjcf(path) picks time
+# stepping with the file's collision geoms; the first run(0.01) compiles the step and the
+# collider.  CPU time by resource.getrusage (the child's own, compile included)
+STEP = PRELUDE + """
+import importlib.util, pathlib, resource, warnings
+def rcpu():
+    r = resource.getrusage(resource.RUSAGE_SELF)
+    return r.ru_utime + r.ru_stime
+import linkdyn as ld
+pkg, rel = {where!r}
+path = pathlib.Path(importlib.util.find_spec(pkg).origin).parent / rel
+t1, c1 = time.perf_counter(), rcpu()
+with warnings.catch_warnings():
+    warnings.simplefilter("ignore")
+    m, info = ld.load_mjcf(path, return_info=True)
+t2, c2 = time.perf_counter(), rcpu()
+sim = ld.Simulation(m, info.q0)
+t3, c3 = time.perf_counter(), rcpu()
+sim.run(0.01, progress=False)
+t4, c4 = time.perf_counter(), rcpu()
+print(json.dumps(dict(import_=t1 - t0, load=t2 - t1, sim=t3 - t2, sim_cpu=c3 - c2, run=t4 - t3, run_cpu=c4 - c3,
+                      wall=t4 - t0, cpu=rcpu())))
+"""
+STEP_MODELS = {"hopper": ("dm_control", "suite/hopper.xml"),
+               "gym_humanoid": ("gymnasium", "envs/mujoco/assets/humanoid.xml")}
+
 
 def _child(code, cache, **fmt):
     env = dict(os.environ, LINKDYN_CACHE_DIR=str(cache),
@@ -102,6 +130,8 @@ def main(argv=None):
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--swing-repeat", type=int, default=1, help="cold runs of the swing's first step (each ~1 min)")
     ap.add_argument("--no-swing", action="store_true")
+    ap.add_argument("--step", action="store_true", help="only the first time step of MJCF robots, cold and warm")
+    ap.add_argument("--step-models", nargs="+", default=list(STEP_MODELS), choices=list(STEP_MODELS))
     ap.add_argument("--src", type=pathlib.Path, default=SRC, help="the src/ folder whose linkdyn is measured")
     args = ap.parse_args(argv)
     _child.src = args.src.resolve()
@@ -115,6 +145,17 @@ def main(argv=None):
         print(line, flush=True)
 
     try:
+        if args.step:
+            keys = ("import_", "load", "sim", "sim_cpu", "run", "run_cpu", "wall", "cpu")
+            for name in args.step_models:
+                cold = []
+                for _ in range(args.repeat):
+                    warm_cache = _empty(base)
+                    cold.append(_child(STEP, warm_cache, where=STEP_MODELS[name]))
+                report(f"{name}: Simulation + run(0.01), empty cache", cold, keys)
+                report(f"{name}: Simulation + run(0.01), warm cache",
+                       [_child(STEP, warm_cache, where=STEP_MODELS[name]) for _ in range(args.repeat)], keys)
+            return lines
         for module in ("numpy", "numba", "pinocchio", "mujoco"):
             try:
                 report(f"import {module}", [_child(IMPORT, base, module=module) for _ in range(args.repeat)])

@@ -365,6 +365,16 @@ def _warmup_tasks():
         ld.forward_kinematics(m, q), ld.frame_pose(m, q, frame), ld.jacobian(m, q, frame, "world")
         ld.joint_jacobians(m, q), ld.frame_velocity(m, q, np.zeros(m.nv), frame)
 
+    def mjcf_robot():
+        # a robot loaded from MJCF with its defaults, as a user's first script does: time stepping
+        # with the file's collision geoms (the collider, the geom rows); one step at a time as
+        # Simulation.run takes them when it records every step, then many steps in one compiled call
+        from linkdyn.models.mjcf_examples import humanoid_xml
+        m, info = ld.parse_mjcf(humanoid_xml(drop=0.002), return_info=True)
+        for every in (1, 5):
+            sim = ld.Simulation(m, info.q0, record_every=every)
+            sim.run(sim.t + 6 * sim.dt, progress=False)
+
     def scene(make, steps):
         def run():
             sim = make(dt=1e-3, record_every=10)
@@ -375,6 +385,7 @@ def _warmup_tasks():
             ("user constraints", constraints),
             ("closed chains and events (high bar)", scene(sc.high_bar_simulation, 3)),
             ("time stepping (drop)", scene(sc.drop_simulation, 3)),
+            ("time stepping with geom contacts (an MJCF robot)", mjcf_robot),
             ("time stepping with loops (swing)", scene(sc.swing_simulation, 2))]
 
 

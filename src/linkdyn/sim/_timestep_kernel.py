@@ -206,7 +206,7 @@ def timestep_kernel(buf, q, v, tau, h, geo, mask, pair_mu, pair_e, lim_q, lim_v,
         info[0] = st
         return
     cand = np.empty(size, dtype=np.int64)
-    kc = 0
+    kc = np.int64(0)            # not the literal 0: one compile of _linearize_at, which takes kc
     for u in range(size):
         vn_out[u] = np.nan
         force[u, 0] = force[u, 1] = force[u, 2] = 0.0
@@ -292,7 +292,7 @@ def timestep_kernel(buf, q, v, tau, h, geo, mask, pair_mu, pair_e, lim_q, lim_v,
         if ncg:
             nvf = vsrc.shape[0]
             dn, dtg, point = np.empty(ncg), np.empty((ncg, 2)), np.empty((ncg, 3))
-            st = geom_rows_kernel(mi, mf, ws, qsrc, qscale, qoff, vsrc, vscale, q, v_free, True, gi, gf, ci_now, cf_now,
+            st = geom_rows_kernel(mi, mf, ws, qsrc, qscale, qoff, vsrc, vscale, q, v_free, np.bool_(True), gi, gf, ci_now, cf_now,
                                   ncg, np.zeros((nvf, 6)), np.empty(qsrc.shape[0]), np.empty(nvf), np.empty(nvf),
                                   gap[kc:], N[kc:], T[kc:], dn, dtg, point, frame)
             if st != OK:
@@ -392,7 +392,8 @@ def timestep_kernel(buf, q, v, tau, h, geo, mask, pair_mu, pair_e, lim_q, lim_v,
                     anywarm = True
             if anywarm:
                 st = _linearize_at(mi, mf, ws, q, v_free, h, lam, L, Zt, N, geo, lim_q, lim_s, lim_b, bC, bI, v0, ncp, gk,
-                                   cand_gap, R0, p0, ci_now, cf_now, ncg, cand, kc, size, gend, v1, True)
+                                   cand_gap, R0, p0, ci_now, cf_now, ncg, cand, kc, size, gend, v1, np.bool_(True),
+                                   relin_tol)
                 if st < 0:
                     info[0] = -st
                     return
@@ -405,7 +406,7 @@ def timestep_kernel(buf, q, v, tau, h, geo, mask, pair_mu, pair_e, lim_q, lim_v,
             # the curvature was that of a guessed motion: where the answer's own motion would
             # penetrate, take the curvature of that motion and solve again (A is the same)
             st = _linearize_at(mi, mf, ws, q, v_free, h, lam, L, Zt, N, geo, lim_q, lim_s, lim_b, bC, bI, v0, ncp, gk,
-                               cand_gap, R0, p0, ci_now, cf_now, ncg, cand, kc, size, gend, v1, False,
+                               cand_gap, R0, p0, ci_now, cf_now, ncg, cand, kc, size, gend, v1, np.bool_(False),
                                relin_tol)
             if st < 0:
                 info[0] = -st
@@ -475,18 +476,19 @@ def _impulse_velocity(L, Zt, lam, v_free, v1):
 
 @njit(cache=True)
 def _linearize_at(mi, mf, ws, q, v_free, h, lam, L, Zt, N, geo, lim_q, lim_s, lim_b, bC, bI, v0, ncp, gk, cand_gap,
-                  R0, p0, ci_now, cf_now, ncg, cand, kc, size, gend, v1, always, relin_tol=0.0):
+                  R0, p0, ci_now, cf_now, ncg, cand, kc, size, gend, v1, always, relin_tol):
     """The gaps at the end of the motion the impulses lam give, v1 = v_free + M^-1 G^T lam
     (M = L L^T, Zt = rows of L^-1 G^T), taken as the problem's curvature: gend = gap at that end + h N (v_free - v1)
     (the bound of ``_bounds`` then reproduces that end's gap for the motion v1).  ``always``:
-    take it; else only where that motion would end below -relin_tol somewhere.  Returns 1 if
+    take it; else only where that motion would end below -relin_tol somewhere (both calls pass
+    ``always`` as np.bool_ and relin_tol as a float: one compiled signature, not one per literal).  Returns 1 if
     gend changed, 0 if not, -status on a bad configuration."""
     nq, nv = q.shape[0], v_free.shape[0]
     k = N.shape[0]
     _impulse_velocity(L, Zt, lam, v_free, v1)
     end = np.full(k, np.nan)
     qa = np.empty(nq)
-    st = step_configuration(mi, q[::1], v1, h, qa, np.empty(nv))
+    st = step_configuration(mi, q[::1], v1[::1], h, qa, np.empty(nv))      # the layout of the other calls
     if st != OK:
         return -st
     ga = np.empty(size)

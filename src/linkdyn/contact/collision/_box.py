@@ -3,6 +3,7 @@
 to geom 2; ``pos`` midway between the surfaces; contacts with ``dist <= margin``)."""
 import math
 
+import numpy as np
 from numba import njit
 
 from ._vec import add, axpy, clip, col, dot, mtv, mv, norm, put, scl, sub, vec
@@ -289,7 +290,7 @@ def _face(code, C, t, tb, e1, e2, R1, p1, R2, p2, margin, out, k, poly):
             cc = ax if r == 0 else (ay if r == 1 else a)
             P[n, r] = to[cc] + tinc * ei[b] * D[cc][b] + su * ei[bu] * D[cc][bu] + sv * ei[bv] * D[cc][bv]
         P[n, 2] = sg * P[n, 2] - er[a]
-    n = _clip_side(P, 4, Q, 0, 1.0, er[ax])
+    n = _clip_side(P, np.int64(4), Q, 0, 1.0, er[ax])     # int64, as below: one compile
     n = _clip_side(Q, n, P, 0, -1.0, er[ax])
     n = _clip_side(P, n, Q, 1, 1.0, er[ay])
     n = _clip_side(Q, n, P, 1, -1.0, er[ay])

@@ -222,7 +222,7 @@ def collide_kernel(mi, mf, ws, q, gi, gf, pairs, adj, margin, cw, ci, con_i, con
         wide = max(wide, skin[p])
     bounding_boxes(gi, size, xpos, xR, margin + wide, lo, hi)
     sweep_and_prune(lo, hi, order, adj, hit)
-    k = 0
+    k = np.int64(0)         # not the literal 0: Numba would compile narrow for Literal[int](0) and again for int64
     for p in range(npair):
         if hit[p] == 0:
             continue
