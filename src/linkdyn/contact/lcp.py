@@ -419,7 +419,7 @@ def _polish_kernel(A, r, kind, mu, normal, lam, out, turns=RIM_TURNS, weak=False
     # (``_polish_better``)
     w = _touching(A, r, kind, lam) if weak else np.zeros(0)
     act = np.zeros(m, dtype=np.bool_)
-    nu = 0
+    nu = np.int64(0)
     for i in range(m):
         k = kind[i]
         if k == FREE or (k == NORMAL and (lam[i] > 1e-12 * scale_l or (weak and w[i] != 0.0))):
@@ -447,7 +447,7 @@ def _polish_kernel(A, r, kind, mu, normal, lam, out, turns=RIM_TURNS, weak=False
         out[i] = 0.0
     if nu == 0:
         return
-    nr = 0
+    nr = np.int64(0)
     for i in range(m):
         if rim[i]:
             nr += 1
@@ -602,7 +602,7 @@ def _polish_better(A, r, kind, mu, normal, lam, res, refine=0):
     pres = _polish_clipped(A, r, kind, mu, normal, lam, pol, weak)
     if weak and pres > 1e-12:
         other = np.empty(lam.shape[0])
-        ores = _polish_clipped(A, r, kind, mu, normal, lam, other, False)
+        ores = _polish_clipped(A, r, kind, mu, normal, lam, other, np.bool_(False))
         if ores < pres:
             pol[:] = other
             pres = ores
@@ -619,7 +619,7 @@ def _polish_better(A, r, kind, mu, normal, lam, res, refine=0):
             break
         sig = nsig
         nxt = np.empty(lam.shape[0])
-        nres = _polish_clipped(A, r, kind, mu, normal, pol, nxt, False)
+        nres = _polish_clipped(A, r, kind, mu, normal, pol, nxt, np.bool_(False))
         if not nres < pres:
             break
         pol[:] = nxt
@@ -635,7 +635,7 @@ def _polish_clipped(A, r, kind, mu, normal, lam, pol, weak):
     """``_polish_kernel`` into pol, never a pulling force: a normal the linear system leaves below
     zero (round-off, or an active set that is not the answer's) is set to zero, with its
     friction, and the residual judges what that leaves (returned)."""
-    _polish_kernel(A, r, kind, mu, normal, lam, pol, RIM_TURNS, weak)
+    _polish_kernel(A, r, kind, mu, normal, lam, pol, np.int64(RIM_TURNS), weak)
     for i in range(pol.shape[0]):
         if kind[i] == NORMAL and pol[i] < 0.0:
             pol[i] = 0.0
@@ -701,7 +701,7 @@ def _step_solve(A, r, kind, mu, normal, lam, sweeps, tol, fallback_sweeps, skip=
     if warm and res > 1e-12:
         tried = _active_set(kind, mu, normal, lam)
         if tried != skip:
-            res = _polish_better(A, r, kind, mu, normal, lam, res)
+            res = _polish_better(A, r, kind, mu, normal, lam, res, np.int64(0))
     if res <= 1e-12:
         return res, 0.0
     n = min(FIRST_ROUND, sweeps)
@@ -714,7 +714,7 @@ def _step_solve(A, r, kind, mu, normal, lam, sweeps, tol, fallback_sweeps, skip=
             sig = _active_set(kind, mu, normal, lam)
             if sig != tried and sig != skip:
                 tried = sig
-                res = _polish_better(A, r, kind, mu, normal, lam, res, 2)
+                res = _polish_better(A, r, kind, mu, normal, lam, res, np.int64(2))
         if res <= tol or done >= sweeps:
             break
         n = min(2 * n, sweeps - done)
@@ -730,7 +730,7 @@ def _step_solve(A, r, kind, mu, normal, lam, sweeps, tol, fallback_sweeps, skip=
         before = res
         # (no active-set refinement here: its polish, kept in lam, can land on the same point
         # every round and undo what the sweeps gained)
-        res = _polish_better(A, r, kind, mu, normal, lam, _residual(A, r, kind, mu, normal, lam))
+        res = _polish_better(A, r, kind, mu, normal, lam, _residual(A, r, kind, mu, normal, lam), np.int64(0))
         # Gauss-Seidel can sit at or circle a point that is not an answer (coupled friction, whose
         # cone rides on the normals, is not a monotone problem), or drift along the null direction
         # of redundant rows with the residual unchanged until a polish lands (the planar two feet
@@ -868,7 +868,7 @@ def _polish(A, r, kind, mu, normal, lam, tol):
     squares, rcond 1e-12: redundant contacts get the minimum-norm split), a friction pair on
     its rim follows its normal along its present direction."""
     out = np.empty(len(r))
-    _polish_kernel(A, r, kind, mu, normal, lam, out)
+    _polish_kernel(A, r, kind, mu, normal, lam, out, RIM_TURNS, False)
     return out if _check(A, r, kind, mu, normal, out, tol) else None
 
 
