@@ -86,7 +86,7 @@ from ..loops.data import prepare
 from .._kernels.passes import OK
 from ..model.joints import FREE
 from ._timestep_kernel import free_classical as _free_classical, restitution_bound as _restitution_bound
-from ._timestep_kernel import step_configuration as _step_configuration
+from ._timestep_kernel import impulse_work as _impulse_work_kernel, step_configuration as _step_configuration
 from .steps import project
 from ..recording import Event
 from .unilateral import V_BOUNCE, V_REPORT
@@ -168,6 +168,8 @@ class TimeStepping:
         self._gprev = None          # the last step's geom contacts and impulses (warm start)
         self._gfresh = False        # the last step was the compiled one (its geom contacts are in _gs)
         self._runargs = None        # run()'s constant arguments, made on its first call
+        #: the compiled step's ledger buffers (its free motion's velocity, the mass matrix)
+        self._led = (np.empty(model.nv), np.empty((model.nv, model.nv)))
         # a tree is stepped by one compiled call, its geom contacts included (a geared model's reduced
         # coordinates and a closed chain's loops take the Python step)
         self._compiled = model.nloops == 0 and model._full is None and not self.empty
@@ -270,9 +272,7 @@ class TimeStepping:
         q1, v1, vm = np.empty(model.nq), np.empty(model.nv), np.empty(model.nv)
         vn, gaps1, info = np.empty(cat.size), np.empty(cat.size), np.empty(7)
         extra = np.zeros(cat.size, dtype=bool)
-        led = self.__dict__.get("_led")
-        if led is None:
-            led = self._led = (np.empty(model.nv), np.empty((model.nv, model.nv)))
+        led = self._led
         for attempt in range(2):
             timestep_kernel(model._packed, q, v, tau, float(h), self._geo, cat._mask, cat._pair_mu, cat._pair_e,
                             cat._lim_q, cat._lim_v, cat._lim_s, cat._lim_b, self._balls.C, self._balls.I,
@@ -313,8 +313,7 @@ class TimeStepping:
         if self.force.any() or gforce[:ng].any():
             # at q, before the free joints' carry: _impulse_work with the step's own free motion and
             # mass matrix (the kernel's ``led``), as run_kernel books it
-            from ._timestep_kernel import impulse_work
-            self.work += impulse_work(led[1], vm, led[0], v)
+            self.work += _impulse_work_kernel(led[1], vm, led[0], v)
         if pushing.any() or gpush.any():
             self.stats["steps_in_contact"] += 1
             if hit.any() or ghit.any():
