@@ -119,7 +119,7 @@ PUBLIC = [("dm_control", "suite/humanoid.xml"), ("gymnasium", "envs/mujoco/asset
           ("dm_control", "suite/cheetah.xml"), ("dm_control", "suite/walker.xml")]
 
 
-def public_models(repeats, T=3.0):
+def public_models(repeats, T=3.0, only=None):
     import importlib.util
     import pathlib
 
@@ -129,6 +129,8 @@ def public_models(repeats, T=3.0):
     print("(linkdyn recording every 100th step, and every step: Simulation's default record_every=1)")
     print(f"{'model':<22}{'dt':>7}{'mujoco':>10}{'linkdyn':>10}{'ratio':>8}{'every step':>12}{'ratio':>8}   checks")
     for pkg, rel in PUBLIC:
+        if only and f"{pkg.split('_')[0][:3]} {pathlib.Path(rel).stem}" not in only:
+            continue
         spec = importlib.util.find_spec(pkg)
         if spec is None:
             print(f"{pkg + '/' + rel:<22}  (not installed)")
@@ -170,14 +172,18 @@ def main(argv=None):
     import mujoco
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--repeats", type=int, default=3)
+    p.add_argument("--models", nargs="*", default=None, metavar="NAME",
+                   help='only these public models, as the table names them (e.g. "dm humanoid" "gym ant"); '
+                        "the incline and the 16-body humanoid are skipped")
     args = p.parse_args(argv)
     print(f"linkdyn {ld.__version__}, mujoco {mujoco.__version__}")
     # warm the compiled code (the first call of a kernel loads or compiles it)
     run_linkdyn(humanoid_xml(), 0.01, "timestep")
     run_linkdyn(incline_xml(0.3, 0.5), 0.01, "events")
-    incline(args.repeats)
-    humanoid(args.repeats)
-    public_models(args.repeats)
+    if not args.models:
+        incline(args.repeats)
+        humanoid(args.repeats)
+    public_models(args.repeats, only=args.models)
 
 
 if __name__ == "__main__":

@@ -85,8 +85,11 @@ def test_an_unsolved_problem_is_never_applied(monkeypatch):
 
 def test_minimum_norm_solves_agree_with_lstsq():
     """The polish's compiled linear algebra (lcp._min_norm_solve: pivoted QR and a complete
-    orthogonal decomposition; lcp._solve_psd: Cholesky) gives NumPy's lstsq answer: full rank,
-    rank deficient (redundant contacts), symmetric semidefinite."""
+    orthogonal decomposition; dense.min_norm_psd: pivoted Cholesky and the pseudo-inverse of the
+    full-rank factor) gives NumPy's lstsq answer: full rank, rank deficient (redundant contacts),
+    symmetric semidefinite, and (min_norm_psd) a right-hand side outside B's range (the least
+    squares answer of minimum norm)."""
+    from linkdyn._kernels import dense
     rng = np.random.default_rng(7)
     for trial in range(400):
         n = int(rng.integers(1, 25))
@@ -98,16 +101,24 @@ def test_minimum_norm_solves_agree_with_lstsq():
         x = np.empty(n)
         lcp._min_norm_solve(B, b, 1e-12, x)
         scale = max(1.0, np.abs(ref).max())
-        assert np.abs(x - ref).max() <= 1e-9 * scale * max(1.0, np.linalg.cond(B[:, :max(r, 1)]) * 1e-4)
+        tol = 1e-9 * scale * max(1.0, np.linalg.cond(B[:, :max(r, 1)]) * 1e-4)
+        assert np.abs(x - ref).max() <= tol
         if trial % 2 == 0:
-            if r == n:
-                assert lcp._solve_psd(B, b, 1e-8, x) == (np.linalg.eigvalsh(B)[0] > 0.0 or not r)
-            else:
-                assert not lcp._solve_psd(B, b, 1e-8, x)        # singular: left to the minimum norm
+            B0, b0 = B.copy(), b.copy()
+            x[:] = np.nan
+            assert dense.min_norm_psd(B, b, 1e-12, x)
+            assert np.abs(x - ref).max() <= tol
+            assert (B == B0).all() and (b == b0).all()
+            if r < n:                               # plus a part outside the range of B
+                b2 = b + (np.eye(n) - np.linalg.pinv(B, rcond=1e-10) @ B) @ rng.standard_normal(n)
+                ref2 = np.linalg.lstsq(B, b2, rcond=1e-12)[0]
+                assert dense.min_norm_psd(B, b2, 1e-12, x)
+                assert np.abs(x - ref2).max() <= tol
     B = np.array([[4.0, 1.0], [1.0, 3.0]])
     x = np.empty(2)
-    assert lcp._solve_psd(B, np.array([1.0, 2.0]), 1e-8, x)
+    assert dense.min_norm_psd(B, np.array([1.0, 2.0]), 1e-12, x)
     assert np.allclose(x, np.linalg.solve(B, [1.0, 2.0]), rtol=1e-15, atol=0)
+    assert dense.min_norm_psd(np.zeros((3, 3)), np.ones(3), 1e-12, x := np.empty(3)) and (x == 0).all()
 
 
 def _sliding_problems(seed, k=4, nv=9):
