@@ -321,7 +321,7 @@ class Simulation:
         differences at the initial state (the controller is called 4 nv times for it).  A necessary condition only:
         contacts and limits are solved implicitly and do not enter it, and a dt that passes can
         still be too long for the motion that follows."""
-        from ..dynamics.crba import mass_matrix
+        from ..dynamics.crba import crba, mass_matrix
         from ..dynamics.rnea import rnea
         from ..model.configuration import integrate
         m, q0, v0, nv = self.model, self.q, self.v, self.model.nv
@@ -329,7 +329,8 @@ class Simulation:
             return
         z = np.zeros(nv)
         try:
-            M = mass_matrix(m, q0)
+            # (crba's kernel, not mass_matrix's, which compiles its two other methods too)
+            M = crba(m, q0) if m._full is None else mass_matrix(m, q0)
             eps = 1e-6
             K, D = np.zeros((nv, nv)), np.diag(np.asarray(m.damping, dtype=float)).copy()
             ctrl = self.controller is not None
