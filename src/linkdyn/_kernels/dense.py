@@ -94,19 +94,26 @@ def pivoted_cholesky(K, n, rel, perm):
 
 
 @njit(cache=True)
-def min_norm_psd(B, b, rel, x):
+def min_norm_psd(B, b, rel, x, gap=1e-8):
     """x = B^+ b, the minimum-norm least-squares solution of B x = b for a symmetric positive
     semidefinite B (n x n), by ``pivoted_cholesky``: with P B P^T = L L^T, L (n x r) of full
     column rank, B^+ = P^T L (L^T L)^-2 L^T P (Ben-Israel and Greville 2003, ch. 1, the
     pseudo-inverse of a full-rank factorization; L^T L has B's nonzero eigenvalues, so its
     condition is B's on its range, not squared).  About a third of the cost of a complete
-    orthogonal decomposition at the contact solver's sizes (``lcp._min_norm_solve``).  False,
-    x untouched, where L^T L is not positive definite in floating point (the caller then takes
-    the orthogonal decomposition).  B and b are not changed."""
+    orthogonal decomposition at the contact solver's sizes (``lcp._min_norm_solve``).  The
+    rank is trusted only where it is clear: every pivot kept above ``gap`` times the first, every
+    one dropped below ``rel`` times it.  A pivot between the two may be a zero eigenvalue that
+    round-off lifted (a Schur complement's diagonal is a difference of squares: a singular
+    12-row block whose 10th singular value was 2.5e-13 of the first kept a pivot of 2.2e-12, and
+    a right-hand side just off B's range then put 4e6 into x).  False, x untouched, there and
+    where L^T L is not positive definite in floating point: the caller then takes the orthogonal
+    decomposition.  B and b are not changed."""
     n = B.shape[0]
     L = B.copy()
     perm = np.empty(n, dtype=np.int64)
     r = pivoted_cholesky(L, n, rel, perm)
+    if r and L[r - 1, r - 1] * L[r - 1, r - 1] <= gap * L[0, 0] * L[0, 0]:
+        return False
     z = np.empty(max(r, 1))
     if r == n:                          # nonsingular: x = P^T L^-T L^-1 P b
         for i in range(n):

@@ -32,7 +32,7 @@ from .. import _kernels, structure
 from ..dynamics.energy import _energies, kinetic_energy, potential_energy
 from ..kinematics import frame_pose
 from ..model.configuration import difference, neutral
-from ._timestep_kernel import step_extremes
+from ._timestep_kernel import step_extremes as _step_extremes
 from .steps import STEPS
 from ..contact.geom_rows import geom_pairs_to_detect
 from ..contact.lcp import ContactSolverError
@@ -812,7 +812,7 @@ class Simulation:
             else:
                 gmin, gf, gmu = np.inf, np.zeros((0, 3)), np.zeros(0)
             ext = self._ext
-            step_extremes(gaps, uni.catalog.is_limit, float(gmin), f, uni.catalog.unit_mu, gf, gmu, ext)
+            _step_extremes(gaps, uni.catalog.is_limit, float(gmin), f, uni.catalog.unit_mu, gf, gmu, ext)
             lim, pen, fmin, ratio = ext.tolist()
             x["force_steps"] += 1
             x["min_normal_force"] = min(x["min_normal_force"], fmin)
