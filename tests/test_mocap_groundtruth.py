@@ -348,15 +348,19 @@ def events(down):
 
 
 def test_contact_phases_of_the_simulated_steps(run, tmp_path):
-    """The contact phases of the steps read as a 30 Hz capture (every 33rd frame) against the
-    simulation's: a foot is down while it pushes or rests on the ground (its lowest sole point
-    within 0.1 mm).  With thresholds at the simulation's scale (1 mm to land, 2 mm to lift; the
-    default speeds) the right foot's landing is found at its frame, and the lift-offs at most
-    two frames late, never early (a foot leaving the ground from rest rises as t^3: the right
-    foot is 0.5 mm up one frame after it leaves); no other event is found.  With the default
-    thresholds (4 and 6 cm, for captures whose standing soles float 1-3 cm above the ground) no
-    event at all is found: the 4 cm swing never rises above 6 cm and never moves faster than
-    1 m/s, so both feet stay down (docs/mocap.md)."""
+    """The contact phases of the steps read as a 30 Hz capture (every 33rd frame), without
+    smoothing and with the default one, against the simulation's: a foot is down while it pushes
+    or rests on the ground (its lowest sole point within 0.1 mm).  With the default thresholds,
+    adapted to the capture (``contact_heights``: its still feet rest on the ground to 2e-6 m, so
+    the floor, 0.1 mm to land and 0.15 mm to lift), exactly the simulation's events are found
+    (the right foot lifts and lands, the left foot lifts), each at the first frame at which the
+    sampled simulation shows it or the next one: never early (the event happened between that
+    frame and the one before, and a foot lifted early would lose a force it still has, one
+    landed early get a force in the air), at most one frame late.  Larger thresholds date the
+    lift-offs later (a foot leaving the ground from rest rises as t^3: 0.5 mm one frame after it
+    leaves): 1 mm / 2 mm up to two frames late; the fixed 4 cm / 6 cm of a real capture (whose
+    standing soles float 1-3 cm above the ground) find no event at all, the 4 cm swing never
+    rising above 6 cm nor moving faster than 1 m/s (docs/mocap.md)."""
     cap0, Q, F, TAU, DOWN, fn, _ = run
     m = cap0.model
     low = mocap.capture._sole_points(m, Q)[..., 2]
@@ -364,11 +368,29 @@ def test_contact_phases_of_the_simulated_steps(run, tmp_path):
     n = 33
     p = tmp_path / "steps30.bvh"
     mocap.write_bvh(p, cap0, Q[:-1:n], frame_time=n * H)
-    cap = mocap.load_bvh(p, mass=70, height=cap0.height, cutoff=None, ground=0.0)
     want = events(truth[::n])
     assert [(s, e) for _, s, e in want] == [(1, -1), (1, 1), (0, -1)]         # right lifts, lands; left lifts
-    got = events(mocap.contact_phases(cap, height_on=0.001, height_off=0.002))
-    assert [(s, e) for _, s, e in got] == [(s, e) for _, s, e in want], (got, want)
-    late = [int(g[0] - w[0]) for g, w in zip(got, want)]
+
+    def lateness(phases):
+        got = events(phases)
+        assert [(s, e) for _, s, e in got] == [(s, e) for _, s, e in want], (got, want)
+        return [int(g[0] - w[0]) for g, w in zip(got, want)]
+
+    late_default = []
+    for cutoff in (None, "auto"):
+        cap = mocap.load_bvh(p, mass=70, height=cap0.height, cutoff=cutoff, ground=0.0)
+        rest = mocap.capture.rest_height(cap)
+        assert abs(rest) < 1e-5, rest
+        on, off = mocap.contact_heights(cap)
+        assert on == mocap.capture.HEIGHT_MIN and off == pytest.approx(1.5 * on)
+        late = lateness(mocap.contact_phases(cap))
+        print(f"cutoff {cap.cutoff}: rest height {rest:.1e} m, thresholds {on * 1e3:.2f} / {off * 1e3:.2f} mm, "
+              f"events {late} frames late")
+        assert all(0 <= d <= 1 for d in late), late
+        late_default += late
+        fixed = mocap.contact_phases(cap, height_on=mocap.capture.HEIGHT_ON, height_off=mocap.capture.HEIGHT_OFF)
+        assert events(fixed) == []
+    cap = mocap.load_bvh(p, mass=70, height=cap0.height, cutoff=None, ground=0.0)
+    late = lateness(mocap.contact_phases(cap, height_on=0.001, height_off=0.002))
     assert late[1] == 0 and all(0 <= d <= 2 for d in late), late
-    assert events(mocap.contact_phases(cap)) == []
+    assert max(late) > max(late_default[:3])                  # (the read without smoothing: later than the default)
