@@ -75,10 +75,12 @@ AUTO_CUTOFF_MAX = 0.25
 HEIGHT_ON, HEIGHT_OFF, SPEED_ON, SPEED_OFF = 0.04, 0.06, 0.5, 1.0
 #: the adaptive landing height is ``REST_MARGIN`` times the height at which the capture's still
 #: feet rest (:func:`contact_heights`), and at least ``HEIGHT_MIN`` (m): the floor for noise-free
-#: data (a simulation), whose feet rest on the ground to rounding and so give no scale; at 30 Hz a
-#: foot leaving the ground from rest is 0.46 mm up one frame later (it rises as t^3), so 0.1 mm
-#: (0.15 mm to lift) dates it to that frame; 0.05-0.2 mm all did on the simulated steps
-REST_MARGIN, HEIGHT_MIN = 2.0, 1e-4
+#: data (a simulation), whose feet rest on the ground to rounding and so give no scale.  A foot that
+#: leaves the ground from rest rises as t^3 (0.46 mm one 30 Hz frame after it leaves): on the
+#: simulated steps of docs/mocap.md, read at 30, 50, 60, 100 and 125 Hz from every sampling offset,
+#: raw and smoothed, 0.15 mm (0.225 mm to lift) dates every event at its frame or one frame late;
+#: 0.12 mm put 3 of 33 smoothed 30 Hz reads a frame early, 0.18 mm one 125 Hz read two frames late
+REST_MARGIN, HEIGHT_MIN = 2.0, 1.5e-4
 #: the QP's regulariser weight (eps above): small, so the residual is zero wherever forces can make it so
 REGULARISATION = 1e-9
 
@@ -336,10 +338,10 @@ def rest_height(capture: Capture) -> float:
 def contact_heights(capture: Capture) -> tuple[float, float]:
     """The adaptive default (``height_on``, ``height_off``) of :func:`contact_phases` (m):
     ``height_on = clip(REST_MARGIN * rest_height(capture), HEIGHT_MIN, HEIGHT_ON)`` (twice the
-    height at which the capture's still feet rest, 0.1 mm to 4 cm) and ``height_off = height_on *
+    height at which the capture's still feet rest, 0.15 mm to 4 cm) and ``height_off = height_on *
     HEIGHT_OFF / HEIGHT_ON`` (the hysteresis in proportion).  The real 30 Hz walk of docs/mocap.md
     (its feet rest up to 2.8 cm up) gets the fixed 4 cm / 6 cm; a simulation (its feet on the
-    ground to rounding) gets the floor, 0.1 mm / 0.15 mm."""
+    ground to rounding) gets the floor, 0.15 mm / 0.225 mm."""
     on = float(np.clip(REST_MARGIN * rest_height(capture), HEIGHT_MIN, HEIGHT_ON))
     return on, HEIGHT_OFF * (on / HEIGHT_ON)
 
@@ -354,7 +356,7 @@ def contact_phases(capture: Capture, height_on: float | None = None, height_off:
     Speeds are central differences of the points' positions.
 
     ``height_on=None`` (default): adapted to the capture, :func:`contact_heights` (twice the
-    height at which its still feet rest, between 0.1 mm and 4 cm); ``height_off=None``:
+    height at which its still feet rest, between 0.15 mm and 4 cm); ``height_off=None``:
     ``height_on * HEIGHT_OFF / HEIGHT_ON`` (1.5 times).  The speeds are fixed (0.5 and 1 m/s):
     they tell a swing from a stance, which is the motion's, not the capture's."""
     if height_on is None:
