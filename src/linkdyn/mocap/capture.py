@@ -79,7 +79,8 @@ HEIGHT_ON, HEIGHT_OFF, SPEED_ON, SPEED_OFF = 0.04, 0.06, 0.5, 1.0
 #: leaves the ground from rest rises as t^3 (0.46 mm one 30 Hz frame after it leaves): on the
 #: simulated steps of docs/mocap.md, read at 30, 50, 60, 100 and 125 Hz from every sampling offset,
 #: raw and smoothed, 0.15 mm (0.225 mm to lift) dates every event at its frame or one frame late;
-#: 0.12 mm put 3 of 33 smoothed 30 Hz reads a frame early, 0.18 mm one 125 Hz read two frames late
+#: 0.12 mm put an event of 3 of the 33 smoothed 30 Hz reads a frame early, 0.18 mm one of 3 of the
+#: 16 reads at 125 Hz two frames late
 REST_MARGIN, HEIGHT_MIN = 2.0, 1.5e-4
 #: the QP's regulariser weight (eps above): small, so the residual is zero wherever forces can make it so
 REGULARISATION = 1e-9
