@@ -503,9 +503,9 @@ def test_real_walk_residual_and_vertical_reaction(real_walk):
 
 def test_real_walk_adaptive_contact_heights_are_the_fixed_ones(real_walk):
     """On the real 30 Hz walk of docs/mocap.md the default contact heights, adapted to the capture
-    (twice the height at which its still feet rest, at most 4 cm), are the fixed 4 cm / 6 cm its
-    phases were tuned with: its still feet rest more than 2 cm above the detected ground (the
-    skeleton's foot joints are not its soles), and not one frame of its phases changes."""
+    (three times the height at which its still feet rest, at most 4 cm), are the fixed 4 cm / 6 cm
+    its phases were tuned with: its still feet rest more than a third of 4 cm above the detected
+    ground (the skeleton's foot joints are not its soles), and not one frame of its phases changes."""
     cap = mocap.load_bvh(real_walk, mass=70, height=1.75)
     c = mocap.capture
     rest = c.rest_height(cap)

@@ -74,14 +74,16 @@ AUTO_CUTOFF_MAX = 0.25
 #: down.  The heights are the ceiling of the adaptive defaults (:func:`contact_heights`)
 HEIGHT_ON, HEIGHT_OFF, SPEED_ON, SPEED_OFF = 0.04, 0.06, 0.5, 1.0
 #: the adaptive landing height is ``REST_MARGIN`` times the height at which the capture's still
-#: feet rest (:func:`contact_heights`), and at least ``HEIGHT_MIN`` (m): the floor for noise-free
-#: data (a simulation), whose feet rest on the ground to rounding and so give no scale.  A foot that
-#: leaves the ground from rest rises as t^3 (0.46 mm one 30 Hz frame after it leaves): on the
-#: simulated steps of docs/mocap.md, read at 30, 50, 60, 100 and 125 Hz from every sampling offset,
-#: raw and smoothed, 0.15 mm (0.225 mm to lift) dates every event at its frame or one frame late;
-#: 0.12 mm put an event of 3 of the 33 smoothed 30 Hz reads a frame early, 0.18 mm one of 3 of the
-#: 16 reads at 125 Hz two frames late
-REST_MARGIN, HEIGHT_MIN = 2.0, 1.5e-4
+#: feet rest (:func:`contact_heights`), and at least ``HEIGHT_MIN`` (m).  3, a margin: any factor
+#: from 1.42 keeps the real walk of docs/mocap.md at 4 cm; with 2, 205 of 873 pieces of 1-3 s cut
+#: from it got lower heights and 8 of them other phases (11 frames), and the simulated steps with
+#: 1 mm of noise a spurious landing.  The floor is for noise-free data (a simulation), whose feet rest on the ground to
+#: rounding and so give no scale.  A foot that leaves the ground from rest rises as t^3 (0.46 mm one
+#: 30 Hz frame after it leaves): on the simulated steps of docs/mocap.md, read at 30, 50, 60, 100 and
+#: 125 Hz from every sampling offset, raw and smoothed, 0.15 mm (0.225 mm to lift) dates every event
+#: at its frame or one frame late; 0.12 mm put an event of 3 of the 33 smoothed 30 Hz reads a frame
+#: early, 0.18 mm one of 3 of the 16 reads at 125 Hz two frames late
+REST_MARGIN, HEIGHT_MIN = 3.0, 1.5e-4
 #: the QP's regulariser weight (eps above): small, so the residual is zero wherever forces can make it so
 REGULARISATION = 1e-9
 
@@ -338,11 +340,11 @@ def rest_height(capture: Capture) -> float:
 
 def contact_heights(capture: Capture) -> tuple[float, float]:
     """The adaptive default (``height_on``, ``height_off``) of :func:`contact_phases` (m):
-    ``height_on = clip(REST_MARGIN * rest_height(capture), HEIGHT_MIN, HEIGHT_ON)`` (twice the
-    height at which the capture's still feet rest, 0.15 mm to 4 cm) and ``height_off = height_on *
-    HEIGHT_OFF / HEIGHT_ON`` (the hysteresis in proportion).  The real 30 Hz walk of docs/mocap.md
-    (its feet rest up to 2.8 cm up) gets the fixed 4 cm / 6 cm; a simulation (its feet on the
-    ground to rounding) gets the floor, 0.15 mm / 0.225 mm."""
+    ``height_on = clip(REST_MARGIN * rest_height(capture), HEIGHT_MIN, HEIGHT_ON)`` (three times
+    the height at which the capture's still feet rest, 0.15 mm to 4 cm) and ``height_off =
+    height_on * HEIGHT_OFF / HEIGHT_ON`` (the hysteresis in proportion).  The real 30 Hz walk of
+    docs/mocap.md (its still feet rest up to 2.8 cm up) gets the fixed 4 cm / 6 cm; a simulation
+    (its feet on the ground to rounding) the floor, 0.15 mm / 0.225 mm."""
     on = float(np.clip(REST_MARGIN * rest_height(capture), HEIGHT_MIN, HEIGHT_ON))
     return on, HEIGHT_OFF * (on / HEIGHT_ON)
 
@@ -356,7 +358,7 @@ def contact_phases(capture: Capture, height_on: float | None = None, height_off:
     faster than ``speed_off`` (hysteresis: ``height_off >= height_on``, ``speed_off >= speed_on``).
     Speeds are central differences of the points' positions.
 
-    ``height_on=None`` (default): adapted to the capture, :func:`contact_heights` (twice the
+    ``height_on=None`` (default): adapted to the capture, :func:`contact_heights` (three times the
     height at which its still feet rest, between 0.15 mm and 4 cm); ``height_off=None``:
     ``height_on * HEIGHT_OFF / HEIGHT_ON`` (1.5 times).  The speeds are fixed (0.5 and 1 m/s):
     they tell a swing from a stance, which is the motion's, not the capture's."""
