@@ -501,6 +501,21 @@ def test_real_walk_residual_and_vertical_reaction(real_walk):
     assert (np.abs(res.forces[..., :2]) <= 0.8 * fz[..., None] + 1e-6 * W).all()
 
 
+def test_real_walk_adaptive_contact_heights_are_the_fixed_ones(real_walk):
+    """On the real 30 Hz walk of docs/mocap.md the default contact heights, adapted to the capture
+    (three times the height at which its still feet rest, at most 4 cm), are the fixed 4 cm / 6 cm
+    its phases were tuned with: its still feet rest more than a third of 4 cm above the detected
+    ground (the skeleton's foot joints are not its soles), and not one frame of its phases changes."""
+    cap = mocap.load_bvh(real_walk, mass=70, height=1.75)
+    c = mocap.capture
+    rest = c.rest_height(cap)
+    assert rest > c.HEIGHT_ON / c.REST_MARGIN, rest
+    assert mocap.contact_heights(cap) == (c.HEIGHT_ON, c.HEIGHT_OFF)
+    fixed = mocap.contact_phases(cap, height_on=c.HEIGHT_ON, height_off=c.HEIGHT_OFF)
+    assert (mocap.contact_phases(cap) == fixed).all()
+    assert fixed.any(axis=1).all() and not fixed.all()        # (phases with swings, a foot down in every frame)
+
+
 def test_a_foot_rolling_over_its_toes_stays_down(tmp_path):
     """A figure standing flat that then pitches forward about its toe line (heels rising at up
     to 3 m/s, the toes still on the ground) keeps both feet down: one sole point low and still

@@ -347,28 +347,77 @@ def events(down):
     return sorted(out)
 
 
-def test_contact_phases_of_the_simulated_steps(run, tmp_path):
-    """The contact phases of the steps read as a 30 Hz capture (every 33rd frame) against the
-    simulation's: a foot is down while it pushes or rests on the ground (its lowest sole point
-    within 0.1 mm).  With thresholds at the simulation's scale (1 mm to land, 2 mm to lift; the
-    default speeds) the right foot's landing is found at its frame, and the lift-offs at most
-    two frames late, never early (a foot leaving the ground from rest rises as t^3: the right
-    foot is 0.5 mm up one frame after it leaves); no other event is found.  With the default
-    thresholds (4 and 6 cm, for captures whose standing soles float 1-3 cm above the ground) no
-    event at all is found: the 4 cm swing never rises above 6 cm and never moves faster than
-    1 m/s, so both feet stay down (docs/mocap.md)."""
+def sampled(run, tmp_path, n, offset=0):
+    """The steps as a capture file of every n-th frame from ``offset``, and the simulation's contact
+    events at its frames: a foot is down while it pushes or rests on the ground (its lowest sole
+    point within 0.1 mm)."""
     cap0, Q, F, TAU, DOWN, fn, _ = run
-    m = cap0.model
-    low = mocap.capture._sole_points(m, Q)[..., 2]
+    low = mocap.capture._sole_points(cap0.model, Q)[..., 2]
     truth = np.stack([DOWN[:, s] | (low[:, 4 * s:4 * s + 4].min(1) <= 1e-4) for s in range(2)], axis=1)[:-1]
-    n = 33
-    p = tmp_path / "steps30.bvh"
-    mocap.write_bvh(p, cap0, Q[:-1:n], frame_time=n * H)
-    cap = mocap.load_bvh(p, mass=70, height=cap0.height, cutoff=None, ground=0.0)
-    want = events(truth[::n])
+    p = tmp_path / f"steps_{n}_{offset}.bvh"
+    mocap.write_bvh(p, cap0, Q[offset:-1:n], frame_time=n * H)
+    want = events(truth[offset::n])
     assert [(s, e) for _, s, e in want] == [(1, -1), (1, 1), (0, -1)]         # right lifts, lands; left lifts
-    got = events(mocap.contact_phases(cap, height_on=0.001, height_off=0.002))
+    return p, want
+
+
+def lateness(phases, want):
+    """Each found event's frame less the simulation's (the same events in the same order, or fail)."""
+    got = events(phases)
     assert [(s, e) for _, s, e in got] == [(s, e) for _, s, e in want], (got, want)
-    late = [int(g[0] - w[0]) for g, w in zip(got, want)]
-    assert late[1] == 0 and all(0 <= d <= 2 for d in late), late
-    assert events(mocap.contact_phases(cap)) == []
+    return [int(g[0] - w[0]) for g, w in zip(got, want)]
+
+
+def default_lateness(run, p, want, cutoff):
+    """The lateness of the default phases of the file read with ``cutoff``, checking that the
+    capture's still feet rest on the ground (within 10 um) so that the heights are the floor."""
+    cap = mocap.load_bvh(p, mass=70, height=run[0].height, cutoff=cutoff, ground=0.0)
+    rest = mocap.capture.rest_height(cap)
+    assert abs(rest) < 1e-5, rest
+    on, off = mocap.contact_heights(cap)
+    assert on == mocap.capture.HEIGHT_MIN and off == pytest.approx(1.5 * on)
+    return cap, lateness(mocap.contact_phases(cap), want)
+
+
+def test_contact_phases_of_the_simulated_steps(run, tmp_path):
+    """The contact phases of the steps read as a 30 Hz capture (every 33rd frame, from each of the
+    33 sampling offsets), without smoothing and with the default one, against the simulation's (``sampled``).
+    With the default thresholds, adapted to the capture (``contact_heights``: its still feet rest
+    on the ground to 2e-6 m, so the floor, 0.15 mm to land and 0.225 mm to lift), exactly the
+    simulation's events are found (the right foot lifts and lands, the left foot lifts), each at
+    the first frame at which the sampled simulation shows it or the next one: never early (the
+    event happened between that frame and the one before, and a foot lifted early would lose a
+    force it still has, one landed early get a force in the air), at most one frame late.  Larger
+    thresholds date the lift-offs later (a foot leaving the ground from rest rises as t^3: 0.5 mm
+    one frame after it leaves): 1 mm / 2 mm up to two frames late; the fixed 4 cm / 6 cm of a real
+    capture (whose standing soles float 1-3 cm above the ground) find no event at all, the 4 cm
+    swing never rising above 6 cm nor moving faster than 1 m/s (docs/mocap.md)."""
+    c = mocap.capture
+    tally = {}
+    for offset in range(33):
+        p, want = sampled(run, tmp_path, 33, offset)
+        for cutoff in (None, "auto"):
+            cap, late = default_lateness(run, p, want, cutoff)
+            assert all(0 <= d <= 1 for d in late), (offset, cutoff, late)
+            tally[cutoff, tuple(late)] = tally.get((cutoff, tuple(late)), 0) + 1
+            assert events(mocap.contact_phases(cap, height_on=c.HEIGHT_ON, height_off=c.HEIGHT_OFF)) == []
+            if offset == 0 and cutoff is None:
+                coarse = lateness(mocap.contact_phases(cap, height_on=0.001, height_off=0.002), want)
+                assert coarse[1] == 0 and all(0 <= d <= 2 for d in coarse), coarse
+                assert max(coarse) > max(late)
+    print("frames late (right lifts, lands; left lifts): reads", tally)
+
+
+@pytest.mark.slow
+def test_contact_phases_of_the_simulated_steps_at_every_offset(run, tmp_path):
+    """The same at 60 and 100 Hz (every 17th and 10th frame) from every sampling offset, without
+    smoothing and with the default one: every event at its frame or one late."""
+    worst = {}
+    for n in (17, 10):
+        for offset in range(n):
+            p, want = sampled(run, tmp_path, n, offset)
+            for cutoff in (None, "auto"):
+                late = default_lateness(run, p, want, cutoff)[1]
+                assert all(0 <= d <= 1 for d in late), (n, offset, cutoff, late)
+                worst[n] = max(worst.get(n, 0), *late)
+    print("latest event (frames):", worst)

@@ -501,7 +501,9 @@ def _mocap(args) -> int:
           f"file unit {unit}, figure {cap.mass:g} kg, {cap.height:.3f} m, "
           f"cut-off {'none' if cap.cutoff is None else f'{cap.cutoff:.3g} Hz'}"
           f"{' (residual analysis)' if cutoff == 'auto' else ''}, ground at {cap.ground:+.3f} m (file)")
-    print("contact phases:")
+    on, off = mocap.contact_heights(cap)
+    print(f"contact phases (a foot lands below {on * 1e3:.3g} mm, lifts above {off * 1e3:.3g} mm: the default heights "
+          f"adapted to the capture):")
     for k, side in enumerate(cap.feet.names):
         runs = _phase_runs(res.phases[:, k])
         spans = ", ".join(f"{a * cap.dt:.2f}-{b * cap.dt:.2f} s" for a, b in runs[:6]) + (" ..." if len(runs) > 6 else "")

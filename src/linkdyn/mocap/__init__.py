@@ -4,7 +4,8 @@ unknown ground reactions (issue 26; docs/mocap.md).
 ``load_bvh(path, mass=, height=) -> Capture`` (``.model .t .q .v .a``),
 ``inverse_dynamics(capture) -> InverseDynamics`` (``.tau .grf .cop .residual``),
 ``dynamics_filter(capture) -> Capture`` (Yamane and Nakamura 2003; ``.filter`` its report),
-``contact_phases(capture)``, ``write_bvh(path, capture, q)`` and :class:`MocapError`;
+``contact_phases(capture)`` (its default heights adapted to the capture: ``contact_heights(capture)``),
+``write_bvh(path, capture, q)`` and :class:`MocapError`;
 ``retarget(capture_or_path) -> Retargeted`` (the capture on ``models.human_figure()``, its
 limits' clipping per joint) and ``write_figure_bvh``; ``plot_capture`` (ground reactions, centres
 of pressure, torques, powers, residuals: the ``plot`` extra) and ``view_capture`` (the 3-D page,
@@ -16,15 +17,15 @@ linkdyn but the CLI imports it).  Reading BVH needs the ``mocap`` extra (``pybvh
 ``proxsuite`` (or ``clarabel``/``osqp``), in the same extra.
 """
 from .bvh import MocapError, Skeleton, read_skeleton
-from .capture import (DEFAULT_CUTOFF, Capture, InverseDynamics, contact_phases, inverse_dynamics, kinematics,
-                      load_bvh, write_bvh)
+from .capture import (DEFAULT_CUTOFF, Capture, InverseDynamics, contact_heights, contact_phases,
+                      inverse_dynamics, kinematics, load_bvh, write_bvh)
 from .filter import FilterReport, dynamics_filter
 from .figure import Y_UP_TO_Z_UP, Feet, build_figure, classify, side_of
 from . import limits  # noqa: F401  (ld.mocap.limits.anatomical_limits)
 
 __all__ = ["MocapError", "Skeleton", "read_skeleton", "DEFAULT_CUTOFF", "Capture", "InverseDynamics",
-           "contact_phases", "inverse_dynamics", "kinematics", "load_bvh", "write_bvh", "Y_UP_TO_Z_UP", "Feet",
-           "build_figure", "classify", "side_of", "FilterReport", "dynamics_filter"]
+           "contact_heights", "contact_phases", "inverse_dynamics", "kinematics", "load_bvh", "write_bvh",
+           "Y_UP_TO_Z_UP", "Feet", "build_figure", "classify", "side_of", "FilterReport", "dynamics_filter"]
 
 from .c3d import Markers, read_c3d  # noqa: E402
 from .plots import plot_capture  # noqa: E402

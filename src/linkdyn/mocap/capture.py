@@ -70,8 +70,20 @@ AUTO_CUTOFF_MAX = 0.25
 #: ``HEIGHT_ON`` and slower than ``SPEED_ON``; it lifts when every point is above ``HEIGHT_OFF``
 #: or faster than ``SPEED_OFF`` (hysteresis).  4 cm, not 2: on the real 30 Hz capture of
 #: docs/mocap.md the standing feet's sole points rest 1-3 cm above the detected ground (the
-#: skeleton's foot joints are not its soles), and a 2 cm threshold left 13 % of a walk with no foot down
+#: skeleton's foot joints are not its soles), and a 2 cm threshold left 13 % of a walk with no foot
+#: down.  The heights are the ceiling of the adaptive defaults (:func:`contact_heights`)
 HEIGHT_ON, HEIGHT_OFF, SPEED_ON, SPEED_OFF = 0.04, 0.06, 0.5, 1.0
+#: the adaptive landing height is ``REST_MARGIN`` times the height at which the capture's still
+#: feet rest (:func:`contact_heights`), and at least ``HEIGHT_MIN`` (m).  3, a margin: any factor
+#: from 1.42 keeps the real walk of docs/mocap.md at 4 cm; with 2, 205 of 873 pieces of 1-3 s cut
+#: from it got lower heights and 8 of them other phases (11 frames), and the simulated steps with
+#: 1 mm of noise a spurious landing.  The floor is for noise-free data (a simulation), whose feet rest on the ground to
+#: rounding and so give no scale.  A foot that leaves the ground from rest rises as t^3 (0.46 mm one
+#: 30 Hz frame after it leaves): on the simulated steps of docs/mocap.md, read at 30, 50, 60, 100 and
+#: 125 Hz from every sampling offset, raw and smoothed, 0.15 mm (0.225 mm to lift) dates every event
+#: at its frame or one frame late; 0.12 mm put an event of 3 of the 33 smoothed 30 Hz reads a frame
+#: early, 0.18 mm one of 3 of the 16 reads at 125 Hz two frames late
+REST_MARGIN, HEIGHT_MIN = 3.0, 1.5e-4
 #: the QP's regulariser weight (eps above): small, so the residual is zero wherever forces can make it so
 REGULARISATION = 1e-9
 
@@ -298,27 +310,67 @@ def _sole_points(model, q, kin=None):
     return out
 
 
-def contact_phases(capture: Capture, height_on: float = HEIGHT_ON, height_off: float = HEIGHT_OFF,
+def _foot_points(capture):
+    """Per foot: the heights (T, n) and central-difference speeds (T, n) of its sole points."""
+    P = _sole_points(capture.model, capture.q)
+    names = [c.name for c in capture.model.contacts]
+    out = []
+    for pts in capture.feet.points:
+        Pf = P[:, [names.index(n) for n in pts]]
+        vel = np.gradient(Pf, capture.dt, axis=0) if len(Pf) > 1 else np.zeros_like(Pf)
+        out.append((Pf[..., 2], np.linalg.norm(vel, axis=2)))
+    return out
+
+
+def rest_height(capture: Capture) -> float:
+    """How high the capture's still feet rest above its ground (m): for each foot, over the frames
+    in which its slowest sole point is at most as fast as in its median frame (the stiller half of
+    the clip: its stance), the 90th percentile of its lowest sole point's height; the larger of the
+    feet's.  A capture's own floor: the distance of the skeleton's foot joints from the soles
+    (2.8 cm on the real walk of docs/mocap.md), the markers' scatter, the smoothing's ringing
+    (2e-6 m on the simulated steps read at 30 Hz with the default smoothing), rounding (below
+    1e-15 m on the same read without smoothing)."""
+    heights = []
+    for z, speed in _foot_points(capture):
+        if z.size:
+            slowest = speed.min(axis=1)
+            heights.append(np.percentile(z.min(axis=1)[slowest <= np.median(slowest)], 90))
+    return float(max(heights)) if heights else HEIGHT_ON
+
+
+def contact_heights(capture: Capture) -> tuple[float, float]:
+    """The adaptive default (``height_on``, ``height_off``) of :func:`contact_phases` (m):
+    ``height_on = clip(REST_MARGIN * rest_height(capture), HEIGHT_MIN, HEIGHT_ON)`` (three times
+    the height at which the capture's still feet rest, 0.15 mm to 4 cm) and ``height_off =
+    height_on * HEIGHT_OFF / HEIGHT_ON`` (the hysteresis in proportion).  The real 30 Hz walk of
+    docs/mocap.md (its still feet rest up to 2.8 cm up) gets the fixed 4 cm / 6 cm; a simulation
+    (its feet on the ground to rounding) the floor, 0.15 mm / 0.225 mm."""
+    on = float(np.clip(REST_MARGIN * rest_height(capture), HEIGHT_MIN, HEIGHT_ON))
+    return on, HEIGHT_OFF * (on / HEIGHT_ON)
+
+
+def contact_phases(capture: Capture, height_on: float | None = None, height_off: float | None = None,
                    speed_on: float = SPEED_ON, speed_off: float = SPEED_OFF) -> NDArray[np.bool_]:
     """(T, nfeet) booleans: which feet are on the ground.  A foot lands when one of its sole
     points is below ``height_on`` (m above the ground) and slower than ``speed_on`` (m/s): a
     heel that strikes or a toe that the foot rolls over rests on the ground while the rest of
     the foot turns about it.  It stays down until every sole point is above ``height_off`` or
     faster than ``speed_off`` (hysteresis: ``height_off >= height_on``, ``speed_off >= speed_on``).
-    Speeds are central differences of the points' positions."""
+    Speeds are central differences of the points' positions.
+
+    ``height_on=None`` (default): adapted to the capture, :func:`contact_heights` (three times the
+    height at which its still feet rest, between 0.15 mm and 4 cm); ``height_off=None``:
+    ``height_on * HEIGHT_OFF / HEIGHT_ON`` (1.5 times).  The speeds are fixed (0.5 and 1 m/s):
+    they tell a swing from a stance, which is the motion's, not the capture's."""
+    if height_on is None:
+        height_on = contact_heights(capture)[0]
+    if height_off is None:
+        height_off = HEIGHT_OFF * (height_on / HEIGHT_ON)
     if height_off < height_on or speed_off < speed_on:
         raise ValueError("contact_phases: the off thresholds must not be below the on thresholds (hysteresis)")
-    m = capture.model
-    P = _sole_points(m, capture.q)
-    names = [c.name for c in m.contacts]
-    dt = capture.dt
     T = len(capture.t)
     out = np.zeros((T, len(capture.feet.names)), dtype=bool)
-    for k, pts in enumerate(capture.feet.points):
-        idx = [names.index(n) for n in pts]
-        z = P[:, idx, 2]
-        vel = np.gradient(P[:, idx], dt, axis=0) if T > 1 else np.zeros_like(P[:, idx])
-        speed = np.linalg.norm(vel, axis=2)
+    for k, (z, speed) in enumerate(_foot_points(capture)):
         on = ((z < height_on) & (speed < speed_on)).any(axis=1)
         off = ((z > height_off) | (speed > speed_off)).all(axis=1)
         down = False
