@@ -643,8 +643,8 @@ class Simulation:
         self._fire_due()
 
     def _run_compiled(self, limit):
-        """Up to ``limit`` steps of dt in one compiled call (``TimeStepping.run``), for a tree under
-        time stepping with no controller, no constraints and no watches, up to the next recorded
+        """Up to ``limit`` steps of dt in one compiled call (``TimeStepping.run``), for a tree or a
+        closed chain under time stepping with no controller, no constraints and no watches, up to the next recorded
         sample or scheduled action; the call stops before any step with a projection or an
         error, which ``step`` then takes, and after a step with an impact (its event recorded
         here).  What ``step`` books per step (the ledger, the

@@ -33,6 +33,13 @@ with the bound b of each unit at gap phi:
   energy along the normal (``_timestep_kernel.restitution_bound``; e |n v| when nothing
   accelerates the unit).
 
+**Closed chains** take the same step with their loops held: the free motion's q'' is that of the
+closed chain (``linkdyn.loops``), the impulses act through Z, the inverse inertia projected onto
+the motions the loops allow (``contact.dynamics.Response``: M alone is singular on the massless
+cut joints), and after the configuration step (q, v) are put back onto the loops
+(``linkdyn.sim.steps.project``: Newton steps on the loop error and the velocity projected, both
+in the kinetic-energy metric).  An impact's event reports the impulses each loop took.
+
 The problem is the one ``linkdyn.contact.lcp`` solves (``lcp._step_solve``: Gauss-Seidel
 warm-started from the last step, and the polish of its active set; the Python step and the
 compiled one call the same function) (A = G Z F, the Delassus matrix of the rows), and it is the velocity-level form of the acceleration problem of
@@ -261,10 +268,14 @@ class TimeStepping:
         return kinds, mus, normals, G, r, unit, slot, vn
 
     def step(self, q, v, tau, dt, t):
-        """One step of dt from time t; returns (q, v, events).  A tree is stepped by one
-        compiled call (``linkdyn.sim._timestep_kernel``), its geom contacts included; a closed
-        chain or a geared model in Python (loops go through the KKT system of
-        ``linkdyn.contact.dynamics.Response``)."""
+        """One step of dt from time t; returns (q, v, events).  A tree or a closed chain is
+        stepped by one compiled call (``linkdyn.sim._timestep_kernel``), its geom contacts and
+        its loops included (q'' with the loops closed, the impulses' response with the loops
+        held, the projection back onto the loops); a geared model in Python (its reduced
+        coordinates: the loops through the KKT system of ``linkdyn.contact.dynamics.Response``).
+        A step the compiled call cannot finish (bad input, a blow-up, an answer above the
+        solver's tolerance, loops that the metric Newton steps do not close) is taken again by
+        the Python step from the same state."""
         from .steps import joint_friction_power
         out = self._step_compiled(q, v, tau, dt, t) if self._compiled else None
         if out is None:
@@ -358,7 +369,7 @@ class TimeStepping:
 
     def run(self, q, v, tau, h, nsteps, t=0.0, rec=None):
         """Up to ``nsteps`` steps of h from time t under constant torques tau in one compiled call
-        (a tree only: ``_compiled``), as many as are ordinary: the first step with a penetration
+        (a tree or a closed chain: ``_compiled``), as many as are ordinary: the first step with a penetration
         to project out, an unsolved problem or bad input is left undone, for ``step`` to take; a
         step with an impact (a unit hit faster than V_REPORT) is taken and ends the call.  Returns
         (q, v, k, totals, events): the state after the k steps taken, what ``Simulation`` books per
