@@ -168,3 +168,32 @@ def test_a_geared_closed_chain_keeps_the_python_step():
     m = gripper(rocker_lower=1.7, damping=0.0)
     assert m._full is not None and m.nloops
     assert not ts.TimeStepping(m)._compiled
+
+
+def test_loops_the_kernel_cannot_close_go_to_the_python_step():
+    """Where the kernel's Newton steps leave the loops open (here: none allowed), the compiled step
+    gives the step back (status LOOP_STALL) and the Python step takes it from the same state
+    (``steps.project``, with ``close_loops`` to finish): the same motion, every moving step taken
+    in Python, in single steps and in ``Simulation.run``."""
+    from linkdyn.sim import _timestep_kernel as K
+    for use_run in (False, True):
+        a, b = _sim(four_bar, False, record_every=1), _sim(four_bar, True, record_every=1)
+        a._uni._prm[9] = 0                      # LOOP_NEWTON: no Newton step in the kernel
+        calls = []
+        python = a._uni._step_python
+
+        def counted(*args, **kw):
+            calls.append(1)
+            return python(*args, **kw)
+        a._uni._step_python = counted
+        if use_run:
+            a.run(until=0.2, progress=False)
+            b.run(until=0.2, progress=False)
+        else:
+            for _ in range(200):
+                a.step()
+                b.step()
+        assert len(calls) > 100                 # (at rest on its stop a step leaves the loop closed)
+        assert np.abs(a.q - b.q).max() <= 1e-12 and np.abs(a.v - b.v).max() <= 1e-9
+        assert_closed(a.model, a.q, a.v)
+    assert K.LOOP_STALL not in (0, K.BAD_BALL)
