@@ -683,6 +683,7 @@ def run_kernel(buf, lbuf, q, v, tau, h, nsteps, geo, mask, pair_mu, pair_e, lim_
     M = np.empty((nv, nv))
     Pq, lforce = np.zeros(nv), np.empty((0 if lbuf is None else _loop_count(lbuf), 6))
     dq = np.empty(nv)
+    ext, gmu = np.empty(4), np.empty(con_i.shape[0])
     warm0, ci0, cf0, gP0 = np.empty_like(warm), np.empty_like(con_i), np.empty_like(con_f), np.empty_like(gP)
     ctl, rS, rQ, rV, rF, rG, rW, rGO, rGI, rGX = rec
     every = ctl[0]
@@ -760,21 +761,15 @@ def run_kernel(buf, lbuf, q, v, tau, h, nsteps, geo, mask, pair_mu, pair_e, lim_
         acc[2] += h * loss
         acc[3] += tw
         # the running extremes (Simulation._watch)
-        for u in range(size):
-            if limit[u]:
-                acc[4] = max(acc[4], -gaps[u])
-            elif np.isfinite(gaps[u]):
-                acc[5] = max(acc[5], -gaps[u])
-        acc[5] = max(acc[5], -info[4])
+        for r in range(ng):
+            gmu[r] = con_f[r, 7]
+        step_extremes(gaps, limit, info[4], force, unit_mu, gforce[:ng], gmu[:ng], ext)
+        acc[4] = max(acc[4], ext[0])
+        acc[5] = max(acc[5], ext[1])
+        acc[6] = min(acc[6], ext[2])
+        acc[7] = max(acc[7], ext[3])
         if size or gk[0].shape[0]:
             acc[9] += 1.0
-        for u in range(size + ng):
-            f0, f1, f2 = (force[u, 0], force[u, 1], force[u, 2]) if u < size else \
-                (gforce[u - size, 0], gforce[u - size, 1], gforce[u - size, 2])
-            mu = unit_mu[u] if u < size else con_f[u - size, 7]
-            acc[6] = min(acc[6], f0)
-            if f0 > 0.0 and mu > 0.0:
-                acc[7] = max(acc[7], np.sqrt(f1 * f1 + f2 * f2) / (mu * f0))
         acc[8] = max(acc[8], w)
         if pushing:
             acc[10] += 1.0
@@ -801,6 +796,33 @@ def run_kernel(buf, lbuf, q, v, tau, h, nsteps, geo, mask, pair_mu, pair_e, lim_
 def _loop_count(lbuf):
     """The number of loops in a packed loop buffer (``layout.pack_loops``: its header's first int64)."""
     return lbuf[:1].view(np.int64)[0]
+
+
+@njit(cache=True)
+def step_extremes(gaps, limit, gmin, force, unit_mu, gforce, gmu, out):
+    """One step's part of the running extremes (``Recording.extremes``), the same sums for a
+    single step (``Simulation._watch``) and a compiled run (``run_kernel``): out = [the largest
+    limit overshoot, the deepest penetration (of the units' gaps at the step's end, finite ones,
+    and of gmin, the geom contacts' smallest distance; 0 if none), the smallest normal force
+    (inf if none), the largest friction / cone ratio of a pushing contact with friction (0 if
+    none)]; force (n, 3) as (f_n, f_t1, f_t2) with friction coefficients unit_mu, the geom
+    contacts' gforce and gmu alike."""
+    lim, pen, fmin, ratio = 0.0, max(0.0, -gmin), np.inf, 0.0
+    for u in range(gaps.shape[0]):
+        if limit[u]:
+            lim = max(lim, -gaps[u])
+        elif np.isfinite(gaps[u]):
+            pen = max(pen, -gaps[u])
+    for u in range(force.shape[0] + gforce.shape[0]):
+        if u < force.shape[0]:
+            f0, f1, f2, mu = force[u, 0], force[u, 1], force[u, 2], unit_mu[u]
+        else:
+            r = u - force.shape[0]
+            f0, f1, f2, mu = gforce[r, 0], gforce[r, 1], gforce[r, 2], gmu[r]
+        fmin = min(fmin, f0)
+        if f0 > 0.0 and mu > 0.0:
+            ratio = max(ratio, np.sqrt(f1 * f1 + f2 * f2) / (mu * f0))
+    out[0], out[1], out[2], out[3] = lim, pen, fmin, ratio
 
 
 @njit(cache=True)

@@ -29,9 +29,10 @@ from typing import TYPE_CHECKING, Any, Callable, Sequence
 import numpy as np
 
 from .. import _kernels, structure
-from ..dynamics.energy import kinetic_energy, potential_energy
+from ..dynamics.energy import _energies, kinetic_energy, potential_energy
 from ..kinematics import frame_pose
 from ..model.configuration import difference, neutral
+from ._timestep_kernel import step_extremes
 from .steps import STEPS
 from ..contact.geom_rows import geom_pairs_to_detect
 from ..contact.lcp import ContactSolverError
@@ -51,12 +52,96 @@ if TYPE_CHECKING:
     from .checks import Checks
 
 
+def _energy_pair(m, q, v):
+    """(kinetic, potential) energy at (q, v) as floats, one compiled call for a tree."""
+    if m._full is None:
+        e = _energies(m, q, v)
+        return float(e[0]), float(e[1])
+    return float(kinetic_energy(m, q, v)), float(potential_energy(m, q))
+
+
+class _Interrupts:
+    """Ctrl-C (SIGINT) held while a run is on (``_held_interrupts``): the run installs one handler
+    for all its steps, and each block that changes the simulation's state together
+    (``_deferred_interrupt``) only counts itself open: a Ctrl-C that arrives inside one waits for
+    it to close, one that arrives between them is raised at once (as without the handler).
+    Installing a handler per block cost two ``signal.signal`` calls a step (6 us)."""
+    depth = 0           # blocks open
+    pending = None      # the frame of a Ctrl-C that waits for them to close
+    active = False      # a run holds Ctrl-C
+    old: Any = None     # the handler before the run's
+
+
+def _deliver(frame):
+    """The Ctrl-C as the handler before the run's would have taken it."""
+    old = _Interrupts.old
+    if callable(old):
+        old(signal.SIGINT, frame)
+    else:
+        raise KeyboardInterrupt
+
+
+def _on_sigint(sig, frame):
+    if _Interrupts.depth:
+        _Interrupts.pending = frame
+    else:
+        _deliver(frame)
+
+
 @contextlib.contextmanager
+def _held_interrupts():
+    """A run's steps under one SIGINT handler (``_Interrupts``); nothing in another thread, in
+    an interpreter without signals, or inside a run that holds them already."""
+    if _Interrupts.active or threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    try:
+        old = signal.signal(signal.SIGINT, _on_sigint)
+    except (ValueError, OSError):                 # no signals here (an embedded interpreter)
+        yield
+        return
+    _Interrupts.old, _Interrupts.active = old, True
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, old)
+        _Interrupts.old, _Interrupts.active = None, False
+        _Interrupts.depth = 0
+        _Interrupts.pending = None
+
+
+class _Deferred:
+    """The block of ``_deferred_interrupt`` inside a run that holds Ctrl-C: a counter."""
+    __slots__ = ()
+
+    def __enter__(self):
+        _Interrupts.depth += 1
+
+    def __exit__(self, *exc):
+        _Interrupts.depth -= 1
+        if not _Interrupts.depth and _Interrupts.pending is not None:
+            frame, _Interrupts.pending = _Interrupts.pending, None
+            _deliver(frame)
+        return False
+
+
+_DEFERRED = _Deferred()
+
+
 def _deferred_interrupt():
     """Hold a Ctrl-C (SIGINT) that arrives inside the block until the block is done, then raise
     it: for the few statements that change the simulation's state together (q, v and t; a
     structure change and its segment; an event and its "done" mark), which an interrupt
-    between them would leave inconsistent.  Outside the main thread: no effect."""
+    between them would leave inconsistent.  Outside the main thread: no effect.  Inside a run
+    (``_held_interrupts``) the run's handler does it."""
+    if _Interrupts.active and threading.current_thread() is threading.main_thread():
+        return _DEFERRED
+    return _deferred_block()
+
+
+@contextlib.contextmanager
+def _deferred_block():
+    """``_deferred_interrupt`` outside a run: a handler installed for the block."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
@@ -213,6 +298,7 @@ class Simulation:
         self.recording = Recording()
         self._scheduled: list[_Scheduled] = []
         self._watches: list[_Watch] = []
+        self._ext = np.empty(4)                 # one step's extremes (``_watch``)
         self._steps = 0
         self.tau = np.zeros(model.nv)
         self._work = np.zeros(3)            # joints (actuators less friction), limits and contacts, structure changes (J)
@@ -245,7 +331,7 @@ class Simulation:
         differences at the initial state (the controller is called 4 nv times for it).  A necessary condition only:
         contacts and limits are solved implicitly and do not enter it, and a dt that passes can
         still be too long for the motion that follows."""
-        from ..dynamics.crba import mass_matrix
+        from ..dynamics.crba import crba, mass_matrix
         from ..dynamics.rnea import rnea
         from ..model.configuration import integrate
         m, q0, v0, nv = self.model, self.q, self.v, self.model.nv
@@ -253,7 +339,8 @@ class Simulation:
             return
         z = np.zeros(nv)
         try:
-            M = mass_matrix(m, q0)
+            # (crba's kernel, not mass_matrix's, which compiles its two other methods too)
+            M = crba(m, q0) if m._full is None else mass_matrix(m, q0)
             eps = 1e-6
             K, D = np.zeros((nv, nv)), np.diag(np.asarray(m.damping, dtype=float)).copy()
             ctrl = self.controller is not None
@@ -405,13 +492,14 @@ class Simulation:
         m, seg = self.model, self._segment
         if seg.t and seg.t[-1] == self.t:
             return
+        kin, pot = _energy_pair(m, self.q, self.v)
         row = [("t", self.t), ("q", self.q.copy()), ("v", self.v.copy()), ("tau", self.tau.copy()),
-               ("kinetic", float(kinetic_energy(m, self.q, self.v))), ("potential", float(potential_energy(m, self.q))),
-               ("work", self._work.copy())]
+               ("kinetic", kin), ("potential", pot), ("work", self._work.copy())]
         row += _loop_fields(m, self.q, self.v, self.tau)
         if self._uni is not None:
             cat = self._uni.catalog
-            row += [("unit_force", self._uni.unit_forces(self.q, self.v, self.tau)), ("unit_gap", cat.gaps(self.q)),
+            row += [("unit_force", self._uni.unit_forces(self.q, self.v, self.tau)),
+                    ("unit_gap", self._uni.gaps_after(self.q).copy()),
                     ("unit_point", cat.points(self.q))]
         if seg.geom_names:              # the geom contacts of the step that ended here (none at the first sample)
             pair, force, at, normal = self._uni.geom_contacts(self.q) if len(seg.t) else self._uni_none()
@@ -703,8 +791,8 @@ class Simulation:
             work = work0.copy()
             work[0] += W[j, 0]
             work[1] += W[j, 1]
-            row = [("t", t), ("q", q), ("v", v), ("tau", tau.copy()),
-                   ("kinetic", float(kinetic_energy(m, q, v))), ("potential", float(potential_energy(m, q))),
+            kin, pot = _energy_pair(m, q, v)
+            row = [("t", t), ("q", q), ("v", v), ("tau", tau.copy()), ("kinetic", kin), ("potential", pot),
                    ("work", work)] + _loop_fields(m, q, v, tau) + [
                    ("unit_force", F[j].copy()), ("unit_gap", G[j].copy()), ("unit_point", cat.points(q))]
             if seg.geom_names:
@@ -715,29 +803,33 @@ class Simulation:
 
     def _watch(self, q, contact_work):
         """Update the recording's running extremes (``Recording.extremes``) with the step just
-        taken: the gaps at its end, the forces of its contacts and limits, the energy they put in."""
+        taken: the gaps at its end, the forces of its contacts and limits, the energy they put in
+        (time stepping: ``_timestep_kernel.step_extremes``, as its compiled run sums them)."""
         x, uni = self.recording.extremes, self._uni
         gaps = uni.gaps_after(q)
-        lim = uni.catalog.is_limit
-        if lim.any():
-            x["limit_violation"] = max(x["limit_violation"], float(np.max(-gaps[lim], initial=0.0)))
-        if (~lim).any():
-            g = gaps[~lim]
-            x["penetration"] = max(x["penetration"], float(np.max(-g[np.isfinite(g)], initial=0.0)))
         f = uni.step_forces()
-        mu = uni.catalog.unit_mu
         geoms = getattr(uni, "geoms", None)
-        if geoms is not None:           # geom contacts vary in number: they are seen here, not in the samples
-            gmin, gf, gmu, _ = uni.geom_step(names=False)
-            x["penetration"] = max(x["penetration"], -gmin)
-            f, mu = np.concatenate([f, gf]), np.concatenate([mu, gmu])
         if f is not None and (len(f) or geoms is not None):
+            if geoms is not None:       # geom contacts vary in number: they are seen here, not in the samples
+                gmin, gf, gmu, _ = uni.geom_step(names=False)
+                gf, gmu = np.ascontiguousarray(gf, dtype=float), np.ascontiguousarray(gmu, dtype=float)
+            else:
+                gmin, gf, gmu = np.inf, np.zeros((0, 3)), np.zeros(0)
+            ext = self._ext
+            step_extremes(gaps, uni.catalog.is_limit, float(gmin), f, uni.catalog.unit_mu, gf, gmu, ext)
+            lim, pen, fmin, ratio = ext.tolist()
             x["force_steps"] += 1
-            x["min_normal_force"] = min(x["min_normal_force"], float(f[:, 0].min(initial=np.inf)))
-            on = (f[:, 0] > 0.0) & (mu > 0.0)
-            if on.any():
-                ratio = np.hypot(f[on, 1], f[on, 2]) / (mu[on] * f[on, 0])
-                x["max_cone_ratio"] = max(x["max_cone_ratio"], float(ratio.max()))
+            x["min_normal_force"] = min(x["min_normal_force"], fmin)
+            x["max_cone_ratio"] = max(x["max_cone_ratio"], ratio)
+        else:
+            lim, pen = 0.0, 0.0
+            islim = uni.catalog.is_limit
+            if islim.any():
+                lim = float(np.max(-gaps[islim], initial=0.0))
+            g = gaps[~islim]
+            pen = float(np.max(-g[np.isfinite(g)], initial=0.0))
+        x["limit_violation"] = max(x["limit_violation"], lim)
+        x["penetration"] = max(x["penetration"], pen)
         x["max_step_contact_work"] = max(x["max_step_contact_work"], float(contact_work))
         x["steps"] += 1
 
@@ -764,7 +856,9 @@ class Simulation:
         bar = None
         notices = _kernels._CompileNotice
         printer = notices.printer
+        held = _held_interrupts()
         try:
+            held.__enter__()
             i = 0
             while i < total:
                 if i < n:
@@ -794,6 +888,7 @@ class Simulation:
                 import sys
                 print(msg, file=sys.stderr)
         finally:
+            held.__exit__(None, None, None)
             notices.printer = printer
             if bar is not None:
                 bar.close()
