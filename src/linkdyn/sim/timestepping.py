@@ -188,8 +188,6 @@ class TimeStepping:
         # model's reduced coordinates take the Python step); ``_force_python`` makes every step the
         # Python one (the tests compare the two)
         self._compiled = model._full is None and not self.empty and not _force_python
-        #: the compiled step's loops (``_timestep_kernel``: None for a tree, a compilation of its own)
-        self._lbuf = model._loop_packed if model.nloops and model._full is None else None
         # free joints move on R^3 x SO(3) (module docstring); a geared model's reduced coordinates on the
         # configuration manifold of its joints
         self._free = model._full is None and bool(np.any(np.asarray(model.jnt_type) == FREE))
@@ -214,6 +212,14 @@ class TimeStepping:
         #: potential energy the projections out of penetrations change
         self.work = 0.0
         self.joint_loss = 0.0         # energy the joints' damping and friction took (J)
+
+    @property
+    def _lbuf(self):
+        """The compiled step's loops: the model's packed loop buffer (its own, taken at each call: a
+        TimeStepping keeps no copy of it), None for a tree (``_timestep_kernel``: a compilation of
+        its own)."""
+        m = self.model
+        return m._loop_packed if m.nloops and m._full is None else None
 
     @property
     def empty(self):
