@@ -1,7 +1,9 @@
-"""The time-stepping scheme's Python step (closed chains go through it: ``TimeStepping._step_python``)
-on the four-bar with a crank stop and on the high-bar figure, per step, median of blocks.
+"""The time-stepping scheme's step of a closed chain, compiled (``TimeStepping._step_compiled``: one
+Numba call, the loops included; ``TimeStepping.run``: many steps in one call) and in Python
+(``TimeStepping._step_python``, which geared models take), on the four-bar with a crank stop and
+on the high-bar figure, microseconds per step, median of blocks.
 
-    python benchmarks/bench_timestep.py
+    python benchmarks/bench_timestep.py [--python-only]
 
 Measures what one step costs in linkdyn's own layers (dynamics, loops, contact rows, the
 complementarity solve), the number the architecture work of the prepared (unvalidated) layer is
@@ -36,32 +38,59 @@ def high_bar():
     return scenarios.high_bar_simulation(dt=1e-3, contact_method="timestep", posture=None)
 
 
-def time_steps(sim, steps, blocks):
-    sim.run(until=0.05, progress=False)          # compile, warm start
+def time_steps(sim, steps, blocks, until, python_only=False):
+    """Seconds per step from the state at ``until``: (compiled step, compiled run, Python step), the
+    blocks of the three alternating (the machine is shared: all see the same load); the compiled
+    ones None with ``python_only`` or where the model takes the Python step.  A step is
+    ``TimeStepping._step_compiled`` / ``_step_python`` from that one state (as ``Simulation.step``
+    takes it, under a controller); the run is ``TimeStepping.run`` (``Simulation.run`` without a
+    controller: the steps in one compiled call), ``steps`` steps on from that state."""
+    sim.run(until=until, progress=False)          # compile, warm start
     uni = sim._uni
-    assert not uni._compiled, "expected the Python step (a closed chain)"
     q, v, tau, dt = sim.q.copy(), sim.v.copy(), np.zeros(sim.model.nv), sim.dt
-    per = []
+    compiled = uni._compiled and not python_only
+    if compiled:
+        uni._step_compiled(q, v, tau, dt, 0.0)
+        uni.run(q, v, tau, dt, 1)
+    per = {"step": [], "run": [], "python": []}
+    warm = uni.warm.copy()
     for _ in range(blocks):
-        t0 = time.perf_counter()
-        for _ in range(steps):
-            uni._gaps = None
-            uni._step_python(q, v, tau, dt, 0.0)
-        per.append((time.perf_counter() - t0) / steps)
-    return statistics.median(per)
+        for c in (("step", "run", "python") if compiled else ("python",)):
+            uni.warm[:] = warm
+            t0 = time.perf_counter()
+            if c == "run":
+                qr, vr, n = q, v, 0
+                while n < steps:
+                    qr, vr, k, _, _ = uni.run(qr, vr, tau, dt, steps - n)
+                    if not k:                      # a step the run leaves to the single step
+                        qr, vr, _ = uni.step(qr, vr, tau, dt, 0.0)
+                        k = 1
+                    n += k
+            else:
+                step = uni._step_compiled if c == "step" else uni._step_python
+                for _ in range(steps):
+                    uni._gaps = None
+                    step(q, v, tau, dt, 0.0)
+            per[c].append((time.perf_counter() - t0) / steps)
+    return tuple(statistics.median(per[c]) if per[c] else None for c in ("step", "run", "python"))
 
 
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--steps", type=int, default=200)
     p.add_argument("--blocks", type=int, default=9)
+    p.add_argument("--python-only", action="store_true", help="time the Python step only")
     args = p.parse_args(argv)
-    print(f"linkdyn {ld.__version__}; median of {args.blocks} blocks of {args.steps} steps")
-    print(f"{'case':<12}{'nv':>4}{'loops':>6}{'per step':>12}")
-    for name, make in (("four-bar", four_bar), ("high bar", high_bar)):
+    print(f"linkdyn {ld.__version__}; median of {args.blocks} blocks of {args.steps} steps, us per step")
+    print(f"{'case':<24}{'nv':>4}{'loops':>6}{'step':>9}{'run':>9}{'Python':>9}")
+    # the four-bar falling (no unit near) and resting on its crank stop; the figure at the bar
+    # swinging into its shoulders' limits
+    for name, make, until in (("four-bar, falling", four_bar, 0.05), ("four-bar, on its stop", four_bar, 0.4),
+                              ("high bar", high_bar, 0.05)):
         sim = make()
-        t = time_steps(sim, args.steps, args.blocks)
-        print(f"{name:<12}{sim.model.nv:>4}{sim.model.nloops:>6}{t * 1e6:>10.1f} us")
+        t = time_steps(sim, args.steps, args.blocks, until, args.python_only)
+        cols = "".join(f"{'-' if x is None else f'{x * 1e6:.1f}':>9}" for x in t)
+        print(f"{name:<24}{sim.model.nv:>4}{sim.model.nloops:>6}{cols}")
 
 
 if __name__ == "__main__":

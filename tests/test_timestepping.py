@@ -172,12 +172,13 @@ def test_bad_torques_raise_a_clear_error_from_the_compiled_step():
 
 
 def test_a_limit_inside_a_closed_chain():
-    """A four-bar with a crank stop goes through the Python step (its loops in the KKT
-    system): the loop stays closed and the stop holds."""
+    """A four-bar with a crank stop goes through the compiled step (its loops held in the
+    impulses' response, closed after every step; tests/test_loop_timestep.py compares it with
+    the Python step): the loop stays closed and the stop holds."""
     m, q0 = ld.models.four_bar_with_stop(0.3)
     hi = float(q0[m.q_index("crank")]) + 0.3
     sim, rec = run(m, q0, until=1.5)
-    assert not sim._uni._compiled
+    assert sim._uni._compiled
     assert_physical(rec, PEN)
     crank = rec.segments[0].arrays()["q"][:, m.q_index("crank")]
     # time stepping holds a stop at the velocity level and pulls a step's overshoot back over the

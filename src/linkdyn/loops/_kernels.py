@@ -239,11 +239,10 @@ def cut_projector(JL, c0, p, P, Sinv):
 
 
 @njit(cache=True)
-def pivoted_solve(A, rhs, piv, out, tol):
-    """out = a solution of A out = rhs for a symmetric positive semi-definite A (m, m),
-    destroyed: Cholesky with diagonal pivoting, stopping at a pivot <= tol * the largest
-    diagonal; the dependent unknowns are set to zero (rhs must lie in A's range, as the
-    constraint accelerations of consistent loops do).  Returns the rank."""
+def pivoted_factor(A, piv, tol):
+    """Cholesky with diagonal pivoting of a symmetric positive semi-definite A (m, m), in place
+    (L in the columns piv[:rank], lower part), stopping at a pivot <= tol * the largest
+    diagonal.  Returns the rank (``pivoted_back`` solves with it)."""
     m = A.shape[0]
     for i in range(m):
         piv[i] = i
@@ -277,7 +276,14 @@ def pivoted_solve(A, rhs, piv, out, tol):
                 if r != s:
                     A[s, r] = A[r, s]
         rank += 1
-    # L L^T y = rhs on the pivoted leading block (L in the columns piv[:rank], lower part)
+    return rank
+
+
+@njit(cache=True)
+def pivoted_back(A, piv, rank, rhs, out):
+    """out = the solution of A out = rhs with A factored by ``pivoted_factor`` (rank ``rank``):
+    L L^T y = rhs on the pivoted leading block, the dependent unknowns zero."""
+    m = A.shape[0]
     for i in range(m):
         out[i] = 0.0
     for k in range(rank):
@@ -293,6 +299,16 @@ def pivoted_solve(A, rhs, piv, out, tol):
             r = int(piv[j])
             s -= A[r, p] * out[r]
         out[p] = s / A[p, p]
+
+
+@njit(cache=True)
+def pivoted_solve(A, rhs, piv, out, tol):
+    """out = a solution of A out = rhs for a symmetric positive semi-definite A (m, m),
+    destroyed: Cholesky with diagonal pivoting, stopping at a pivot <= tol * the largest
+    diagonal; the dependent unknowns are set to zero (rhs must lie in A's range, as the
+    constraint accelerations of consistent loops do).  Returns the rank."""
+    rank = pivoted_factor(A, piv, tol)
+    pivoted_back(A, piv, rank, rhs, out)
     return rank
 
 
@@ -452,6 +468,90 @@ def _identity6(P):
     for r in range(6):
         for k in range(6):
             P[r, k] = 1.0 if r == k else 0.0
+
+
+@njit(cache=True)
+def constrained_response(mi, mf, ws, li, lf, lam, lw, q, F, out):
+    """out[i] = Z F[i] for each generalized force (or impulse) F[i] (nv,): the acceleration (or
+    velocity change) it adds with the loops held, x in  M x = F + J^T mu,  J x = 0  (the loops'
+    rows J at q).  The KKT system of ``linkdyn.contact.dynamics.Response`` solved as
+    ``constrained_solve`` solves its FD mode, once factored for every F[i]: the cut joints
+    (no inertia) eliminated loop by loop (a force on a cut joint acts on the real dofs as
+    -K^T S (S^T S)^-1 F_cut), M factorized tree-sparse, Lambda = P J M^-1 J^T P by pivoted
+    Cholesky (dependent rows drop out), each cut joint following its loop.  Z is the
+    loop-projected inverse inertia: G Z G^T is the Delassus matrix of rows G with the loops
+    closed (``linkdyn.sim.timestepping``).  Returns a status (OK or SINGULAR)."""
+    nb, nq, nv = model_sizes(mi)
+    nl = li.shape[0]
+    m = 6 * nl
+    H, JR, JP, Y, Lam, g, c, mu, piv, x, b, t, e, PP, SS = _carve(lw, nv, nl)
+    loop_terms(mi, mf, ws, li, lf, q[::1], q[:0], np.int64(VEL), e, JR, g)
+    _crba_from_kinematics(mi, mf, ws, H)
+    for k in range(nl):
+        c0, p = li[k, 2], li[k, 3]
+        rows = JR[6 * k:6 * k + 6]
+        P, Sinv = PP[k], SS[k]
+        if p > 0:
+            for d in range(c0, c0 + p):
+                H[d, d] = 1.0                  # a decoupled placeholder, as constrained_solve
+            if not cut_projector(rows, c0, p, P, Sinv):
+                return SINGULAR
+        else:
+            _identity6(P)
+        for r in range(6):
+            for d in range(nv):
+                s = 0.0
+                for k2 in range(6):
+                    s += P[r, k2] * rows[k2, d]
+                JP[6 * k + r, d] = s
+    if _ltdl_factor(H, lam) != OK:
+        return SINGULAR
+    _ltdl_inverse_congruence(H, lam, JP, Y, Lam)              # Y = M^-1 J^T, Lambda = J M^-1 J^T
+    rank = pivoted_factor(Lam, piv, PIVOT_TOL)
+    for i in range(F.shape[0]):
+        for d in range(nv):
+            x[d] = F[i, d]
+        for k in range(nl):
+            c0, p = li[k, 2], li[k, 3]
+            rows, Sinv = JR[6 * k:6 * k + 6], SS[k]
+            for j in range(p):
+                tc = x[c0 + j]
+                x[c0 + j] = 0.0
+                for r in range(6):
+                    w = Sinv[j, r] * tc
+                    for d in range(nv):
+                        if d < c0 or d >= c0 + p:
+                            x[d] -= rows[r, d] * w
+        _ltdl_solve(H, lam, x)
+        for r in range(m):
+            s = 0.0
+            for d in range(nv):
+                s -= JP[r, d] * x[d]
+            c[r] = s                                         # Lambda mu = -J x
+        pivoted_back(Lam, piv, rank, c, mu)
+        o = out[i]
+        for d in range(nv):
+            s = x[d]
+            for r in range(m):
+                s += Y[d, r] * mu[r]
+            o[d] = s
+        for k in range(nl):                                  # each cut joint follows its loop
+            c0, p = li[k, 2], li[k, 3]
+            if p == 0:
+                continue
+            rows, Sinv = JR[6 * k:6 * k + 6], SS[k]
+            for r in range(6):
+                s = 0.0
+                for d in range(nv):
+                    if d < c0 or d >= c0 + p:
+                        s += rows[r, d] * o[d]
+                t[r] = s
+            for j in range(p):
+                s = 0.0
+                for r in range(6):
+                    s += Sinv[j, r] * t[r]
+                o[c0 + j] = -s
+    return OK
 
 
 @njit(parallel=True, cache=True)

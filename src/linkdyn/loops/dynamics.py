@@ -33,8 +33,9 @@ from .._kernels.layout import (LOOP_HEADER, _as_readonly, _int_address, _view, p
                                unpack_packed as _unpack_packed)
 from ..dynamics.crba import crba
 from ..dynamics.rnea import rnea
-from ._kernels import (ACC, FD, POSITION, SINGULAR, VEL, VELOCITY, constrained_solve as _constrained_solve,
-    constrained_solve_batch as _constrained_solve_batch)
+from ._kernels import (ACC, FD, POS, POSITION, SINGULAR, VEL, VELOCITY, constrained_response as _constrained_response,
+    constrained_solve as _constrained_solve, constrained_solve_batch as _constrained_solve_batch,
+    loop_terms as _loop_terms)
 from .kinematics import (RANK_TOL, _need_loops, _single, _terms, analyze, dof_indices, independent_rows)
 
 if TYPE_CHECKING:
@@ -255,6 +256,41 @@ def _solve_packed(buf, lbuf, q, v, tau, mode, alpha, beta, out, force):
     lam = _as_readonly(_carray(_int_address(lbuf, o_lam), (nv,)))
     lw = _view(lbuf, o_lw, (lbuf.shape[0] - o_lw,))
     return _constrained_solve(mi, mf, ws, li, lf, lam, lw, q, v, tau, mode, alpha, beta, out, force)
+
+
+@_njit(cache=True)
+def _response_packed(buf, lbuf, q, F, out):
+    """``constrained_response`` on a model packed in ``buf`` and its loops in ``lbuf``, as
+    ``_solve_packed`` (the compiled time step's impulse response: ``linkdyn.sim._timestep_kernel``)."""
+    mi, mf, ws = _unpack_packed(buf)
+    h = _carray(_int_address(lbuf, 0), (LOOP_HEADER,))
+    nl, nv, o_lf, o_lam, o_lw = h[0], h[1], h[2], h[3], h[4]
+    li = _as_readonly(_carray(_int_address(lbuf, LOOP_HEADER), (nl, 4)))
+    lf = _as_readonly(_view(lbuf, o_lf, (nl, 24)))
+    lam = _as_readonly(_carray(_int_address(lbuf, o_lam), (nv,)))
+    lw = _view(lbuf, o_lw, (lbuf.shape[0] - o_lw,))
+    return _constrained_response(mi, mf, ws, li, lf, lam, lw, q, F, out)
+
+
+@_njit(cache=True)
+def _loop_error_packed(buf, lbuf, q):
+    """The largest loop error |e|_max at q (``LoopData.loop_error``, the same kernel), the
+    model in ``buf`` and its loops in ``lbuf``; the loop workspace's rows as scratch."""
+    mi, mf, ws = _unpack_packed(buf)
+    h = _carray(_int_address(lbuf, 0), (LOOP_HEADER,))
+    nl, nv, o_lf, o_lw = h[0], h[1], h[2], h[4]
+    li = _as_readonly(_carray(_int_address(lbuf, LOOP_HEADER), (nl, 4)))
+    lf = _as_readonly(_view(lbuf, o_lf, (nl, 24)))
+    # the solver's workspace, carved as _carve does: H (nv, nv), JR (6 nl, nv), ... e, g scratch
+    JL = _view(lbuf, o_lw + nv * nv, (6 * nl, nv))
+    g = _view(lbuf, o_lw + nv * nv + 6 * nl * nv, (6 * nl,))
+    e = _view(lbuf, o_lw + nv * nv + 12 * nl * nv, (nl, 6))
+    _loop_terms(mi, mf, ws, li, lf, q, q[:0], POS, e, JL, g)
+    err = 0.0
+    for k in range(nl):
+        for r in range(6):
+            err = max(err, abs(e[k, r]))
+    return err
 
 
 _solve_entry = Entry(_solve_packed, PACKED, PACKED, VEC, VEC, VEC, _nt.int64, _nt.float64, _nt.float64, OUT1, OUT2)

@@ -1,10 +1,21 @@
-"""The time-stepping step of ``linkdyn.sim.timestepping`` for a tree (no loops) as one compiled call.
+"""The time-stepping step of ``linkdyn.sim.timestepping`` as one compiled call, for a tree and
+for a closed chain.
 
 The same computation as ``TimeStepping._step_python`` (forward dynamics, the gaps at the start
-and at the free motion's end, the candidates' rows, the Delassus matrix by a Cholesky
-factorization of the CRBA matrix, Gauss-Seidel with one polish, semi-implicit Euler on the
-configuration manifold), with the model's own compiled kernels called in a row: a Python
-step costs about thirty NumPy calls, this one none.
+and at the free motion's end, the candidates' rows, the Delassus matrix, Gauss-Seidel with one
+polish, semi-implicit Euler on the configuration manifold), with the model's own compiled
+kernels called in a row: a Python step costs about thirty NumPy calls, this one none.
+
+A tree (``lbuf`` None) takes q'' from ABA and the Delassus matrix A = G M^-1 G^T from a Cholesky
+factorization of the CRBA matrix.  A closed chain (``lbuf`` the model's ``_loop_packed``) takes
+q'' with the loops closed (``linkdyn.loops._kernels.constrained_solve``, the kernel of
+``LoopData.accel``), the impulses' response Z G^T with the loops held
+(``constrained_response``: Z the loop-projected inverse inertia of ``contact.dynamics.Response``,
+A = G Z G^T), and after the configuration step the projection back onto the loops
+(``project_loops``: ``linkdyn.sim.steps.project``'s Newton steps on the loop error and
+velocity projection, the same kernels).  The two are two compilations of the same functions:
+``lbuf is None`` is decided when Numba compiles (its dead-branch pruning of an argument's
+``is None``), so a tree's step compiles and runs none of the loops' code.
 """
 from __future__ import annotations
 
@@ -22,11 +33,51 @@ from ..contact.swing_twist import _model_kernel as _ball_kernel
 from ..dynamics.aba import _aba_kernel
 from ..dynamics.crba import _crba_kernel
 from ..kinematics import _joint_jacobians_kernel
+from ..loops._kernels import FD, POSITION, VELOCITY
+from ..loops.dynamics import _loop_error_packed, _response_packed, _solve_packed
 from ..model import joints as J
-from ..model.configuration import _integrate_kernel, _quat_exp, _rot_apply
+from ..model.configuration import _difference_kernel, _integrate_kernel, _quat_exp, _rot_apply
 
 #: kernel status beyond the model kernels' own: a ball joint's coordinates are bad
 BAD_BALL = 100
+#: ... the loops do not close again by the metric Newton steps (``project_loops``): the Python
+#: step takes the step (``linkdyn.sim.steps.project`` finishes with ``close_loops``, or raises)
+LOOP_STALL = 101
+
+
+@njit(cache=True)
+def project_loops(buf, lbuf, q, v, force, tol, max_iter):
+    """(q, v) of a closed chain put back on its loops in place, as ``linkdyn.sim.steps.project``
+    does with the model's prepared layer: Newton steps on the loop error in the kinetic-energy
+    metric (``constrained_solve``'s POSITION mode, q (+) dq) until its largest entry is <= tol,
+    max_iter at most, then v plus its projection in the same metric (VELOCITY mode).  ``force``
+    (nloops, 6) is scratch.  Returns a status: LOOP_STALL where the Newton steps leave the error
+    above tol (the Python step's ``close_loops`` finishes that)."""
+    mi = unpack_packed(buf)[0]
+    nq, nv = q.shape[0], v.shape[0]
+    zero = np.zeros(nv)             # (the arguments' layouts those of the Python callers': one compile each)
+    dq = np.empty(nv)
+    q2 = np.empty(nq)
+    closed = False
+    for _ in range(max_iter):
+        if _loop_error_packed(buf, lbuf, q) <= tol:
+            closed = True
+            break
+        st = _solve_packed(buf, lbuf, q[::1], zero[::1], zero[::1], np.int64(POSITION), 0.0, 0.0, dq, force)
+        if st != OK:
+            return st
+        st = _integrate_kernel(mi, q[::1], dq[::1], 1.0, q2)
+        if st != OK:
+            return st
+        q[:] = q2
+    if not closed and not _loop_error_packed(buf, lbuf, q) <= tol:
+        return LOOP_STALL
+    st = _solve_packed(buf, lbuf, q[::1], v[::1], zero[::1], np.int64(VELOCITY), 0.0, 0.0, dq, force)
+    if st != OK:
+        return st
+    for d in range(nv):
+        v[d] = v[d] + dq[d]
+    return OK
 
 
 @njit(cache=True)
@@ -147,10 +198,10 @@ def _geom_gaps_after(mi, mf, ws, q1, gk, cand_gap, R0, p0, con_i, con_f, ncg, ou
 
 
 @njit(cache=True)
-def timestep_kernel(buf, q, v, tau, h, geo, mask, pair_mu, pair_e, lim_q, lim_v, lim_s, lim_b, bC, bI, ball_va,
+def timestep_kernel(buf, lbuf, q, v, tau, h, geo, mask, pair_mu, pair_e, lim_q, lim_v, lim_s, lim_b, bC, bI, ball_va,
                     prm, warm, gk, gs, extra, q_out, v_out, v_mid, force, vn_out, gaps_out, info, led):
     """One step of h; ``prm`` = (CANDIDATE, BETA, V_BOUNCE, sweeps, tol, fallback sweeps,
-    relinearizations, their tolerance).  The catalog's units (point contacts, limits, ball
+    relinearizations, their tolerance, the loops' closure tolerance, their Newton steps at most).  The catalog's units (point contacts, limits, ball
     cones) and the geom contacts (``gk``: the collider's buffers gi, gf, pairs, adj, cw, ci, the
     bodies' radii rho, the rows' maps qsrc, qscale, qoff, vsrc, vscale... see TimeStepping;
     no geoms: ngeom = 0); ``extra`` (size,) marks catalog units to take into the problem besides
@@ -163,9 +214,12 @@ def timestep_kernel(buf, q, v, tau, h, geo, mask, pair_mu, pair_e, lim_q, lim_v,
     (NaN elsewhere), gaps_out (size,) the gaps at q_out, warm (size, 3) the impulses (for the next
     step), info = (status, number of candidates, residual, 1 if the fallback ran, the smallest
     geom distance at q_out (inf: none), number of geom contacts, relinearizations).  The caller
-    refuses a residual above its tolerance (ContactSolverError).  ``led`` = (v_free (nv,), M (nv, nv)):
-    the free motion's velocity and, where the step has a problem, the mass matrix at q, for the
-    ledger of ``run_kernel``."""
+    refuses a residual above its tolerance (ContactSolverError).  ``led`` = (v_free (nv,), M (nv, nv),
+    Pq (nv,), scratch (nloops, 6)): the free motion's velocity and, where the step has a problem, the
+    mass matrix at q, for the ledger of ``run_kernel``, and (a closed chain) the impulses as a
+    generalized impulse G^T lam (an event's loop impulses: ``TimeStepping._impact``).
+    ``lbuf``: None for a tree, the model's ``_loop_packed`` for a closed chain (module docstring);
+    q_out, v_out are then on the loops (``project_loops``; status LOOP_STALL where it cannot)."""
     mi, mf, ws = unpack_packed(buf)
     nb, nq, nv = model_sizes(mi)
     ncp = geo[7].shape[0]
@@ -181,7 +235,10 @@ def timestep_kernel(buf, q, v, tau, h, geo, mask, pair_mu, pair_e, lim_q, lim_v,
     info[4] = np.inf
     # free motion
     a = np.empty(nv)
-    st = _aba_kernel(mi, mf, ws, q[::1], v[::1], tau[::1], no_forces(buf), a)
+    if lbuf is None:
+        st = _aba_kernel(mi, mf, ws, q[::1], v[::1], tau[::1], no_forces(buf), a)
+    else:                       # q'' with the loops closed (LoopData.accel: the same kernel)
+        st = _solve_packed(buf, lbuf, q[::1], v[::1], tau[::1], np.int64(FD), 0.0, 0.0, a, led[3])
     if st != OK:
         info[0] = st
         return
@@ -365,18 +422,34 @@ def timestep_kernel(buf, q, v, tau, h, geo, mask, pair_mu, pair_e, lim_q, lim_v,
         M = np.empty((nv, nv))
         _crba_kernel(mi, mf, ws, q[::1], M)
         led[1][:] = M
-        L = np.linalg.cholesky(M)
-        Zt = G.copy()                                 # rows of L^-1 G^T: A = Zt Zt^T
-        for i in range(m):
-            dense.forward(L, nv, Zt[i])
         A = np.empty((m, m))
-        for i in range(m):
-            for j in range(i + 1):
-                t = 0.0
-                for d in range(nv):
-                    t += Zt[i, d] * Zt[j, d]
-                A[i, j] = t
-                A[j, i] = t
+        if lbuf is None:
+            L = np.linalg.cholesky(M)
+            Zt = G.copy()                                 # rows of L^-1 G^T: A = Zt Zt^T
+            for i in range(m):
+                dense.forward(L, nv, Zt[i])
+            for i in range(m):
+                for j in range(i + 1):
+                    t = 0.0
+                    for d in range(nv):
+                        t += Zt[i, d] * Zt[j, d]
+                    A[i, j] = t
+                    A[j, i] = t
+        else:
+            # with the loops held: Zt = rows of Z G^T (the loop-projected inverse inertia, M alone is
+            # singular on the cut joints), A = G Z G^T as the Python step's G @ ZF
+            L = np.empty((0, 0))                          # (no factor: _impulse_velocity adds Zt^T lam)
+            Zt = np.empty((m, nv))
+            st = _response_packed(buf, lbuf, q, G, Zt)
+            if st != OK:
+                info[0] = st
+                return
+            for i in range(m):
+                for j in range(m):
+                    t = 0.0
+                    for d in range(nv):
+                        t += G[i, d] * Zt[j, d]
+                    A[i, j] = t
         lam = np.empty(m)
         for i in range(m):
             lam[i] = Pw[unit[i], slot[i]]
@@ -417,6 +490,13 @@ def timestep_kernel(buf, q, v, tau, h, geo, mask, pair_mu, pair_e, lim_q, lim_v,
             _bounds(Gv, gap, gend, vn, e, h, beta, v_bounce, k, rr)
         info[2] = res
         _impulse_velocity(L, Zt, lam, v_free, v1)
+        if lbuf is not None:
+            Pq = led[2]                             # G^T lam: an event's loop impulses are its response
+            for d in range(nv):
+                s = 0.0
+                for i in range(m):
+                    s += G[i, d] * lam[i]
+                Pq[d] = s
         for u in range(size):
             warm[u, 0] = warm[u, 1] = warm[u, 2] = 0.0
         P = np.zeros((k, 3))
@@ -447,6 +527,12 @@ def timestep_kernel(buf, q, v, tau, h, geo, mask, pair_mu, pair_e, lim_q, lim_v,
     if st != OK:
         info[0] = st
         return
+    if lbuf is not None:
+        # back onto the loops (TimeStepping._step_python: steps.project, CLOSURE_TOL and 10 iterations)
+        st = project_loops(buf, lbuf, q_out, v_out, led[3], prm[8], int(prm[9]))
+        if st != OK:
+            info[0] = st
+            return
     st = _gaps(mi, mf, ws, q_out, geo, lim_q, lim_s, lim_b, bC, bI, v0, ncp, gaps_out)
     if st != OK:
         info[0] = st
@@ -462,14 +548,16 @@ def timestep_kernel(buf, q, v, tau, h, geo, mask, pair_mu, pair_e, lim_q, lim_v,
 
 @njit(cache=True)
 def _impulse_velocity(L, Zt, lam, v_free, v1):
-    """v1 = v_free + M^-1 G^T lam with M = L L^T and Zt = (L^-1 G^T)^T: L^T x = Zt^T lam."""
-    nv, m = L.shape[0], lam.shape[0]
+    """v1 = v_free + M^-1 G^T lam with M = L L^T and Zt = (L^-1 G^T)^T: L^T x = Zt^T lam; with no
+    factor L (a closed chain) Zt = (Z G^T)^T, the response itself: v1 = v_free + Zt^T lam."""
+    nv, m = v_free.shape[0], lam.shape[0]
     y = np.zeros(nv)
     for i in range(m):
         if lam[i] != 0.0:
             for d in range(nv):
                 y[d] += Zt[i, d] * lam[i]
-    dense.backward(L, nv, y)
+    if L.shape[0]:
+        dense.backward(L, nv, y)
     for d in range(nv):
         v1[d] = v_free[d] + y[d]
 
@@ -552,11 +640,11 @@ def _bounds(Gv, gap, gend, vn, e, h, beta, v_bounce, k, rr):
 
 
 @njit(cache=True)
-def run_kernel(buf, q, v, tau, h, nsteps, geo, mask, pair_mu, pair_e, lim_q, lim_v, lim_s, lim_b, bC, bI, ball_va,
+def run_kernel(buf, lbuf, q, v, tau, h, nsteps, geo, mask, pair_mu, pair_e, lim_q, lim_v, lim_s, lim_b, bC, bI, ball_va,
                prm, warm, gk, gs, limit, unit_mu, damping, friction, force, vn, gaps, acc, ev, rec):
     """Up to nsteps ordinary steps of h with no Python between them (``TimeStepping.run``): a
-    step is ordinary when the kernel took it (status 0), its answer meets LCP_TOL (prm[8]), no
-    penetration or limit overshoot is left beyond PEN_PROJECT (prm[9]); the first step that is not
+    step is ordinary when the kernel took it (status 0), its answer meets LCP_TOL (prm[10]), no
+    penetration or limit overshoot is left beyond PEN_PROJECT (prm[11]); the first step that is not
     is undone (its warm starts restored) and left to the caller's single step, which projects or
     raises.
     q, v advance in place.  acc accumulates what ``Simulation`` keeps per step: [steps taken,
@@ -567,7 +655,8 @@ def run_kernel(buf, q, v, tau, h, nsteps, geo, mask, pair_mu, pair_e, lim_q, lim
     taken again with the units their first try left penetrating, 1 if the last step was an impact].
     An impact (a unit hit faster than V_REPORT, ``TimeStepping._step_compiled``'s test) is taken
     and ends the call, with what its event needs in ``ev`` = (q and v at its start, its velocity,
-    which units (catalog, then geom contacts) were hit).
+    which units (catalog, then geom contacts) were hit, and for a closed chain its generalized
+    impulse G^T lam).  ``lbuf``: as ``timestep_kernel``'s (None: a tree).
 
     ``rec`` records samples in the call (``Simulation``'s ``record_every``; ``_record_samples``):
     (ctl, S, Q, V, F, G, W, GO, GI, GX) with ctl = [every (0: none), the steps before the call
@@ -585,13 +674,15 @@ def run_kernel(buf, q, v, tau, h, nsteps, geo, mask, pair_mu, pair_e, lim_q, lim
         if jtype[i] == J.FREE:
             for d in range(vadr[i], vadr[i] + 6):
                 free[d] = True
-    fail_tol, pen, v_report = prm[8], prm[9], prm[10]
+    fail_tol, pen, v_report = prm[10], prm[11], prm[12]
     con_i, con_f, gP, gcount, gforce, gvn = gs
     size = force.shape[0]
     q1, v1, vm, vf = np.empty(nq), np.empty(nv), np.empty(nv), np.empty(nv)
     info = np.empty(7)
     extra = np.zeros(size, dtype=np.bool_)
     M = np.empty((nv, nv))
+    Pq, lforce = np.zeros(nv), np.empty((0 if lbuf is None else _loop_count(lbuf), 6))
+    dq = np.empty(nv)
     ext, gmu = np.empty(4), np.empty(con_i.shape[0])
     warm0, ci0, cf0, gP0 = np.empty_like(warm), np.empty_like(con_i), np.empty_like(con_f), np.empty_like(gP)
     ctl, rS, rQ, rV, rF, rG, rW, rGO, rGI, rGX = rec
@@ -607,8 +698,8 @@ def run_kernel(buf, q, v, tau, h, nsteps, geo, mask, pair_mu, pair_e, lim_q, lim
         n0, memo0, memo1 = gcount[0], gcount[1], gcount[2]
         extra[:] = False
         for attempt in range(2):
-            timestep_kernel(buf, q, v, tau, h, geo, mask, pair_mu, pair_e, lim_q, lim_v, lim_s, lim_b, bC, bI,
-                            ball_va, prm, warm, gk, gs, extra, q1, v1, vm, force, vn, gaps, info, (vf, M))
+            timestep_kernel(buf, lbuf, q, v, tau, h, geo, mask, pair_mu, pair_e, lim_q, lim_v, lim_s, lim_b, bC, bI,
+                            ball_va, prm, warm, gk, gs, extra, q1, v1, vm, force, vn, gaps, info, (vf, M, Pq, lforce))
             if attempt == 1 or info[0] != 0 or not _missed(gaps, vn, pen, extra):
                 break
             warm[:] = warm0                   # again, with the units the first try left penetrating
@@ -619,7 +710,7 @@ def run_kernel(buf, q, v, tau, h, nsteps, geo, mask, pair_mu, pair_e, lim_q, lim
             acc[15] += 1.0
         ng = int(info[5])
         special = info[0] != 0 or info[2] > fail_tol or info[4] < -pen
-        ev_q, ev_v, ev_vm, hit = ev
+        ev_q, ev_v, ev_vm, hit, ev_p = ev
         impact = False
         for u in range(size):
             if gaps[u] < -pen:
@@ -658,6 +749,13 @@ def run_kernel(buf, q, v, tau, h, nsteps, geo, mask, pair_mu, pair_e, lim_q, lim
             loss += v1[d] * damping[d] * v1[d] + abs(v1[d]) * friction[d]
             if not free[d]:
                 tw += tau[d] * h * vm[d]
+        if lbuf is not None:
+            # the projection onto the loops moved q: the torques' work over the step's displacement,
+            # tau . (q1 - q) (Simulation.step's)
+            tw = 0.0
+            _difference_kernel(mi, q[::1], q1[::1], dq)
+            for d in range(nv):
+                tw += tau[d] * dq[d]
         acc[0] += 1.0
         acc[1] += w
         acc[2] += h * loss
@@ -683,6 +781,7 @@ def run_kernel(buf, q, v, tau, h, nsteps, geo, mask, pair_mu, pair_e, lim_q, lim
             ev_q[:] = q
             ev_v[:] = v
             ev_vm[:] = vm
+            ev_p[:] = Pq
             acc[16] = 1.0
         q[:] = q1
         v[:] = v1
@@ -691,6 +790,12 @@ def run_kernel(buf, q, v, tau, h, nsteps, geo, mask, pair_mu, pair_e, lim_q, lim
                            ng, h)
         if impact:
             return
+
+
+@njit(cache=True)
+def _loop_count(lbuf):
+    """The number of loops in a packed loop buffer (``layout.pack_loops``: its header's first int64)."""
+    return lbuf[:1].view(np.int64)[0]
 
 
 @njit(cache=True)

@@ -223,6 +223,16 @@ class _Watch:
     fired: bool = False
 
 
+def _loop_fields(m, q, v, tau):
+    """A sample's loop fields: the largest loop error and the loops' forces (a tree: 0, none)."""
+    if not m.nloops:
+        return [("loop_error", 0.0), ("loop_forces", np.zeros((0, 6)))]
+    from ..loops.dynamics import constrained_dynamics
+    from ..loops.kinematics import loop_error
+    return [("loop_error", float(np.abs(loop_error(m, q)).max())),
+            ("loop_forces", constrained_dynamics(m, q, v, tau, forces=True)[1])]
+
+
 class Simulation:
     """A simulation of ``model`` from (q, v) (default: neutral, at rest) with step ``dt``.
 
@@ -485,13 +495,7 @@ class Simulation:
         kin, pot = _energy_pair(m, self.q, self.v)
         row = [("t", self.t), ("q", self.q.copy()), ("v", self.v.copy()), ("tau", self.tau.copy()),
                ("kinetic", kin), ("potential", pot), ("work", self._work.copy())]
-        if m.nloops:
-            from ..loops.dynamics import constrained_dynamics
-            from ..loops.kinematics import loop_error
-            row += [("loop_error", float(np.abs(loop_error(m, self.q)).max())),
-                    ("loop_forces", constrained_dynamics(m, self.q, self.v, self.tau, forces=True)[1])]
-        else:
-            row += [("loop_error", 0.0), ("loop_forces", np.zeros((0, 6)))]
+        row += _loop_fields(m, self.q, self.v, self.tau)
         if self._uni is not None:
             cat = self._uni.catalog
             row += [("unit_force", self._uni.unit_forces(self.q, self.v, self.tau)),
@@ -727,8 +731,8 @@ class Simulation:
         self._fire_due()
 
     def _run_compiled(self, limit):
-        """Up to ``limit`` steps of dt in one compiled call (``TimeStepping.run``), for a tree under
-        time stepping with no controller, no constraints and no watches, up to the next recorded
+        """Up to ``limit`` steps of dt in one compiled call (``TimeStepping.run``), for a tree or a
+        closed chain under time stepping with no controller, no constraints and no watches, up to the next recorded
         sample or scheduled action; the call stops before any step with a projection or an
         error, which ``step`` then takes, and after a step with an impact (its event recorded
         here).  What ``step`` books per step (the ledger, the
@@ -789,7 +793,7 @@ class Simulation:
             work[1] += W[j, 1]
             kin, pot = _energy_pair(m, q, v)
             row = [("t", t), ("q", q), ("v", v), ("tau", tau.copy()), ("kinetic", kin), ("potential", pot),
-                   ("work", work), ("loop_error", 0.0), ("loop_forces", np.zeros((0, 6))),
+                   ("work", work)] + _loop_fields(m, q, v, tau) + [
                    ("unit_force", F[j].copy()), ("unit_gap", G[j].copy()), ("unit_point", cat.points(q))]
             if seg.geom_names:
                 a, b = GO[j], GO[j + 1]

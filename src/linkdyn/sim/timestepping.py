@@ -33,6 +33,13 @@ with the bound b of each unit at gap phi:
   energy along the normal (``_timestep_kernel.restitution_bound``; e |n v| when nothing
   accelerates the unit).
 
+**Closed chains** take the same step with their loops held: the free motion's q'' is that of the
+closed chain (``linkdyn.loops``), the impulses act through Z, the inverse inertia projected onto
+the motions the loops allow (``contact.dynamics.Response``: M alone is singular on the massless
+cut joints), and after the configuration step (q, v) are put back onto the loops
+(``linkdyn.sim.steps.project``: Newton steps on the loop error and the velocity projected, both
+in the kinetic-energy metric).  An impact's event reports the impulses each loop took.
+
 The problem is the one ``linkdyn.contact.lcp`` solves (``lcp._step_solve``: Gauss-Seidel
 warm-started from the last step, and the polish of its active set; the Python step and the
 compiled one call the same function) (A = G Z F, the Delassus matrix of the rows), and it is the velocity-level form of the acceleration problem of
@@ -87,7 +94,7 @@ from .._kernels.passes import OK
 from ..model.joints import FREE
 from ._timestep_kernel import free_classical as _free_classical, restitution_bound as _restitution_bound
 from ._timestep_kernel import impulse_work as _impulse_work_kernel, step_configuration as _step_configuration
-from .steps import project
+from .steps import CLOSURE_TOL, project
 from ..recording import Event
 from .unilateral import V_BOUNCE, V_REPORT
 
@@ -116,7 +123,12 @@ FAIL_TOL = 1e-3
 #: were projected out 12 524 times in 3 900 steps (tests/test_mocap_groundtruth.py); with it, 17 nm
 #: and none
 GEOM_RELINEARIZE, RELINEARIZE_TOL = 2, 1e-13
-
+#: a closed chain's Newton steps back onto its loops after a step at most (``steps.project``'s
+#: max_iter; its tolerance ``steps.CLOSURE_TOL``)
+LOOP_NEWTON = 10
+#: every step the Python one (``_step_python``), for tests that compare it with the compiled step:
+#: read when a TimeStepping is made
+_force_python = False
 
 
 def _geom_buffers(geoms, nbody):
@@ -168,11 +180,14 @@ class TimeStepping:
         self._gprev = None          # the last step's geom contacts and impulses (warm start)
         self._gfresh = False        # the last step was the compiled one (its geom contacts are in _gs)
         self._runargs = None        # run()'s constant arguments, made on its first call
-        #: the compiled step's ledger buffers (its free motion's velocity, the mass matrix)
-        self._led = (np.empty(model.nv), np.empty((model.nv, model.nv)))
-        # a tree is stepped by one compiled call, its geom contacts included (a geared model's reduced
-        # coordinates and a closed chain's loops take the Python step)
-        self._compiled = model.nloops == 0 and model._full is None and not self.empty
+        #: the compiled step's ledger buffers (its free motion's velocity, the mass matrix), a closed
+        #: chain's generalized impulse G^T lam (an event's loop impulses) and the loop solver's scratch
+        self._led = (np.empty(model.nv), np.empty((model.nv, model.nv)), np.zeros(model.nv),
+                     np.empty((model.nloops, 6)))
+        # a tree or a closed chain is stepped by one compiled call, its geom contacts included (a geared
+        # model's reduced coordinates take the Python step); ``_force_python`` makes every step the
+        # Python one (the tests compare the two)
+        self._compiled = model._full is None and not self.empty and not _force_python
         # free joints move on R^3 x SO(3) (module docstring); a geared model's reduced coordinates on the
         # configuration manifold of its joints
         self._free = model._full is None and bool(np.any(np.asarray(model.jnt_type) == FREE))
@@ -183,7 +198,7 @@ class TimeStepping:
                          cat._pair_p)
             self._balls = _model_balls(model)
             self._prm = np.array([CANDIDATE, BETA, V_BOUNCE, LCP_SWEEPS, LCP_TOL, FALLBACK_SWEEPS, GEOM_RELINEARIZE,
-                                  RELINEARIZE_TOL])
+                                  RELINEARIZE_TOL, CLOSURE_TOL, LOOP_NEWTON])
             self._gk, self._gs = _geom_buffers(self.geoms, model.nbody)
         #: the contact solver's memo of an active set it could not polish (``lcp._kept_solve``);
         #: the compiled step keeps it in its geom buffers
@@ -197,6 +212,14 @@ class TimeStepping:
         #: potential energy the projections out of penetrations change
         self.work = 0.0
         self.joint_loss = 0.0         # energy the joints' damping and friction took (J)
+
+    @property
+    def _lbuf(self):
+        """The compiled step's loops: the model's packed loop buffer (its own, taken at each call: a
+        TimeStepping keeps no copy of it), None for a tree (``_timestep_kernel``: a compilation of
+        its own)."""
+        m = self.model
+        return m._loop_packed if m.nloops and m._full is None else None
 
     @property
     def empty(self):
@@ -251,10 +274,14 @@ class TimeStepping:
         return kinds, mus, normals, G, r, unit, slot, vn
 
     def step(self, q, v, tau, dt, t):
-        """One step of dt from time t; returns (q, v, events).  A tree is stepped by one
-        compiled call (``linkdyn.sim._timestep_kernel``), its geom contacts included; a closed
-        chain or a geared model in Python (loops go through the KKT system of
-        ``linkdyn.contact.dynamics.Response``)."""
+        """One step of dt from time t; returns (q, v, events).  A tree or a closed chain is
+        stepped by one compiled call (``linkdyn.sim._timestep_kernel``), its geom contacts and
+        its loops included (q'' with the loops closed, the impulses' response with the loops
+        held, the projection back onto the loops); a geared model in Python (its reduced
+        coordinates: the loops through the KKT system of ``linkdyn.contact.dynamics.Response``).
+        A step the compiled call cannot finish (bad input, a blow-up, an answer above the
+        solver's tolerance, loops that the metric Newton steps do not close) is taken again by
+        the Python step from the same state."""
         from .steps import joint_friction_power
         out = self._step_compiled(q, v, tau, dt, t) if self._compiled else None
         if out is None:
@@ -274,7 +301,7 @@ class TimeStepping:
         extra = np.zeros(cat.size, dtype=bool)
         led = self._led
         for attempt in range(2):
-            timestep_kernel(model._packed, q, v, tau, float(h), self._geo, cat._mask, cat._pair_mu, cat._pair_e,
+            timestep_kernel(model._packed, self._lbuf, q, v, tau, float(h), self._geo, cat._mask, cat._pair_mu, cat._pair_e,
                             cat._lim_q, cat._lim_v, cat._lim_s, cat._lim_b, self._balls.C, self._balls.I,
                             cat._ball_va, self._prm, self.warm, self._gk, gs, extra, q1, v1, vm, self.force, vn, gaps1,
                             info, led)
@@ -317,7 +344,7 @@ class TimeStepping:
         if pushing.any() or gpush.any():
             self.stats["steps_in_contact"] += 1
             if hit.any() or ghit.any():
-                events.append(self._impact(q, v, vm, np.concatenate([hit, ghit]), t, tau, h))
+                events.append(self._impact(q, v, vm, np.concatenate([hit, ghit]), t, tau, h, led[2]))
         gmin = info[4]
         if min(gaps1.min(initial=np.inf), gmin) < -PEN_PROJECT:
             q1 = self._project(q1, gaps1)
@@ -348,7 +375,7 @@ class TimeStepping:
 
     def run(self, q, v, tau, h, nsteps, t=0.0, rec=None):
         """Up to ``nsteps`` steps of h from time t under constant torques tau in one compiled call
-        (a tree only: ``_compiled``), as many as are ordinary: the first step with a penetration
+        (a tree or a closed chain: ``_compiled``), as many as are ordinary: the first step with a penetration
         to project out, an unsolved problem or bad input is left undone, for ``step`` to take; a
         step with an impact (a unit hit faster than V_REPORT) is taken and ends the call.  Returns
         (q, v, k, totals, events): the state after the k steps taken, what ``Simulation`` books per
@@ -368,16 +395,16 @@ class TimeStepping:
         acc[6] = np.inf
         tau = np.ascontiguousarray(tau, dtype=float)
         ev = (np.empty(model.nq), np.empty(model.nv), np.empty(model.nv),
-              np.zeros(cat.size + self._gs[0].shape[0], dtype=np.bool_))
+              np.zeros(cat.size + self._gs[0].shape[0], dtype=np.bool_), np.zeros(model.nv))
         if rec is None:
             rec = self.recorder(0, 0, 0)
-        run_kernel(model._packed, q, v, tau, float(h), int(nsteps), self._geo,
+        run_kernel(model._packed, self._lbuf, q, v, tau, float(h), int(nsteps), self._geo,
                    cat._mask, cat._pair_mu, cat._pair_e, cat._lim_q, cat._lim_v, cat._lim_s, cat._lim_b, self._balls.C,
                    self._balls.I, cat._ball_va, prm, self.warm, self._gk, self._gs, limit, mu, damping, friction,
                    self.force, vn, gaps, acc, ev, rec)
         k = int(acc[0])
         self._h = h
-        events = [self._impact(ev[0], ev[1], ev[2], ev[3], t + (k - 1) * h, tau, h)] if acc[16] else []
+        events = [self._impact(ev[0], ev[1], ev[2], ev[3], t + (k - 1) * h, tau, h, ev[4])] if acc[16] else []
         if k:
             self.work += acc[1]
             self.joint_loss += acc[2]
@@ -400,11 +427,13 @@ class TimeStepping:
                 "max_cone_ratio", "max_step_contact_work", "force_steps")
         return q, v, k, dict(zip(keys, acc[:10].tolist())), events
 
-    def _impact(self, q, v, vm, hit, t, tau, h):
+    def _impact(self, q, v, vm, hit, t, tau, h, Pq=None):
         """The event of an impact the compiled step took from (q, v) at t to the velocity vm:
         ``hit`` flags the units hit, the catalog's then the step's geom contacts (the test of
         ``_step_compiled`` and ``_timestep_kernel.run_kernel``); its impulses are those of every
-        unit pushing in the step."""
+        unit pushing in the step.  ``Pq``: a closed chain's generalized impulse G^T lam, whose
+        loop impulses (what held the loops closed against it: ``contact.dynamics.Response``, as
+        the Python step's MU lam) the event reports."""
         cat, size = self.catalog, self.catalog.size
         ng = int(self._gs[3][0])
         gforce = self._gs[4][:ng]
@@ -414,7 +443,9 @@ class TimeStepping:
         return self._event(q, v, vm, [cat.names[u] for u in np.flatnonzero(hit[:size])]
                            + [gname(r) for r in np.flatnonzero(hit[size:size + ng])],
                            [cat.names[u] for u in on] + [gname(r) for r in gon],
-                           np.concatenate([self.force[on], gforce[gon]]) * h, t, tau, h)
+                           np.concatenate([self.force[on], gforce[gon]]) * h, t, tau, h,
+                           cd.Response(self.model, q).apply(Pq, loops=True)[1].reshape(-1, 6)
+                           if self.model.nloops and Pq is not None else None)
 
     def _geom_name(self, r):
         """The name "geom1/geom2" of the compiled step's geom contact r."""
@@ -587,7 +618,13 @@ class TimeStepping:
             self.force[cand] = P[:kc] / h
             if np.any(P[:, 0] > 0.0):
                 self.stats["steps_in_contact"] += 1
-            hit = np.flatnonzero((P[:, 0] > 0.0) & (vn < -V_REPORT) & (units.gap <= -h * vn))
+            # hit: pushing, approaching faster than V_REPORT, and new to the touch: a catalog unit
+            # that did not push in the last step (the rest of an impact a speculative contact
+            # finishes in the next step is not a second one), a geom contact within the step's
+            # reach (it has no identity from step to step); the compiled step's test
+            new = units.gap <= -h * vn
+            new[:kc] = snapshot[0][cand, 0] <= 0.0
+            hit = np.flatnonzero((P[:, 0] > 0.0) & (vn < -V_REPORT) & new)
             if lam.any():
                 self.work += self._impulse_work(q, v, v1, tau, h, v_free)
             if len(hit):
