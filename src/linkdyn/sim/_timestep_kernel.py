@@ -799,6 +799,41 @@ def _loop_count(lbuf):
 
 
 @njit(cache=True)
+def step_flags(force, vn, prev, gforce, gvn, con_f, ng, h, v_report, gaps, pen, hit):
+    """What ``TimeStepping._step_compiled`` tests after a compiled step, in one call: bit 1 a unit
+    outside the problem (vn NaN) ends it deeper than ``pen``; 2 a unit or geom contact pushes; 4
+    one of them is hit (``hit`` (size + ng,) flags which: a pushing unit that approached faster
+    than ``v_report`` and did not push before (``prev`` its last normal impulse), a pushing geom
+    contact that approached faster and touched within the step); 8 some force is not zero; 16
+    some gap at the end is below -``pen`` (the projection)."""
+    size = force.shape[0]
+    out = 0
+    for u in range(size):
+        hit[u] = False
+        if gaps[u] < -pen:
+            out |= 16
+            if np.isnan(vn[u]):
+                out |= 1
+        if force[u, 0] != 0.0 or force[u, 1] != 0.0 or force[u, 2] != 0.0:
+            out |= 8
+        if force[u, 0] > 0.0:
+            out |= 2
+            if vn[u] < -v_report and prev[u] <= 0.0:
+                hit[u] = True
+                out |= 4
+    for r in range(ng):
+        hit[size + r] = False
+        if gforce[r, 0] != 0.0 or gforce[r, 1] != 0.0 or gforce[r, 2] != 0.0:
+            out |= 8
+        if gforce[r, 0] > 0.0:
+            out |= 2
+            if gvn[r] < -v_report and con_f[r, 0] - con_f[r, 9] <= -h * gvn[r]:
+                hit[size + r] = True
+                out |= 4
+    return out
+
+
+@njit(cache=True)
 def step_extremes(gaps, limit, gmin, force, unit_mu, gforce, gmu, out):
     """One step's part of the running extremes (``Recording.extremes``), the same sums for a
     single step (``Simulation._watch``) and a compiled run (``run_kernel``): out = [the largest

@@ -200,6 +200,10 @@ class TimeStepping:
             self._prm = np.array([CANDIDATE, BETA, V_BOUNCE, LCP_SWEEPS, LCP_TOL, FALLBACK_SWEEPS, GEOM_RELINEARIZE,
                                   RELINEARIZE_TOL, CLOSURE_TOL, LOOP_NEWTON])
             self._gk, self._gs = _geom_buffers(self.geoms, model.nbody)
+            #: the compiled single step's scratch: v_mid, vn, info, extra, hit (``_step_compiled``)
+            size = cat.size
+            self._scratch = (np.empty(model.nv), np.empty(size), np.empty(7), np.zeros(size, dtype=bool),
+                             np.zeros(size + self._gs[0].shape[0], dtype=bool))
         #: the contact solver's memo of an active set it could not polish (``lcp._kept_solve``);
         #: the compiled step keeps it in its geom buffers
         self._memo = self._gs[3][1:] if self._compiled else np.zeros(2, dtype=np.int64)
@@ -290,63 +294,55 @@ class TimeStepping:
         return out
 
     def _step_compiled(self, q, v, tau, h, t):
-        from ._timestep_kernel import timestep_kernel
+        from ._timestep_kernel import step_flags, timestep_kernel
         model, cat = self.model, self.catalog
         prev = self.warm[:, 0].copy()
         warm0 = self.warm.copy()
         gs = self._gs
-        gprev = tuple(x.copy() for x in gs[:4]) if self.geoms is not None else None
-        q1, v1, vm = np.empty(model.nq), np.empty(model.nv), np.empty(model.nv)
-        vn, gaps1, info = np.empty(cat.size), np.empty(cat.size), np.empty(7)
-        extra = np.zeros(cat.size, dtype=bool)
+        n0 = int(gs[3][0])              # the geom contacts carried in: restored if the step is undone
+        gprev = (gs[0][:n0].copy(), gs[1][:n0].copy(), gs[2][:n0].copy(), gs[3].copy()) if self.geoms is not None else None
+        q1, v1, gaps1 = np.empty(model.nq), np.empty(model.nv), np.empty(cat.size)
+        vm, vn, info, extra, hit = self._scratch
+        extra[:] = False
         led = self._led
+        ng = 0
         for attempt in range(2):
             timestep_kernel(model._packed, self._lbuf, q, v, tau, float(h), self._geo, cat._mask, cat._pair_mu, cat._pair_e,
                             cat._lim_q, cat._lim_v, cat._lim_s, cat._lim_b, self._balls.C, self._balls.I,
                             cat._ball_va, self._prm, self.warm, self._gk, gs, extra, q1, v1, vm, self.force, vn, gaps1,
                             info, led)
-            missed = (gaps1 < -PEN_PROJECT) & np.isnan(vn)
-            if attempt or info[0] != 0 or not missed.any():
+            ng = int(info[5]) if info[0] == 0 else 0
+            flags = step_flags(self.force, vn, prev, gs[4], gs[5], gs[1], ng, float(h), V_REPORT, gaps1, PEN_PROJECT,
+                               hit)
+            if attempt or info[0] != 0 or not flags & 1:
                 break
             # again, with the units the first try left penetrating (``_step_python``)
-            self.warm[:] = warm0
-            if gprev is not None:
-                for a, b in zip(gs[:4], gprev):
-                    a[...] = b
-            extra |= missed
+            self._undo(warm0, gprev)
+            extra |= (gaps1 < -PEN_PROJECT) & np.isnan(vn)
             self.stats["retaken"] = self.stats.get("retaken", 0) + 1
         self.stats["lcp_fallbacks"] += int(info[3])
         if info[0] != 0 or info[2] > min(LCP_TOL, FAIL_TOL):
             # bad input or a blow-up (the Python step says what), or an answer above the solver's
             # tolerance (the Python step tries the conic fallback, then raises above FAIL_TOL): the
             # step is taken again from the same state
-            self.warm[:] = warm0
-            if gprev is not None:
-                for a, b in zip(gs[:4], gprev):
-                    a[...] = b
+            self._undo(warm0, gprev)
             return None
         self.stats["lcp_residual"] = max(self.stats["lcp_residual"], info[2])
         self.stats["last_residual"] = info[2]
         if info[6]:
             self.stats["relinearized"] = self.stats.get("relinearized", 0) + int(info[6])
-        ng = int(info[5])
-        con_i, con_f, _, _, gforce, gvn = gs
         events = []
-        pushing = self.force[:, 0] > 0.0
-        hit = pushing & (vn < -V_REPORT) & (prev <= 0.0)
-        gpush = gforce[:ng, 0] > 0.0
-        ghit = gpush & (gvn[:ng] < -V_REPORT) & (con_f[:ng, 0] - con_f[:ng, 9] <= -h * gvn[:ng])
         self._h = h
-        if self.force.any() or gforce[:ng].any():
+        if flags & 8:
             # at q, before the free joints' carry: _impulse_work with the step's own free motion and
             # mass matrix (the kernel's ``led``), as run_kernel books it
             self.work += _impulse_work_kernel(led[1], vm, led[0], v)
-        if pushing.any() or gpush.any():
+        if flags & 2:
             self.stats["steps_in_contact"] += 1
-            if hit.any() or ghit.any():
-                events.append(self._impact(q, v, vm, np.concatenate([hit, ghit]), t, tau, h, led[2]))
+            if flags & 4:
+                events.append(self._impact(q, v, vm.copy(), hit[:cat.size + ng].copy(), t, tau, h, led[2]))
         gmin = info[4]
-        if min(gaps1.min(initial=np.inf), gmin) < -PEN_PROJECT:
+        if flags & 16 or gmin < -PEN_PROJECT:
             q1 = self._project(q1, gaps1)
             gaps1 = cat.gaps(q1)
             gmin = self._geom_min(q1)
@@ -354,6 +350,15 @@ class TimeStepping:
         self._geom_end = (q1, gmin)
         self._gfresh = True
         return q1, v1, events
+
+    def _undo(self, warm0, gprev):
+        """The warm starts and the carried geom contacts as they were before a compiled step."""
+        self.warm[:] = warm0
+        if gprev is not None:
+            n0 = gprev[0].shape[0]
+            for a, b in zip(self._gs[:3], gprev[:3]):
+                a[:n0] = b
+            self._gs[3][:] = gprev[3]
 
     def recorder(self, samples, every, phase):
         """Buffers for ``run`` to record up to ``samples`` samples in its call, one every
