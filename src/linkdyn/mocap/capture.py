@@ -249,7 +249,8 @@ def kinematics(model: _m.Model, sk: Skeleton, scale: float, ground: float, cutof
 
 def load_bvh(path: str | os.PathLike[str], mass: float = 70.0, height: float | None = None, *,
              scale: float | None = None, cutoff: float | str | None = DEFAULT_CUTOFF, ground: float | str = "auto",
-             sex: str = "male", limits: bool | FigureLimits = False) -> Capture:
+             sex: str = "male", limits: bool | FigureLimits = False,
+             soles: tuple[float, float, float] = (0.0, 0.0, 1.0)) -> Capture:
     """Read a BVH capture onto a figure built from its skeleton (:mod:`linkdyn.mocap.figure`).
 
     ``mass`` (kg) and ``height`` (m; None: the skeleton's own, rest pose) scale de Leva's
@@ -264,7 +265,10 @@ def load_bvh(path: str | os.PathLike[str], mass: float = 70.0, height: float | N
     ``summary()`` prints them), or the given :class:`~linkdyn.mocap.figure.FigureLimits` (e.g.
     ``anatomical_limits(capture.skeleton, capture.scale, split=True)``, or with some joints
     taken out of ``.limits``); False (default: the real walk of docs/mocap.md leaves the ankles'
-    anatomical range in a third of its frames): every joint unlimited."""
+    anatomical range in a third of its frames): every joint unlimited.  ``soles`` (heel, toe,
+    width): the feet's sole points moved back / forward by these fractions of the heel-to-toe
+    length and widened by ``width`` (:func:`linkdyn.mocap.figure.build_figure`; default the
+    skeleton's heel and toe joints; docs/mocap.md measures larger soles on the dynamics filter)."""
     mass = _positive(mass, "mass")
     sk = read_skeleton(path)
     if sk.parents[0] != -1:
@@ -281,7 +285,7 @@ def load_bvh(path: str | os.PathLike[str], mass: float = 70.0, height: float | N
         lim = anatomical_limits(sk, scale) if limits else None
     else:
         raise TypeError(f"limits: expected True, False or a linkdyn.mocap.figure.FigureLimits, got {limits!r}")
-    model, feet = build_figure(sk, scale, mass, height, limits=lim)
+    model, feet = build_figure(sk, scale, mass, height, limits=lim, soles=soles)
     if isinstance(ground, str):
         if ground != "auto":
             raise ValueError(f"ground: expected a height in metres or 'auto', got {ground!r}")

@@ -145,10 +145,17 @@ def _bone(sk, j, scale):
 
 
 def build_figure(sk: Skeleton, scale: float, mass: float, height: float, sex: str = "male",
-                 limits: FigureLimits | None = None) -> tuple[_m.Model, Feet]:
+                 limits: FigureLimits | None = None, soles: tuple[float, float, float] = (0.0, 0.0, 1.0)
+                 ) -> tuple[_m.Model, Feet]:
     """(model, feet) for the skeleton ``sk`` with lengths times ``scale`` (m per file unit);
     ``limits`` (:func:`linkdyn.mocap.limits.anatomical_limits`): the ball joints' swing cones and twist ranges (None:
-    every joint unlimited)."""
+    every joint unlimited); ``soles`` (heel, toe, width): the sole points' heel pair moved back
+    and toe pair moved forward by these fractions of the heel-to-toe length, and their half width
+    times ``width`` (default: the heel below the ankle, the toe at the toe joint, the width of
+    :data:`linkdyn.models.human.FOOT_HALF_WIDTH`)."""
+    soles = tuple(float(x) for x in np.asarray(soles, dtype=float).ravel())
+    if len(soles) != 3 or not np.isfinite(soles).all() or soles[0] < 0 or soles[1] < 0 or soles[2] <= 0:
+        raise ValueError(f"soles: expected (heel >= 0, toe >= 0, width > 0), got {soles}")
     lim = {} if limits is None else limits.limits
     mass = _h._positive(mass, "mass")
     height = _h._positive(height, "height")
@@ -199,12 +206,12 @@ def build_figure(sk: Skeleton, scale: float, mass: float, height: float, sex: st
                        inertia=inertia, joint_name=name)
         for i, e in enumerate(sk.end_sites[j]):
             b.add_frame(f"{name}_end" + (str(i) if i else ""), name, placement=scale * np.asarray(e))
-    feet = _add_feet(b, sk, scale, height, cls, sides)
+    feet = _add_feet(b, sk, scale, height, cls, sides, soles)
     b.add_ground()
     return b.build(), feet
 
 
-def _add_feet(b, sk, scale, height, cls, sides):
+def _add_feet(b, sk, scale, height, cls, sides, soles=(0.0, 0.0, 1.0)):
     C = Y_UP_TO_Z_UP
     P0, E0 = sk.rest_positions()
     ys = np.concatenate([P0[:, 1], [e[1] for e in E0]])
@@ -240,9 +247,12 @@ def _add_feet(b, sk, scale, height, cls, sides):
         fwd = toe - heel
         if np.linalg.norm(fwd) < 1e-6:
             raise MocapError(f"{sk.path}: the foot {name!r} has no length in the ground plane (no toe or end site)")
-        fwd /= np.linalg.norm(fwd)
+        length = np.linalg.norm(fwd)
+        fwd /= length
+        heel = heel - soles[0] * length * fwd
+        toe = toe + soles[1] * length * fwd
         lat = np.cross([0.0, 0.0, 1.0], fwd)
-        w = _h.FOOT_HALF_WIDTH * height
+        w = _h.FOOT_HALF_WIDTH * height * soles[2]
         k_toe_body = k_toe if k_toe != j else j
         s = sides[j]
         names.append(s)
