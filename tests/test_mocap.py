@@ -147,15 +147,17 @@ def test_bad_files_get_one_clear_error_naming_the_file(tmp_path, damage, message
     assert str(bad) in str(e.value)
 
 
-def test_figure_mass_properties_follow_de_leva(tmp_path):
-    """Segment masses are de Leva's (1996, Table 4) fractions of the body mass (scaled up by the
-    share of the clavicles, which this skeleton lacks), each centre of mass on its bone at the
-    table's fraction of the bone length, and the masses sum to the body mass."""
+@pytest.mark.parametrize("sex", ["male", "female"])
+def test_figure_mass_properties_follow_de_leva(tmp_path, sex):
+    """Segment masses are de Leva's (1996, Table 4) fractions of the body mass for the figure's
+    sex (scaled up by the share of the clavicles, which this skeleton lacks), each centre of
+    mass on its bone at the table's fraction of the bone length, and the masses sum to the body
+    mass."""
     angles, root = smooth_motion(5)
-    cap = mocap.load_bvh(write(tmp_path, skeleton(angles, root)), mass=80.0, cutoff=None)
+    cap = mocap.load_bvh(write(tmp_path, skeleton(angles, root)), mass=80.0, cutoff=None, sex=sex)
     m = cap.model
     assert m.total_mass == pytest.approx(80.0, rel=1e-12)
-    t = de_leva("male")
+    t = de_leva(sex)
     k = 1 / (1 - 2 * 0.05 * t["upper_trunk"].mass)
     params = m.inertial_parameters().reshape(-1, 10)   # per moving body: m, m c, I (Pinocchio's order)
     names = [j[0] for j in JOINTS]

@@ -254,7 +254,7 @@ def load_bvh(path: str | os.PathLike[str], mass: float = 70.0, height: float | N
     """Read a BVH capture onto a figure built from its skeleton (:mod:`linkdyn.mocap.figure`).
 
     ``mass`` (kg) and ``height`` (m; None: the skeleton's own, rest pose) scale de Leva's
-    (1996) segment table; ``scale``: metres per file unit (None: m, cm, mm or inches, whichever
+    (1996) segment table, its ``sex`` ("male" or "female") columns; ``scale``: metres per file unit (None: m, cm, mm or inches, whichever
     makes the skeleton 0.8-2.5 m tall); ``cutoff``: the kinematics' filter cut-off in Hz,
     ``"auto"`` (default: Winter's residual analysis, :func:`residual_cutoff`; the chosen value
     is ``Capture.cutoff``) or None for none; ``ground``: the floor's height (m, world z after the unit and axis change), or
@@ -285,7 +285,7 @@ def load_bvh(path: str | os.PathLike[str], mass: float = 70.0, height: float | N
         lim = anatomical_limits(sk, scale) if limits else None
     else:
         raise TypeError(f"limits: expected True, False or a linkdyn.mocap.figure.FigureLimits, got {limits!r}")
-    model, feet = build_figure(sk, scale, mass, height, limits=lim, soles=soles)
+    model, feet = build_figure(sk, scale, mass, height, sex=sex, limits=lim, soles=soles)
     if isinstance(ground, str):
         if ground != "auto":
             raise ValueError(f"ground: expected a height in metres or 'auto', got {ground!r}")
