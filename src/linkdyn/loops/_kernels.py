@@ -367,24 +367,13 @@ def constrained_solve(mi, mf, ws, li, lf, lam, lw, q, v, tau, mode, alpha, beta,
             if mode == FD:
                 # the cut joint's own torque (less its friction) acts through the loop
                 for j in range(p):
-                    tc = x[c0 + j]
-                    force[k, j] = tc           # kept for the loop force below
-                    x[c0 + j] = 0.0
-                    for r in range(6):
-                        w = Sinv[j, r] * tc
-                        for d in range(nv):
-                            if d < c0 or d >= c0 + p:
-                                x[d] -= rows[r, d] * w
+                    force[k, j] = x[c0 + j]    # kept for the loop force below
+                    _through_loop(rows, Sinv, c0, p, j, x, nv)
         else:
             _identity6(P)
         # the projected rows and their right-hand side c:
         #   FD: P (-g + beta^2 e - 2 alpha J v);  VELOCITY: -P J v;  POSITION: P e
-        for r in range(6):
-            for d in range(nv):
-                s = 0.0
-                for k2 in range(6):
-                    s += P[r, k2] * rows[k2, d]
-                JP[6 * k + r, d] = s
+        _project_rows(P, rows, JP, k, nv)
         for r in range(6):
             t[r] = _row_dot(rows, r, v, nv) if mode != POSITION else 0.0       # (J v)_r
         for r in range(6):
@@ -456,6 +445,30 @@ def constrained_solve(mi, mf, ws, li, lf, lam, lw, q, v, tau, mode, alpha, beta,
 
 
 @njit(inline="always", cache=True)
+def _through_loop(rows, Sinv, c0, p, j, x, nv):
+    """The cut joint's generalized force x[c0 + j] moved onto the loop's other dofs through the
+    loop's rows (x -= rows^T Sinv[j] x[c0 + j] off the cut joint), and zeroed at the cut."""
+    tc = x[c0 + j]
+    x[c0 + j] = 0.0
+    for r in range(6):
+        w = Sinv[j, r] * tc
+        for d in range(nv):
+            if d < c0 or d >= c0 + p:
+                x[d] -= rows[r, d] * w
+
+
+@njit(inline="always", cache=True)
+def _project_rows(P, rows, JP, k, nv):
+    """Rows 6k..6k+5 of JP = P rows: loop k's Jacobian rows projected off its cut joint."""
+    for r in range(6):
+        for d in range(nv):
+            s = 0.0
+            for k2 in range(6):
+                s += P[r, k2] * rows[k2, d]
+            JP[6 * k + r, d] = s
+
+
+@njit(inline="always", cache=True)
 def _row_dot(rows, r, v, nv):
     s = 0.0
     for d in range(nv):
@@ -498,12 +511,7 @@ def constrained_response(mi, mf, ws, li, lf, lam, lw, q, F, out):
                 return SINGULAR
         else:
             _identity6(P)
-        for r in range(6):
-            for d in range(nv):
-                s = 0.0
-                for k2 in range(6):
-                    s += P[r, k2] * rows[k2, d]
-                JP[6 * k + r, d] = s
+        _project_rows(P, rows, JP, k, nv)
     if _ltdl_factor(H, lam) != OK:
         return SINGULAR
     _ltdl_inverse_congruence(H, lam, JP, Y, Lam)              # Y = M^-1 J^T, Lambda = J M^-1 J^T
@@ -515,13 +523,7 @@ def constrained_response(mi, mf, ws, li, lf, lam, lw, q, F, out):
             c0, p = li[k, 2], li[k, 3]
             rows, Sinv = JR[6 * k:6 * k + 6], SS[k]
             for j in range(p):
-                tc = x[c0 + j]
-                x[c0 + j] = 0.0
-                for r in range(6):
-                    w = Sinv[j, r] * tc
-                    for d in range(nv):
-                        if d < c0 or d >= c0 + p:
-                            x[d] -= rows[r, d] * w
+                _through_loop(rows, Sinv, c0, p, j, x, nv)
         _ltdl_solve(H, lam, x)
         for r in range(m):
             s = 0.0

@@ -245,16 +245,23 @@ _solve = Entry(_constrained_solve, MI, MF, WS, _LI, _LF, _LAM, WS, VEC, VEC, VEC
 # (linkdyn._kernels.layout.pack_loops), as Model._packed holds (mi, mf, ws): the fast path of
 # constrained_dynamics unboxes two arrays for the seven (~0.04 us each).
 @_njit(cache=True)
-def _solve_packed(buf, lbuf, q, v, tau, mode, alpha, beta, out, force):
-    """``constrained_solve`` on a model packed in ``buf`` (Model._packed) and its loops in
-    ``lbuf`` (:func:`pack_loops`), typed as the Model's own arrays (the same compiled solver)."""
-    mi, mf, ws = _unpack_packed(buf)
+def _unpack_loops(lbuf):
+    """(li, lf, lam, lw) of the loops packed in ``lbuf`` (:func:`pack_loops`): views, no copy."""
     h = _carray(_int_address(lbuf, 0), (LOOP_HEADER,))
     nl, nv, o_lf, o_lam, o_lw = h[0], h[1], h[2], h[3], h[4]
     li = _as_readonly(_carray(_int_address(lbuf, LOOP_HEADER), (nl, 4)))
     lf = _as_readonly(_view(lbuf, o_lf, (nl, 24)))
     lam = _as_readonly(_carray(_int_address(lbuf, o_lam), (nv,)))
     lw = _view(lbuf, o_lw, (lbuf.shape[0] - o_lw,))
+    return li, lf, lam, lw
+
+
+@_njit(cache=True)
+def _solve_packed(buf, lbuf, q, v, tau, mode, alpha, beta, out, force):
+    """``constrained_solve`` on a model packed in ``buf`` (Model._packed) and its loops in
+    ``lbuf`` (:func:`pack_loops`), typed as the Model's own arrays (the same compiled solver)."""
+    mi, mf, ws = _unpack_packed(buf)
+    li, lf, lam, lw = _unpack_loops(lbuf)
     return _constrained_solve(mi, mf, ws, li, lf, lam, lw, q, v, tau, mode, alpha, beta, out, force)
 
 
@@ -263,12 +270,7 @@ def _response_packed(buf, lbuf, q, F, out):
     """``constrained_response`` on a model packed in ``buf`` and its loops in ``lbuf``, as
     ``_solve_packed`` (the compiled time step's impulse response: ``linkdyn.sim._timestep_kernel``)."""
     mi, mf, ws = _unpack_packed(buf)
-    h = _carray(_int_address(lbuf, 0), (LOOP_HEADER,))
-    nl, nv, o_lf, o_lam, o_lw = h[0], h[1], h[2], h[3], h[4]
-    li = _as_readonly(_carray(_int_address(lbuf, LOOP_HEADER), (nl, 4)))
-    lf = _as_readonly(_view(lbuf, o_lf, (nl, 24)))
-    lam = _as_readonly(_carray(_int_address(lbuf, o_lam), (nv,)))
-    lw = _view(lbuf, o_lw, (lbuf.shape[0] - o_lw,))
+    li, lf, lam, lw = _unpack_loops(lbuf)
     return _constrained_response(mi, mf, ws, li, lf, lam, lw, q, F, out)
 
 
