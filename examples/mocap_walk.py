@@ -32,7 +32,7 @@ def piece(cap, start, seconds):
     if len(k) < 10:
         raise SystemExit(f"--start {start} --seconds {seconds}: only {len(k)} frames in the clip "
                          f"(it is {cap.t[-1]:.1f} s long)")
-    return replace(cap, t=cap.t[k], q=cap.q[k], v=cap.v[k], a=cap.a[k], _phases=None)
+    return replace(cap, t=cap.t[k], q=cap.q[k], v=cap.v[k], a=cap.a[k])
 
 
 def main(argv=None):

@@ -167,7 +167,7 @@ def real_walk_filtered(path, T):
     from dataclasses import replace
     cap = mocap.load_bvh(path, mass=70, height=1.75)
     ph = mocap.contact_phases(cap)[:T]
-    seg = replace(cap, t=cap.t[:T], q=cap.q[:T], v=cap.v[:T], a=cap.a[:T], _phases=None)
+    seg = replace(cap, t=cap.t[:T], q=cap.q[:T], v=cap.v[:T], a=cap.a[:T])
     out = mocap.dynamics_filter(seg, phases=ph)
     check_physics(seg, out)
     return out.filter
@@ -210,7 +210,7 @@ def test_real_walk_balance_over_a_hundred_seconds_on_larger_soles(real_walk):  #
     base = mocap.load_bvh(real_walk, mass=70, height=1.75)
     cap = mocap.load_bvh(real_walk, mass=70, height=1.75, soles=(0.25, 0.2, 1.6), ground=base.ground)
     ph = mocap.contact_phases(base)[:T]
-    seg = replace(cap, t=cap.t[:T], q=cap.q[:T], v=cap.v[:T], a=cap.a[:T], _phases=None)
+    seg = replace(cap, t=cap.t[:T], q=cap.q[:T], v=cap.v[:T], a=cap.a[:T])
     out = mocap.dynamics_filter(seg, phases=ph)
     check_physics(seg, out)
     r = out.filter
@@ -242,7 +242,7 @@ def limited(cap, limits):
                    joint_name=m._joint_names[i])
     m2 = b.build()
     assert m2.nq == m.nq and [c.name for c in m2.contacts] == [c.name for c in m.contacts]
-    return replace(cap, model=m2, _phases=None)
+    return replace(cap, model=m2)
 
 
 def test_joint_limits_hold_at_every_step(tmp_path):
@@ -294,7 +294,7 @@ def test_hinge_limits_hold_at_every_step(tmp_path):
     def cut(x, old, new_col):
         return np.hstack([x[:, :old.start], new_col[:, None], x[:, old.stop:]])
     cap = replace(base, model=m2, q=cut(base.q, qs, angle), v=cut(base.v, vs, base.v[:, vs] @ axis),
-                  a=cut(base.a, vs, base.a[:, vs] @ axis), _phases=None)
+                  a=cut(base.a, vs, base.a[:, vs] @ axis))
     assert angle.min() < np.radians(-19) and angle.max() > np.radians(19)
     out = mocap.dynamics_filter(cap)
     check_physics(cap, out)

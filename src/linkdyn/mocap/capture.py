@@ -106,7 +106,6 @@ class Capture:
     mass: float
     height: float
     ground: float = 0.0
-    _phases: NDArray[np.bool_] | None = field(default=None, repr=False)
     #: a filtered motion's :class:`linkdyn.mocap.filter.FilterReport` (None for a capture as read)
     filter: object = field(default=None, repr=False)
     #: the figure's anatomical joint limits (:class:`linkdyn.mocap.figure.FigureLimits`; None: unlimited)

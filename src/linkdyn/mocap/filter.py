@@ -475,4 +475,4 @@ def dynamics_filter(capture: Capture, *, omega: float = 20.0, zeta: float = 1.0,
         dev[:, c] = np.linalg.norm(dq[:, max(sl.start, sl.stop - 3):sl.stop], axis=1)   # a hinge: its angle
     report = FilterReport(h, np.arange(S) * h, Q, V, A, TAU, F, GAP, np.array(relaxed, dtype=int), joints, dev,
                           np.linalg.norm(qo[:, :3] - qc[:, :3], axis=1))
-    return replace(capture, q=qo, v=vo, a=ao, _phases=None, filter=report)
+    return replace(capture, q=qo, v=vo, a=ao, filter=report)
