@@ -26,14 +26,19 @@ def cholesky(K, n, rel):
             s -= K[k, j] * K[k, j]
         if not s > rel * d0:
             return False
-        s = math.sqrt(s)
-        K[k, k] = s
-        for i in range(k + 1, n):
-            t = K[i, k]
-            for j in range(k):
-                t -= K[i, j] * K[k, j]
-            K[i, k] = t / s
+        _column(K, k, n, math.sqrt(s))
     return True
+
+
+@njit(inline="always", cache=True)
+def _column(K, k, n, s):
+    """Column k of a Cholesky factor in place: L_kk = s, L_ik = (K_ik - sum_j<k L_ij L_kj) / s."""
+    K[k, k] = s
+    for i in range(k + 1, n):
+        t = K[i, k]
+        for j in range(k):
+            t -= K[i, j] * K[k, j]
+        K[i, k] = t / s
 
 
 @njit(cache=True)
@@ -81,15 +86,9 @@ def pivoted_cholesky(K, n, rel, perm):
             for j in range(n):
                 K[j, k], K[j, p] = K[j, p], K[j, k]
             perm[k], perm[p] = perm[p], perm[k]
-        s = math.sqrt(best)
-        K[k, k] = s
+        _column(K, k, n, math.sqrt(best))
         for i in range(k + 1, n):
-            t = K[i, k]
-            for j in range(k):
-                t -= K[i, j] * K[k, j]
-            t /= s
-            K[i, k] = t
-            K[i, i] -= t * t            # the diagonal of the Schur complement, for the next pivot
+            K[i, i] -= K[i, k] * K[i, k]    # the diagonal of the Schur complement, for the next pivot
     return n
 
 

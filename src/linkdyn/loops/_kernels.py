@@ -424,11 +424,7 @@ def constrained_solve(mi, mf, ws, li, lf, lam, lw, q, v, tau, mode, alpha, beta,
             else:
                 s -= e[k, r]
             t[r] = s
-        for j in range(p):
-            s = 0.0
-            for r in range(6):
-                s += Sinv[j, r] * t[r]
-            out[c0 + j] = -s
+        _cut_rates(Sinv, t, p, out, c0)
         if mode != POSITION:
             # FD: f = P mu_k - S (S^T S)^-1 tau_cut (tau_cut kept in force[k, :p]);
             # VELOCITY: the impulse P mu_k
@@ -442,6 +438,16 @@ def constrained_solve(mi, mf, ws, li, lf, lam, lw, q, v, tau, mode, alpha, beta,
                     s -= Sinv[j, r] * t[j]
                 force[k, r] = s
     return OK
+
+
+@njit(inline="always", cache=True)
+def _cut_rates(Sinv, t, p, out, c0):
+    """The cut joint's p coordinates out[c0:c0 + p] = -Sinv t (t: the loop's six-vector)."""
+    for j in range(p):
+        s = 0.0
+        for r in range(6):
+            s += Sinv[j, r] * t[r]
+        out[c0 + j] = -s
 
 
 @njit(inline="always", cache=True)
@@ -548,11 +554,7 @@ def constrained_response(mi, mf, ws, li, lf, lam, lw, q, F, out):
                     if d < c0 or d >= c0 + p:
                         s += rows[r, d] * o[d]
                 t[r] = s
-            for j in range(p):
-                s = 0.0
-                for r in range(6):
-                    s += Sinv[j, r] * t[r]
-                o[c0 + j] = -s
+            _cut_rates(Sinv, t, p, o, c0)
     return OK
 
 

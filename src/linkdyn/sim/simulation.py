@@ -809,25 +809,19 @@ class Simulation:
         gaps = uni.gaps_after(q)
         f = uni.step_forces()
         geoms = getattr(uni, "geoms", None)
+        if geoms is not None:           # geom contacts vary in number: they are seen here, not in the samples
+            gmin, gf, gmu, _ = uni.geom_step(names=False)
+            gf, gmu = np.ascontiguousarray(gf, dtype=float), np.ascontiguousarray(gmu, dtype=float)
+        else:
+            gmin, gf, gmu = np.inf, np.zeros((0, 3)), np.zeros(0)
+        ext = self._ext
+        _step_extremes(gaps, uni.catalog.is_limit, float(gmin), np.zeros((0, 3)) if f is None else f,
+                       uni.catalog.unit_mu, gf, gmu, ext)
+        lim, pen, fmin, ratio = ext.tolist()
         if f is not None and (len(f) or geoms is not None):
-            if geoms is not None:       # geom contacts vary in number: they are seen here, not in the samples
-                gmin, gf, gmu, _ = uni.geom_step(names=False)
-                gf, gmu = np.ascontiguousarray(gf, dtype=float), np.ascontiguousarray(gmu, dtype=float)
-            else:
-                gmin, gf, gmu = np.inf, np.zeros((0, 3)), np.zeros(0)
-            ext = self._ext
-            _step_extremes(gaps, uni.catalog.is_limit, float(gmin), f, uni.catalog.unit_mu, gf, gmu, ext)
-            lim, pen, fmin, ratio = ext.tolist()
             x["force_steps"] += 1
             x["min_normal_force"] = min(x["min_normal_force"], fmin)
             x["max_cone_ratio"] = max(x["max_cone_ratio"], ratio)
-        else:
-            lim, pen = 0.0, 0.0
-            islim = uni.catalog.is_limit
-            if islim.any():
-                lim = float(np.max(-gaps[islim], initial=0.0))
-            g = gaps[~islim]
-            pen = float(np.max(-g[np.isfinite(g)], initial=0.0))
         x["limit_violation"] = max(x["limit_violation"], lim)
         x["penetration"] = max(x["penetration"], pen)
         x["max_step_contact_work"] = max(x["max_step_contact_work"], float(contact_work))
