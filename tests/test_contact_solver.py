@@ -172,3 +172,34 @@ def test_the_polish_turns_sliding_forces_against_their_slip():
                 got.add(seed)
     assert sliding >= 20
     assert fixed <= turned and len(turned) >= len(fixed) + 10 and len(turned) >= 0.7 * sliding, (fixed, turned)
+
+
+def test_the_cone_projection_is_the_nearest_point_of_the_cones():
+    """``lcp._cone_project`` (the ADMM fallback's z-update) against its defining property, Moreau's
+    decomposition: x = z + y with z in the cones, y in their polar cones (-y in the dual cones,
+    mu |y_t| <= -y_n for the self-dual scaling of a friction cone) and z . y = 0 per block; a free
+    row passes through, a frictionless normal is clipped at 0; mu = 0 and points inside, in the
+    polar cone and on the axis included."""
+    rng = np.random.default_rng(0)
+    kinds = np.array([lcp.FREE, lcp.NORMAL, lcp.NORMAL, lcp.NORMAL, lcp.FRICTION, lcp.FRICTION2, lcp.FRICTION,
+                      lcp.FRICTION2], dtype=np.int64)
+    normal = np.array([0, 1, 2, 3, 2, 2, 3, 3], dtype=np.int64)
+    cases = 0
+    for k in range(400):
+        mu = np.array([0, 0, 0, 0, 1, 1, 0, 0], float) * rng.uniform(0.1, 2.0) + np.array([0, 0, 0, 0, 0, 0, 1, 1]) * (
+            0.0 if k % 4 == 0 else rng.uniform(0.1, 2.0))
+        x = rng.standard_normal(8) * rng.uniform(0.01, 10.0)
+        if k % 5 == 1:
+            x[4:6] = 0.0                                   # on the cone's axis
+        z = np.empty(8)
+        lcp._cone_project(kinds, mu, normal, x, z)
+        y = x - z
+        assert z[0] == x[0] and z[1] == max(x[1], 0.0)
+        for n, f in ((2, 4), (3, 6)):
+            c, zt, yt = mu[f], np.hypot(z[f], z[f + 1]), np.hypot(y[f], y[f + 1])
+            scale = 1e-12 * max(1.0, np.abs(x).max())
+            assert zt <= c * z[n] + scale                   # z in the friction cone
+            assert c * yt <= -y[n] + scale or (c == 0.0 and y[n] <= scale)   # y in its polar cone
+            assert abs(z[n] * y[n] + z[f] * y[f] + z[f + 1] * y[f + 1]) <= scale * max(1.0, np.abs(x).max())
+            cases += zt > 0 and yt > 0
+    assert cases > 50                                       # on the rim with a component cut off

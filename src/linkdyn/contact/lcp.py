@@ -13,7 +13,7 @@ with w = A lambda + r (A the inverse inertia of the rows, ``linkdyn.contact.inve
 w an acceleration, or a velocity after an impulse).  This is the LCP of Baraff (1994) and
 Stewart and Trinkle (1996) with the cone kept exact instead of a pyramid.
 
-Solved in two stages, and a third where they fail:
+Solved in two stages, and fallbacks where they fail:
 
 1. projected Gauss-Seidel (compiled): each normal row solved for itself and clamped at 0, each
    friction pair solved as a 2x2 block and projected onto its disk (the cone of the present
@@ -30,8 +30,11 @@ Solved in two stages, and a third where they fail:
    four corners share its weight whichever of them its landing left unloaded).
 
 3. where both leave the answer above the step's tolerance (redundant contacts sliding: Gauss-Seidel
-   circles, the polish finds no exact active set), ``conic_fallback``: De Saxce's fixed point,
-   each iterate a second-order cone program solved by Clarabel, then the polish.
+   circles, the polish finds no exact active set), ``_admm_fallback`` (compiled, inside the time
+   step): De Saxce's fixed point, each iterate's cone program by ADMM, its active sets polished;
+   where that fails too, Gauss-Seidel carried on with a polish every FALLBACK_ROUND sweeps;
+4. and last (the Python step only), ``conic_fallback``: the same fixed point with each cone
+   program solved by Clarabel's interior point method, then the polish.
 
 A dense, small problem (tens of rows) is the common case here, which is why a Gauss-Seidel
 of our own over a QP library: it warm-starts, it keeps the cone exact, and it needs no
@@ -671,8 +674,8 @@ def _step_solve(A, r, kind, mu, normal, lam, sweeps, tol, fallback_sweeps, skip=
     sweeps, FIRST_ROUND and then twice as many each round up to ``sweeps`` in all, each
     followed by a polish of an active set not polished yet (the exact solution on the active set
     the sweeps found; it needs only the right active set, which the sweeps find long before they
-    converge), until the answer meets ``tol``.  Where it does not, the fallback: Gauss-Seidel
-    carried on (redundant friction rows, e.g. two feet of one rigid body, converge slowly along
+    converge), until the answer meets ``tol``.  Where it does not, ``_admm_fallback``, and where
+    that leaves it above ``tol`` too, Gauss-Seidel carried on (redundant friction rows, e.g. two feet of one rigid body, converge slowly along
     their null direction) in rounds of FALLBACK_ROUND sweeps, each followed by the polish, until
     an answer meets tol, ``fallback_sweeps`` are spent or FALLBACK_STALE rounds in a row gain
     nothing.  ``skip``: the signature (``_active_set``) of an active set not to polish before the
@@ -705,6 +708,9 @@ def _step_solve(A, r, kind, mu, normal, lam, sweeps, tol, fallback_sweeps, skip=
         n = min(2 * n, sweeps - done)
     if res <= tol:
         return res, 0.0
+    res = _admm_fallback(A, r, kind, mu, normal, lam, res, tol)
+    if res <= tol:
+        return res, 1.0
     done = 0
     stale = 0
     prev = lam.copy()
@@ -728,6 +734,124 @@ def _step_solve(A, r, kind, mu, normal, lam, sweeps, tol, fallback_sweeps, skip=
             prev[i] = lam[i]
         stale = stale + 1 if res > (1.0 - FALLBACK_GAIN) * before and move < FALLBACK_MOVE * size else 0
     return res, 1.0
+
+#: the ADMM fallback (``_admm_fallback``): its penalty rho relative to A's mean diagonal, each
+#: tried in turn; De Saxce's updates per rho at most; ADMM iterations per update at most; and every
+#: how many of them the iterate's active set is polished (when it changed)
+ADMM_RHO = (1e-3, 1e-2)
+ADMM_OUTER, ADMM_INNER, ADMM_POLISH = 12, 200, 25
+#: ... and its relaxation
+ADMM_ALPHA = 1.6
+
+
+@njit(cache=True)
+def _cone_project(kind, mu, normal, x, z):
+    """z = the projection of x onto the feasible set: FREE rows as they are, a normal without
+    friction onto lambda_n >= 0, a normal with its friction pair onto the cone |lambda_t| <= mu
+    lambda_n (Boyd and Vandenberghe 2004, exercise 8.3(c): inside it x itself, in its polar
+    cone 0, else ((mu |x_t| + x_n) / (mu^2 + 1)) (1, mu x_t / |x_t|))."""
+    m = x.shape[0]
+    for i in range(m):
+        z[i] = max(x[i], 0.0) if kind[i] == NORMAL else x[i]
+    for f in range(m):
+        if kind[f] != FRICTION:
+            continue
+        n, c = normal[f], mu[f]
+        xn, t1, t2 = x[n], x[f], x[f + 1]
+        tn = np.sqrt(t1 * t1 + t2 * t2)
+        if tn <= c * xn:
+            z[n] = xn
+        elif c * tn <= -xn:
+            z[n] = z[f] = z[f + 1] = 0.0
+        else:
+            a = (c * tn + xn) / (c * c + 1.0)
+            z[n] = a
+            z[f] = c * a * t1 / tn
+            z[f + 1] = c * a * t2 / tn
+
+
+@njit(cache=True)
+def _admm_fallback(A, r, kind, mu, normal, lam, res, tol):
+    """The problem as De Saxce's fixed point (``conic_fallback``'s), each convex cone program
+    min 1/2 lam^T A lam + (r + s)^T lam over the cones (s_n = mu |w_t| of the last iterate) by
+    ADMM (Boyd, Parikh, Chu, Peleato and Eckstein 2011, sec. 5: the splitting lam = z, z in the
+    cones; x-update (A + rho I) x = rho (z - u) - (r + s) with A + rho I factored once per rho,
+    z-update ``_cone_project``, u += x - z; the scheme of Carpentier, Le Lidec, Montaut and
+    Mansard's ADMM contact solver, 2024), its active set polished (``_polish_better``) as it
+    settles.  In place on ``lam`` (the best answer found, which starts it); returns its residual.
+    Stops at an exact answer (1e-12), or at one below ``tol`` whose residual a whole update did
+    not halve.  A semidefinite A (redundant contacts: two feet of one body each) slows
+    Gauss-Seidel along its null directions, not this; the steps that Gauss-Seidel's fallback left
+    above the step's tolerance on the dm_control humanoid's, walker's and hopper's landings
+    and gymnasium's ant (about 100 problems of 6 to 27 rows): all to round-off, 200 to 3400
+    iterations."""
+    m = r.shape[0]
+    d = 0.0
+    for i in range(m):
+        d += A[i, i]
+    d = max(d / max(m, 1), 1e-300)
+    K = np.empty((m, m))
+    best = lam.copy()
+    bres = res
+    z, zp, u, x, c, w, pol = (np.empty(m), np.empty(m), np.empty(m), np.empty(m), np.empty(m), np.empty(m),
+                              np.empty(m))
+    for rho_rel in ADMM_RHO:
+        rho = rho_rel * d
+        for i in range(m):
+            for j in range(i + 1):
+                K[i, j] = 0.5 * (A[i, j] + A[j, i])
+            K[i, i] += rho
+        if not dense.cholesky(K, m, 1e-15):
+            continue
+        _cone_project(kind, mu, normal, best, z)
+        u[:] = 0.0
+        tried = np.int64(0)
+        for outer in range(ADMM_OUTER):
+            before = bres
+            _velocities(A, r, z, w)
+            for i in range(m):
+                c[i] = r[i]
+            for f in range(m):
+                if kind[f] == FRICTION:
+                    c[normal[f]] += mu[f] * np.sqrt(w[f] * w[f] + w[f + 1] * w[f + 1])
+            for it in range(ADMM_INNER):
+                for i in range(m):
+                    x[i] = rho * (z[i] - u[i]) - c[i]
+                dense.forward(K, m, x)
+                dense.backward(K, m, x)
+                for i in range(m):                  # over-relaxed (Boyd et al. 2011, sec. 3.4.3)
+                    zp[i] = z[i]
+                    x[i] = ADMM_ALPHA * x[i] + (1.0 - ADMM_ALPHA) * z[i] + u[i]
+                _cone_project(kind, mu, normal, x, z)
+                prim, dual, size = 0.0, 0.0, 1e-300
+                for i in range(m):
+                    ui = x[i] - z[i]
+                    prim = max(prim, abs(ui - u[i]))     # how far the split is from closed
+                    u[i] = ui
+                    dual = max(dual, abs(z[i] - zp[i]))
+                    size = max(size, abs(z[i]))
+                settled = prim <= 1e-12 * size and dual <= 1e-12 * size
+                if settled or (it + 1) % ADMM_POLISH == 0:
+                    sig = _active_set(kind, mu, normal, z)
+                    if sig != tried:
+                        tried = sig
+                        pol[:] = z
+                        pres = _polish_better(A, r, kind, mu, normal, pol, _residual(A, r, kind, mu, normal, pol),
+                                              np.int64(2))
+                        if pres < bres:
+                            bres = pres
+                            best[:] = pol
+                        if bres <= 1e-12:
+                            lam[:] = best
+                            return bres
+                if settled:
+                    break
+            if bres <= tol and bres > 0.5 * before:
+                lam[:] = best
+                return bres
+    lam[:] = best
+    return bres
+
 
 #: a remembered active set whose polish found no exact answer is polished again after this many
 #: solves that skipped it (``_kept_solve``)

@@ -110,8 +110,9 @@ PEN_PROJECT = 1e-5
 #: is met to about 1e-6 of the problem's scale (benchmarks/README), far below the scheme's O(h)
 LCP_SWEEPS, LCP_TOL = 100, 1e-5
 #: where that has not converged (redundant friction rows, e.g. two feet of one rigid body, converge
-#: slowly along their null direction): Gauss-Seidel carried on this far at most, with the polish
-#: after every ``lcp.FALLBACK_ROUND`` sweeps
+#: slowly along their null direction): the ADMM fallback (``lcp._admm_fallback``), and where that
+#: leaves it above LCP_TOL too, Gauss-Seidel carried on this far at most, with the polish after
+#: every ``lcp.FALLBACK_ROUND`` sweeps
 FALLBACK_SWEEPS = 20000
 #: an answer above LCP_TOL after the Gauss-Seidel fallback is sought again by the conic fallback
 #: (``lcp.conic_fallback``); one whose residual is still above this is never applied: the step
