@@ -203,3 +203,25 @@ def test_the_cone_projection_is_the_nearest_point_of_the_cones():
             assert abs(z[n] * y[n] + z[f] * y[f] + z[f + 1] * y[f + 1]) <= scale * max(1.0, np.abs(x).max())
             cases += zt > 0 and yt > 0
     assert cases > 50                                       # on the rim with a component cut off
+
+
+def test_basic_solves_solve_full_rank_and_consistent_singular_systems():
+    """``dense.basic_solve`` (complete pivoting, the Newton steps' solver): on a nonsingular B the
+    unique solution; on a singular B (rank r < n, redundant contacts) with b in its range, rank r
+    and an exact solution with n - r unknowns zero; on a zero B, rank 0 and x = 0."""
+    from linkdyn._kernels import dense
+    rng = np.random.default_rng(1)
+    for n in (1, 5, 20, 27):
+        B = rng.standard_normal((n, n))
+        b = rng.standard_normal(n)
+        x = np.empty(n)
+        assert dense.basic_solve(B, b, 1e-12, x) == n
+        np.testing.assert_allclose(x, np.linalg.solve(B, b), rtol=1e-9, atol=1e-12)
+        for r in range(1, n):
+            C = rng.standard_normal((n, r)) @ rng.standard_normal((r, n))
+            c = C @ rng.standard_normal(n)
+            assert dense.basic_solve(C, c, 1e-12, x) == r
+            assert np.abs(C @ x - c).max() <= 1e-9 * np.abs(c).max()
+            assert (x == 0.0).sum() >= n - r
+    x = np.full(3, 7.0)
+    assert dense.basic_solve(np.zeros((3, 3)), np.ones(3), 1e-12, x) == 0 and (x == 0).all()

@@ -145,3 +145,56 @@ def min_norm_psd(B, b, rel, x, gap=1e-8):
             s += L[i, a] * z[a]
         x[perm[i]] = s
     return True
+
+
+@njit(cache=True)
+def basic_solve(B, b, rel, x):
+    """x with B x = b for a small dense square B by Gaussian elimination with complete pivoting
+    (Golub and Van Loan 2013, sec. 3.4.8), stopped where the largest remaining entry falls to
+    ``rel`` times the first pivot: r, the rank found so, is returned; the n - r unknowns whose
+    columns were never pivoted are 0 (a basic solution, not the minimum-norm one) and the rows
+    never pivoted are not solved (where b is not in B's range, B x != b there).  A third of a
+    complete orthogonal decomposition's cost, for Newton steps whose size along a null direction
+    does not matter.  B and b are not changed."""
+    n = B.shape[0]
+    W = B.copy()
+    y = b.copy()
+    cp = np.arange(n)
+    rank = n
+    p0 = 0.0
+    for k in range(n):
+        big, pi, pj = -1.0, k, k
+        for i in range(k, n):
+            for j in range(k, n):
+                a = abs(W[i, j])
+                if a > big:
+                    big, pi, pj = a, i, j
+        if k == 0:
+            p0 = big
+        if big <= rel * p0 or big == 0.0:
+            rank = k
+            break
+        if pi != k:
+            for j in range(n):
+                W[k, j], W[pi, j] = W[pi, j], W[k, j]
+            y[k], y[pi] = y[pi], y[k]
+        if pj != k:
+            for i in range(n):
+                W[i, k], W[i, pj] = W[i, pj], W[i, k]
+            cp[k], cp[pj] = cp[pj], cp[k]
+        piv = W[k, k]
+        for i in range(k + 1, n):
+            f = W[i, k] / piv
+            if f != 0.0:
+                for j in range(k + 1, n):
+                    W[i, j] -= f * W[k, j]
+                y[i] -= f * y[k]
+    z = np.zeros(n)
+    for i in range(rank - 1, -1, -1):
+        t = y[i]
+        for j in range(i + 1, rank):
+            t -= W[i, j] * z[j]
+        z[i] = t / W[i, i]
+    for j in range(n):
+        x[cp[j]] = z[j]
+    return rank
