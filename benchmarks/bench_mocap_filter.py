@@ -32,7 +32,7 @@ def main():
         cap = mocap.load_bvh(path, mass=70, height=1.75)
     T = min(len(cap.t), int(round(args.seconds / cap.dt)) + 1)
     ph = mocap.contact_phases(cap)[:T]
-    seg = replace(cap, t=cap.t[:T], q=cap.q[:T], v=cap.v[:T], a=cap.a[:T], _phases=None)
+    seg = replace(cap, t=cap.t[:T], q=cap.q[:T], v=cap.v[:T], a=cap.a[:T])
     mocap.dynamics_filter(replace(seg, t=seg.t[:20], q=seg.q[:20], v=seg.v[:20], a=seg.a[:20]), phases=ph[:20])
     for _ in range(args.repeats):
         load0 = os.getloadavg()[0]
