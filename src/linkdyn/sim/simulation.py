@@ -778,28 +778,60 @@ class Simulation:
 
     def _record_samples(self, rec, steps0, work0):
         """Append the samples a compiled call recorded (``TimeStepping.recorder``): the fields
-        ``_record`` would have taken at each, the state's from the call's buffers, those the
-        state gives (energies, contact points) computed here."""
+        ``_record`` would have taken at each, the state's from the call's buffers (copied once per
+        call: each sample's arrays are rows of those copies), those the state gives (energies,
+        contact points) computed here; every field's list extended at once (all or none, as
+        ``_append``)."""
         ctl, S, Q, V, F, G, W, GO, GI, GX = rec
         m, seg, cat = self.model, self._segment, self._uni.catalog
-        tau = np.zeros(m.nv)
-        for j in range(int(ctl[2])):
-            t = self._t_start + (steps0 + int(S[j])) * self.dt
-            if seg.t and seg.t[-1] == t:
-                continue
-            q, v = Q[j].copy(), V[j].copy()
-            work = work0.copy()
-            work[0] += W[j, 0]
-            work[1] += W[j, 1]
-            kin, pot = _energy_pair(m, q, v)
-            row = [("t", t), ("q", q), ("v", v), ("tau", tau.copy()), ("kinetic", kin), ("potential", pot),
-                   ("work", work)] + _loop_fields(m, q, v, tau) + [
-                   ("unit_force", F[j].copy()), ("unit_gap", G[j].copy()), ("unit_point", cat.points(q))]
-            if seg.geom_names:
-                a, b = GO[j], GO[j + 1]
-                row += [("geom_pair", GI[a:b].copy()), ("geom_force", GX[a:b, 6:9].copy()),
-                        ("geom_point", GX[a:b, 0:3].copy()), ("geom_normal", GX[a:b, 3:6].copy())]
-            self._append(row)
+        n = int(ctl[2])
+        j0 = 0
+        t = [self._t_start + (steps0 + int(k)) * self.dt for k in S[:n]]
+        if n and seg.t and seg.t[-1] == t[0]:       # (the call's times increase: only its first may repeat)
+            j0 = 1
+        cnt = n - j0
+        if cnt <= 0:
+            return
+        q, v = Q[j0:n].copy(), V[j0:n].copy()
+        work = np.repeat(work0[None, :], cnt, axis=0)
+        work[:, :2] += W[j0:n]
+        tau = np.zeros((cnt, m.nv))
+        pairs = [_energy_pair(m, q[j], v[j]) for j in range(cnt)]    # (the stack's parallel kernel costs
+        kin, pot = [a for a, _ in pairs], [b for _, b in pairs]        # more than it saves here)
+        if len(cat.pairs):
+            points = [cat.points(q[j]) for j in range(cnt)]
+        else:
+            points = list(np.zeros((cnt, cat.size, 3)))
+        cols = {"t": t[j0:], "q": list(q), "v": list(v), "tau": list(tau), "kinetic": kin, "potential": pot,
+                "work": list(work)}
+        if m.nloops:
+            for name, _ in _loop_fields(m, q[0], v[0], tau[0]):
+                cols[name] = []
+            for j in range(cnt):
+                for name, x in _loop_fields(m, q[j], v[j], tau[j]):
+                    cols[name].append(x)
+        else:
+            cols["loop_error"] = [0.0] * cnt
+            cols["loop_forces"] = [np.zeros((0, 6)) for _ in range(cnt)]
+        cols["unit_force"] = list(F[j0:n].copy())
+        cols["unit_gap"] = list(G[j0:n].copy())
+        cols["unit_point"] = points
+        if seg.geom_names:
+            o = GO[j0:n + 1] - GO[j0]
+            gi, gx = GI[GO[j0]:GO[n]].copy(), GX[GO[j0]:GO[n]].copy()
+            cols["geom_pair"] = [gi[o[j]:o[j + 1]] for j in range(cnt)]
+            cols["geom_force"] = [gx[o[j]:o[j + 1], 6:9] for j in range(cnt)]
+            cols["geom_point"] = [gx[o[j]:o[j + 1], 0:3] for j in range(cnt)]
+            cols["geom_normal"] = [gx[o[j]:o[j + 1], 3:6] for j in range(cnt)]
+        lists = [getattr(seg, name) for name in cols]
+        before = len(seg.t)
+        try:
+            for lst, vals in zip(lists, cols.values()):
+                lst.extend(vals)
+        except BaseException:
+            for lst in lists:
+                del lst[before:]
+            raise
 
     def _watch(self, q, contact_work):
         """Update the recording's running extremes (``Recording.extremes``) with the step just
