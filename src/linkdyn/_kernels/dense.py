@@ -147,6 +147,22 @@ def min_norm_psd(B, b, rel, x, gap=1e-8):
     return True
 
 
+@njit(inline="always", cache=True)
+def negligible(pivot, first, rel):
+    """True where a pivoted factorization stops: its pivot is zero or not above rel times the
+    first (the rank found)."""
+    return pivot <= rel * first or pivot == 0.0
+
+
+@njit(inline="always", cache=True)
+def swap_columns(W, k, p, perm):
+    """Columns k and p of W exchanged, and entries k and p of the column order perm (a pivoted
+    factorization's column exchange)."""
+    for i in range(W.shape[0]):
+        W[i, k], W[i, p] = W[i, p], W[i, k]
+    perm[k], perm[p] = perm[p], perm[k]
+
+
 @njit(cache=True)
 def basic_solve(B, b, rel, x):
     """x with B x = b for a small dense square B by Gaussian elimination with complete pivoting
@@ -169,9 +185,8 @@ def basic_solve(B, b, rel, x):
                 a = abs(W[i, j])
                 if a > big:
                     big, pi, pj = a, i, j
-        if k == 0:
-            p0 = big
-        if big <= rel * p0 or big == 0.0:
+        p0 = big if k == 0 else p0
+        if negligible(big, p0, rel):
             rank = k
             break
         if pi != k:
@@ -179,9 +194,7 @@ def basic_solve(B, b, rel, x):
                 W[k, j], W[pi, j] = W[pi, j], W[k, j]
             y[k], y[pi] = y[pi], y[k]
         if pj != k:
-            for i in range(n):
-                W[i, k], W[i, pj] = W[i, pj], W[i, k]
-            cp[k], cp[pj] = cp[pj], cp[k]
+            swap_columns(W, k, pj, cp)
         piv = W[k, k]
         for i in range(k + 1, n):
             f = W[i, k] / piv

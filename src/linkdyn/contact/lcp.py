@@ -261,15 +261,12 @@ def _min_norm_solve(B, b, rcond, x):
             if s > best:
                 best, p = s, j
         alpha = np.sqrt(best)
-        if k == 0:
-            r0 = alpha
-        if alpha <= rcond * r0 or alpha == 0.0:
+        r0 = alpha if k == 0 else r0
+        if dense.negligible(alpha, r0, rcond):
             rank = k
             break
         if p != k:
-            for i in range(n_r):
-                W[i, k], W[i, p] = W[i, p], W[i, k]
-            perm[k], perm[p] = perm[p], perm[k]
+            dense.swap_columns(W, k, p, perm)
         if W[k, k] > 0.0:
             alpha = -alpha
         vn2 = 0.0
