@@ -294,16 +294,26 @@ def test_the_compiled_step_takes_the_python_steps_geom_contacts():
     assert wa == pytest.approx(wb, abs=1e-8)
 
 
-def test_a_run_of_many_compiled_steps_books_what_single_steps_book():
+@pytest.mark.parametrize("per_run", [ts.IMPACTS_PER_RUN, 1])
+def test_a_run_of_many_compiled_steps_books_what_single_steps_book(per_run, monkeypatch):
     """``Simulation.run`` takes the steps of a passive tree many at a time in one compiled call
-    (``TimeStepping.run``; an impact ends the call, its event recorded) and those it cannot
-    (projections, answers above the solver's tolerance) one at a time; stepping one by one gives the same states,
-    ledger, events and running extremes."""
+    (``TimeStepping.run``; it goes on through impacts, whose events it builds after the call, and
+    ends after IMPACTS_PER_RUN of them: 1 too, as before) and those it cannot (projections, answers
+    above the solver's tolerance) one at a time; stepping one by one gives the same states, ledger,
+    events and running extremes."""
+    monkeypatch.setattr(ts, "IMPACTS_PER_RUN", per_run)
     m, q, v = _tilted_box_drop()
     sims = [ld.Simulation(m, q, v, dt=DT, contact_method="timestep", record_every=7) for _ in range(2)]
     single, step = [], sims[0].step
     sims[0].step = lambda *a: (single.append(sims[0].t), step(*a))
+    calls, run = [], sims[0]._uni.run
+    sims[0]._uni.run = lambda *a, **k: (calls.append(1), run(*a, **k))[1]
     sims[0].run(until=0.6, progress=False)
+    impacts = sims[0]._uni.stats["impacts"]
+    if per_run == 1:                    # each impact ends its call
+        assert len(calls) >= impacts + 1
+    else:                               # one call per recorded chunk, the impacts inside them
+        assert len(calls) <= len(single) + 2 < impacts
     # every step was taken by the compiled run, but those whose answer it left above LCP_TOL: the
     # Python step's conic fallback takes them (one here: 1.7e-5 -> 9e-11)
     assert len(single) <= sims[0]._uni.stats.get("conic_fallbacks", 0) <= 2

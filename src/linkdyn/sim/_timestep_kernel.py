@@ -670,11 +670,13 @@ def run_kernel(buf, lbuf, q, v, tau, h, nsteps, geo, mask, pair_mu, pair_e, lim_
     largest limit overshoot, deepest penetration, smallest normal force, largest friction/cone
     ratio, most energy one step's contacts put in, steps with forces, steps in contact, largest residual,
     steps whose first solve missed its tolerance, relinearizations, the last step's residual, steps
-    taken again with the units their first try left penetrating, 1 if the last step was an impact].
-    An impact (a unit hit faster than V_REPORT, ``TimeStepping._step_compiled``'s test) is taken
-    and ends the call, with what its event needs in ``ev`` = (q and v at its start, its velocity,
-    which units (catalog, then geom contacts) were hit, and for a closed chain its generalized
-    impulse G^T lam).  ``lbuf``: as ``timestep_kernel``'s (None: a tree).
+    taken again with the units their first try left penetrating, the impacts recorded].
+    An impact (a unit hit faster than V_REPORT, ``TimeStepping._step_compiled``'s test) is taken,
+    and what its event needs is kept in row j (the impacts so far) of the arrays of ``ev`` = (q and
+    v at its start, its velocity, which units (catalog, then geom contacts) were hit, for a closed
+    chain its generalized impulse G^T lam, the units' forces, the geom contacts' forces and pairs,
+    the steps taken in the call with it, the number of geom contacts); the call ends after the
+    impact that fills them.  ``lbuf``: as ``timestep_kernel``'s (None: a tree).
 
     ``rec`` records samples in the call (``Simulation``'s ``record_every``; ``_record_samples``):
     (ctl, S, Q, V, F, G, W, GO, GI, GX) with ctl = [every (0: none), the steps before the call
@@ -704,6 +706,8 @@ def run_kernel(buf, lbuf, q, v, tau, h, nsteps, geo, mask, pair_mu, pair_e, lim_
     ext, gmu = np.empty(4), np.empty(con_i.shape[0])
     warm0, ci0, cf0, gP0 = np.empty_like(warm), np.empty_like(con_i), np.empty_like(con_f), np.empty_like(gP)
     ctl, rS, rQ, rV, rF, rG, rW, rGO, rGI, rGX = rec
+    EQ, EV, EVM, EH, EP, EF, EG, EI, ES, EN = ev
+    hit = np.zeros(EH.shape[1], dtype=np.bool_)
     every = ctl[0]
     cap = con_i.shape[0]
     for step in range(nsteps):
@@ -728,7 +732,6 @@ def run_kernel(buf, lbuf, q, v, tau, h, nsteps, geo, mask, pair_mu, pair_e, lim_
             acc[15] += 1.0
         ng = int(info[5])
         special = info[0] != 0 or info[2] > fail_tol or info[4] < -pen
-        ev_q, ev_v, ev_vm, hit, ev_p = ev
         impact = False
         for u in range(size):
             if gaps[u] < -pen:
@@ -795,19 +798,28 @@ def run_kernel(buf, lbuf, q, v, tau, h, nsteps, geo, mask, pair_mu, pair_e, lim_
         acc[12] += info[3]
         acc[13] += info[6]
         acc[14] = info[2]
-        if impact:
-            ev_q[:] = q
-            ev_v[:] = v
-            ev_vm[:] = vm
-            ev_p[:] = Pq
-            acc[16] = 1.0
+        if impact:                          # its event's data, for the caller to build it
+            j = int(acc[16])
+            EQ[j] = q
+            EV[j] = v
+            EVM[j] = vm
+            EP[j] = Pq
+            EH[j] = hit
+            EF[j] = force
+            EN[j] = ng
+            ES[j] = int(acc[0])
+            for r in range(ng):
+                EI[j, r, 0], EI[j, r, 1] = con_i[r, 0], con_i[r, 1]
+                for c in range(3):
+                    EG[j, r, c] = gforce[r, c]
+            acc[16] += 1.0
         q[:] = q1
         v[:] = v1
         if every > 0 and (ctl[1] + int(acc[0])) % every == 0:
             _record_sample(rec, int(acc[0]), q, v, force, gaps, acc[3] - acc[2], acc[1], con_i, con_f, gP, gforce,
                            ng, h)
-        if impact:
-            return
+        if impact and int(acc[16]) == EQ.shape[0]:
+            return                          # the impacts' buffers are full
 
 
 @njit(cache=True)

@@ -734,8 +734,7 @@ class Simulation:
         """Up to ``limit`` steps of dt in one compiled call (``TimeStepping.run``), for a tree or a
         closed chain under time stepping with no controller, no constraints and no watches, up to the next recorded
         sample or scheduled action; the call stops before any step with a projection or an
-        error, which ``step`` then takes, and after a step with an impact (its event recorded
-        here).  What ``step`` books per step (the ledger, the
+        error, which ``step`` then takes (the impacts' events are recorded here).  What ``step`` books per step (the ledger, the
         running extremes, the time) is booked for the steps taken.  Returns how many (0: none)."""
         uni = self._uni
         if (uni is None or not getattr(uni, "_compiled", False) or self.controller is not None or self.constraints
@@ -762,7 +761,7 @@ class Simulation:
             e["min_normal_force"] = min(e["min_normal_force"], x["min_normal_force"])
             e["steps"] += k
             e["force_steps"] += int(x["force_steps"])
-            self.recording.events.extend(events)          # an impact ends the call: its last step
+            self.recording.events.extend(events)          # the call's impacts, in order
             work0 = self._work.copy()
             self._work[0] += x["tau_work"] - x["joint_loss"]
             self._work[1] += x["contact_work"]

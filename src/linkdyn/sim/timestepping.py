@@ -105,6 +105,9 @@ CANDIDATE = 1e-3
 BETA = 0.2
 #: ... and projected out at once when deeper than this (m or rad)
 PEN_PROJECT = 1e-5
+#: the impacts a compiled run (``TimeStepping.run``) keeps the data of before it returns: the call goes on
+#: through impacts (each an event built afterwards) and ends after the one that fills its buffers
+IMPACTS_PER_RUN = 32
 #: Gauss-Seidel sweeps per step at most, and its tolerance (``linkdyn.contact.lcp.solve``,
 #: exact=False): the forces are always feasible (pushing, inside their cones), complementarity
 #: is met to about 1e-6 of the problem's scale (benchmarks/README), far below the scheme's O(h)
@@ -181,6 +184,7 @@ class TimeStepping:
         self._gprev = None          # the last step's geom contacts and impulses (warm start)
         self._gfresh = False        # the last step was the compiled one (its geom contacts are in _gs)
         self._runargs = None        # run()'s constant arguments, made on its first call
+        self._impacts = None        # a compiled run's impacts' data (``run``), allocated once
         #: the compiled step's ledger buffers (its free motion's velocity, the mass matrix), a closed
         #: chain's generalized impulse G^T lam (an event's loop impulses) and the loop solver's scratch
         self._led = (np.empty(model.nv), np.empty((model.nv, model.nv)), np.zeros(model.nv),
@@ -383,10 +387,11 @@ class TimeStepping:
         """Up to ``nsteps`` steps of h from time t under constant torques tau in one compiled call
         (a tree or a closed chain: ``_compiled``), as many as are ordinary: the first step with a penetration
         to project out, an unsolved problem or bad input is left undone, for ``step`` to take; a
-        step with an impact (a unit hit faster than V_REPORT) is taken and ends the call.  Returns
+        step with an impact (a unit hit faster than V_REPORT) is taken, its data kept by the kernel
+        and its event built after the call (which ends after IMPACTS_PER_RUN of them).  Returns
         (q, v, k, totals, events): the state after the k steps taken, what ``Simulation`` books per
         step, summed or extreme over them (a dict: see ``_timestep_kernel.run_kernel``), and the
-        impact of the last step, if any.  The ledger's terms (``work``, ``joint_loss``) and the
+        impacts' events in order.  The ledger's terms (``work``, ``joint_loss``) and the
         solver's statistics are updated here.  ``rec`` (``recorder``) records samples on the way."""
         from ._timestep_kernel import run_kernel
         model, cat = self.model, self.catalog
@@ -400,8 +405,13 @@ class TimeStepping:
         acc = np.zeros(17)
         acc[6] = np.inf
         tau = np.ascontiguousarray(tau, dtype=float)
-        ev = (np.empty(model.nq), np.empty(model.nv), np.empty(model.nv),
-              np.zeros(cat.size + self._gs[0].shape[0], dtype=np.bool_), np.zeros(model.nv))
+        ev = self._impacts
+        if ev is None:
+            cap, K = self._gs[0].shape[0], IMPACTS_PER_RUN
+            ev = self._impacts = (np.empty((K, model.nq)), np.empty((K, model.nv)), np.empty((K, model.nv)),
+                                  np.zeros((K, cat.size + cap), dtype=np.bool_), np.zeros((K, model.nv)),
+                                  np.empty((K, cat.size, 3)), np.empty((K, cap, 3)), np.empty((K, cap, 2), np.int64),
+                                  np.empty(K, np.int64), np.empty(K, np.int64))
         if rec is None:
             rec = self.recorder(0, 0, 0)
         run_kernel(model._packed, self._lbuf, q, v, tau, float(h), int(nsteps), self._geo,
@@ -410,7 +420,8 @@ class TimeStepping:
                    self.force, vn, gaps, acc, ev, rec)
         k = int(acc[0])
         self._h = h
-        events = [self._impact(ev[0], ev[1], ev[2], ev[3], t + (k - 1) * h, tau, h, ev[4])] if acc[16] else []
+        events = [self._impact(ev[0][j], ev[1][j], ev[2][j], ev[3][j], t + (int(ev[8][j]) - 1) * h, tau, h, ev[4][j],
+                               (ev[5][j], ev[6][j][:ev[9][j]], ev[7][j][:ev[9][j]])) for j in range(int(acc[16]))]
         if k:
             self.work += acc[1]
             self.joint_loss += acc[2]
@@ -433,23 +444,30 @@ class TimeStepping:
                 "max_cone_ratio", "max_step_contact_work", "force_steps")
         return q, v, k, dict(zip(keys, acc[:10].tolist())), events
 
-    def _impact(self, q, v, vm, hit, t, tau, h, Pq=None):
+    def _impact(self, q, v, vm, hit, t, tau, h, Pq=None, step=None):
         """The event of an impact the compiled step took from (q, v) at t to the velocity vm:
         ``hit`` flags the units hit, the catalog's then the step's geom contacts (the test of
         ``_step_compiled`` and ``_timestep_kernel.run_kernel``); its impulses are those of every
         unit pushing in the step.  ``Pq``: a closed chain's generalized impulse G^T lam, whose
         loop impulses (what held the loops closed against it: ``contact.dynamics.Response``, as
-        the Python step's MU lam) the event reports."""
+        the Python step's MU lam) the event reports.  ``step``: the step's (unit forces, geom
+        contacts' forces, their geom pairs) as a compiled run kept them (default: the last step's)."""
         cat, size = self.catalog, self.catalog.size
-        ng = int(self._gs[3][0])
-        gforce = self._gs[4][:ng]
-        on, gon = np.flatnonzero(self.force[:, 0] > 0.0), np.flatnonzero(gforce[:, 0] > 0.0)
-        gname = self._geom_name
+        if step is None:
+            ng = int(self._gs[3][0])
+            step = (self.force, self._gs[4][:ng], self._gs[0][:ng])
+        force, gforce, pairs = step
+        ng = len(gforce)
+        on, gon = np.flatnonzero(force[:, 0] > 0.0), np.flatnonzero(gforce[:, 0] > 0.0)
+        names = self.geoms.names if ng else ()
+
+        def gname(r):
+            return f"{names[pairs[r][0]]}/{names[pairs[r][1]]}"
         self.stats["impacts"] += 1
         return self._event(q, v, vm, [cat.names[u] for u in np.flatnonzero(hit[:size])]
                            + [gname(r) for r in np.flatnonzero(hit[size:size + ng])],
                            [cat.names[u] for u in on] + [gname(r) for r in gon],
-                           np.concatenate([self.force[on], gforce[gon]]) * h, t, tau, h,
+                           np.concatenate([force[on], gforce[gon]]) * h, t, tau, h,
                            cd.Response(self.model, q).apply(Pq, loops=True)[1].reshape(-1, 6)
                            if self.model.nloops and Pq is not None else None)
 
