@@ -225,3 +225,20 @@ def test_basic_solves_solve_full_rank_and_consistent_singular_systems():
             assert (x == 0.0).sum() >= n - r
     x = np.full(3, 7.0)
     assert dense.basic_solve(np.zeros((3, 3)), np.ones(3), 1e-12, x) == 0 and (x == 0).all()
+
+
+def test_a_compiled_runs_samples_are_the_single_steps_samples():
+    """The samples a compiled run records inside its call (``Simulation._record_samples``: the
+    contact points from the kernel's own kinematics pass, the energies, the forces) equal those
+    stepping one step at a time records (``Simulation._record``: ``UnitCatalog.points``)."""
+    m = planar_two_feet()
+    q, v = np.array([0.0, 0.26, 0.05]), np.array([1.0, -1.0, 2.0])
+    sims = [ld.Simulation(m, q, v, dt=1e-3, contact_method="timestep", record_every=3) for _ in range(2)]
+    sims[0].run(until=0.3, progress=False)
+    for _ in range(300):
+        sims[1].step()
+    a, b = (s.recording.segments[0].arrays() for s in sims)
+    assert len(a["t"]) == len(b["t"]) > 90
+    for key in ("q", "v", "unit_point", "unit_force", "unit_gap", "kinetic", "potential"):
+        assert np.abs(np.asarray(a[key]) - np.asarray(b[key])).max() <= 1e-12, key
+    assert np.abs(np.asarray(a["unit_point"])).max() > 0.1            # the points are there

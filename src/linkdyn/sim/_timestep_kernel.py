@@ -27,7 +27,7 @@ from .._kernels.passes import OK, POS, kinematics_pass
 from ..contact import lcp
 from ..contact._geom_kernels import geom_rows_kernel
 from ..contact.collision._pipeline import collide_kernel
-from ..contact.rows import _contact_gaps, _contact_rows
+from ..contact.rows import _contact_gaps, _contact_points, _contact_rows
 from ..contact.swing_twist import _model_kernel as _ball_kernel
 from ..dynamics.aba import _aba_kernel
 from ..dynamics.cholesky import _ltdl_factor, _ltdl_inverse_congruence
@@ -679,13 +679,14 @@ def run_kernel(buf, lbuf, q, v, tau, h, nsteps, geo, mask, pair_mu, pair_e, lim_
     impact that fills them.  ``lbuf``: as ``timestep_kernel``'s (None: a tree).
 
     ``rec`` records samples in the call (``Simulation``'s ``record_every``; ``_record_samples``):
-    (ctl, S, Q, V, F, G, W, GO, GI, GX) with ctl = [every (0: none), the steps before the call
+    (ctl, S, Q, V, F, G, W, GO, GI, GX, P) with ctl = [every (0: none), the steps before the call
     since the last sample's phase, samples written, geom rows written], and per sample j: S[j] the
     steps taken in the call when it was written, Q[j], V[j] the state, F[j] (size, 3) the step's
     forces, G[j] (size,) its end's gaps, W[j] = (torques' work less the joints' losses, the
     contacts' work) so far in the call, and its geom contacts that took a force, rows
-    GO[j]:GO[j + 1] of GI (pairs) and GX (point, normal, world force geom 1 exerts on geom 2).  A
-    call ends before a step whose sample might not fit."""
+    GO[j]:GO[j + 1] of GI (pairs) and GX (point, normal, world force geom 1 exerts on geom 2), and
+    P[j] (size, 3) the units' contact points (zero for limits).  A call ends before a step whose
+    sample might not fit."""
     mi, mf, ws = unpack_packed(buf)
     nb, nq, nv = model_sizes(mi)
     jtype, vadr = mi[1], mi[3]
@@ -705,7 +706,7 @@ def run_kernel(buf, lbuf, q, v, tau, h, nsteps, geo, mask, pair_mu, pair_e, lim_
     dq = np.empty(nv)
     ext, gmu = np.empty(4), np.empty(con_i.shape[0])
     warm0, ci0, cf0, gP0 = np.empty_like(warm), np.empty_like(con_i), np.empty_like(con_f), np.empty_like(gP)
-    ctl, rS, rQ, rV, rF, rG, rW, rGO, rGI, rGX = rec
+    ctl, rS, rQ, rV, rF, rG, rW, rGO, rGI, rGX, rP = rec
     EQ, EV, EVM, EH, EP, EF, EG, EI, ES, EN = ev
     hit = np.zeros(EH.shape[1], dtype=np.bool_)
     every = ctl[0]
@@ -817,7 +818,7 @@ def run_kernel(buf, lbuf, q, v, tau, h, nsteps, geo, mask, pair_mu, pair_e, lim_
         v[:] = v1
         if every > 0 and (ctl[1] + int(acc[0])) % every == 0:
             _record_sample(rec, int(acc[0]), q, v, force, gaps, acc[3] - acc[2], acc[1], con_i, con_f, gP, gforce,
-                           ng, h)
+                           ng, h, mi, mf, ws, geo)
         if impact and int(acc[16]) == EQ.shape[0]:
             return                          # the impacts' buffers are full
 
@@ -891,11 +892,18 @@ def step_extremes(gaps, limit, gmin, force, unit_mu, gforce, gmu, out):
 
 
 @njit(cache=True)
-def _record_sample(rec, k, q, v, force, gaps, work_j, work_c, con_i, con_f, gP, gforce, ng, h):
+def _record_sample(rec, k, q, v, force, gaps, work_j, work_c, con_i, con_f, gP, gforce, ng, h, mi, mf, ws, geo):
     """Write one sample into ``rec`` (``run_kernel``): the geom contacts with a force only, their
-    world force n f_n + (the friction impulse as a world vector) / h, in the step's own frame."""
-    ctl, rS, rQ, rV, rF, rG, rW, rGO, rGI, rGX = rec
+    world force n f_n + (the friction impulse as a world vector) / h, in the step's own frame; the
+    contact pairs' points at q (``UnitCatalog.points``: the same kinematics pass)."""
+    ctl, rS, rQ, rV, rF, rG, rW, rGO, rGI, rGX, rP = rec
     j, o = ctl[2], ctl[3]
+    cbody, cpos, crad, pbody, pR, pp, pext, pair_c, pair_p = geo
+    if pair_c.shape[0]:
+        nb, nq, nv = model_sizes(mi)
+        kinematics_pass(mi, mf, ws, q, q[:0], q[:0], np.int64(POS), np.bool_(True), np.bool_(False))
+        oR, op = unpack_data(ws, nb, nv)[:2]
+        _contact_points(oR, op, cbody, cpos, crad, pbody, pR, pp, pair_c, pair_p, rP[j, :pair_c.shape[0]])
     rS[j] = k
     rQ[j] = q
     rV[j] = v

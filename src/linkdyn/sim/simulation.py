@@ -781,8 +781,8 @@ class Simulation:
         call: each sample's arrays are rows of those copies), those the state gives (energies,
         contact points) computed here; every field's list extended at once (all or none, as
         ``_append``)."""
-        ctl, S, Q, V, F, G, W, GO, GI, GX = rec
-        m, seg, cat = self.model, self._segment, self._uni.catalog
+        ctl, S, Q, V, F, G, W, GO, GI, GX, P = rec
+        m, seg = self.model, self._segment
         n = int(ctl[2])
         j0 = 0
         t = [self._t_start + (steps0 + int(k)) * self.dt for k in S[:n]]
@@ -797,10 +797,6 @@ class Simulation:
         tau = np.zeros((cnt, m.nv))
         pairs = [_energy_pair(m, q[j], v[j]) for j in range(cnt)]    # (the stack's parallel kernel costs
         kin, pot = [a for a, _ in pairs], [b for _, b in pairs]        # more than it saves here)
-        if len(cat.pairs):
-            points = [cat.points(q[j]) for j in range(cnt)]
-        else:
-            points = list(np.zeros((cnt, cat.size, 3)))
         cols = {"t": t[j0:], "q": list(q), "v": list(v), "tau": list(tau), "kinetic": kin, "potential": pot,
                 "work": list(work)}
         if m.nloops:
@@ -814,7 +810,7 @@ class Simulation:
             cols["loop_forces"] = [np.zeros((0, 6)) for _ in range(cnt)]
         cols["unit_force"] = list(F[j0:n].copy())
         cols["unit_gap"] = list(G[j0:n].copy())
-        cols["unit_point"] = points
+        cols["unit_point"] = list(P[j0:n].copy())         # (the kernel's, as cat.points gives them)
         if seg.geom_names:
             o = GO[j0:n + 1] - GO[j0]
             gi, gx = GI[GO[j0]:GO[n]].copy(), GX[GO[j0]:GO[n]].copy()
