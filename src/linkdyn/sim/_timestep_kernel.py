@@ -32,6 +32,7 @@ from ..contact.swing_twist import _model_kernel as _ball_kernel
 from ..dynamics.aba import _aba_kernel
 from ..dynamics.cholesky import _ltdl_factor, _ltdl_inverse_congruence
 from ..dynamics.crba import _crba_kernel
+from ..dynamics.energy import _energy_kernel
 from ..kinematics import _joint_jacobians_kernel
 from ..loops._kernels import FD, POSITION, VELOCITY
 from ..loops.dynamics import _loop_error_packed, _response_packed, _solve_packed
@@ -679,13 +680,14 @@ def run_kernel(buf, lbuf, q, v, tau, h, nsteps, geo, mask, pair_mu, pair_e, lim_
     impact that fills them.  ``lbuf``: as ``timestep_kernel``'s (None: a tree).
 
     ``rec`` records samples in the call (``Simulation``'s ``record_every``; ``_record_samples``):
-    (ctl, S, Q, V, F, G, W, GO, GI, GX, P) with ctl = [every (0: none), the steps before the call
+    (ctl, S, Q, V, F, G, W, GO, GI, GX, P, E) with ctl = [every (0: none), the steps before the call
     since the last sample's phase, samples written, geom rows written], and per sample j: S[j] the
     steps taken in the call when it was written, Q[j], V[j] the state, F[j] (size, 3) the step's
     forces, G[j] (size,) its end's gaps, W[j] = (torques' work less the joints' losses, the
     contacts' work) so far in the call, and its geom contacts that took a force, rows
     GO[j]:GO[j + 1] of GI (pairs) and GX (point, normal, world force geom 1 exerts on geom 2), and
-    P[j] (size, 3) the units' contact points (zero for limits).  A call ends before a step whose
+    P[j] (size, 3) the units' contact points (zero for limits), E[j] the kinetic and potential
+    energy.  A call ends before a step whose
     sample might not fit."""
     mi, mf, ws = unpack_packed(buf)
     nb, nq, nv = model_sizes(mi)
@@ -706,7 +708,7 @@ def run_kernel(buf, lbuf, q, v, tau, h, nsteps, geo, mask, pair_mu, pair_e, lim_
     dq = np.empty(nv)
     ext, gmu = np.empty(4), np.empty(con_i.shape[0])
     warm0, ci0, cf0, gP0 = np.empty_like(warm), np.empty_like(con_i), np.empty_like(con_f), np.empty_like(gP)
-    ctl, rS, rQ, rV, rF, rG, rW, rGO, rGI, rGX, rP = rec
+    ctl, rS, rQ, rV, rF, rG, rW, rGO, rGI, rGX, rP, rE = rec
     EQ, EV, EVM, EH, EP, EF, EG, EI, ES, EN = ev
     hit = np.zeros(EH.shape[1], dtype=np.bool_)
     every = ctl[0]
@@ -895,9 +897,11 @@ def step_extremes(gaps, limit, gmin, force, unit_mu, gforce, gmu, out):
 def _record_sample(rec, k, q, v, force, gaps, work_j, work_c, con_i, con_f, gP, gforce, ng, h, mi, mf, ws, geo):
     """Write one sample into ``rec`` (``run_kernel``): the geom contacts with a force only, their
     world force n f_n + (the friction impulse as a world vector) / h, in the step's own frame; the
-    contact pairs' points at q (``UnitCatalog.points``: the same kinematics pass)."""
-    ctl, rS, rQ, rV, rF, rG, rW, rGO, rGI, rGX, rP = rec
+    contact pairs' points at q (``UnitCatalog.points``: the same kinematics pass) and the kinetic and
+    potential energy (the kernel of ``Simulation._energy_pair``)."""
+    ctl, rS, rQ, rV, rF, rG, rW, rGO, rGI, rGX, rP, rE = rec
     j, o = ctl[2], ctl[3]
+    _energy_kernel(mi, mf, ws, q, v, rE[j])      # (the kinetic and potential energy of _energy_pair)
     cbody, cpos, crad, pbody, pR, pp, pext, pair_c, pair_p = geo
     if pair_c.shape[0]:
         nb, nq, nv = model_sizes(mi)

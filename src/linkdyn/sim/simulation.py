@@ -778,10 +778,10 @@ class Simulation:
     def _record_samples(self, rec, steps0, work0):
         """Append the samples a compiled call recorded (``TimeStepping.recorder``): the fields
         ``_record`` would have taken at each, the state's from the call's buffers (copied once per
-        call: each sample's arrays are rows of those copies), those the state gives (energies,
-        contact points) computed here; every field's list extended at once (all or none, as
-        ``_append``)."""
-        ctl, S, Q, V, F, G, W, GO, GI, GX, P = rec
+        call: each sample's arrays are rows of those copies; the energies and contact points
+        computed by the kernel at the sample); every field's list extended at once (all or none,
+        as ``_append``)."""
+        ctl, S, Q, V, F, G, W, GO, GI, GX, P, E = rec
         m, seg = self.model, self._segment
         n = int(ctl[2])
         j0 = 0
@@ -795,8 +795,7 @@ class Simulation:
         work = np.repeat(work0[None, :], cnt, axis=0)
         work[:, :2] += W[j0:n]
         tau = np.zeros((cnt, m.nv))
-        pairs = [_energy_pair(m, q[j], v[j]) for j in range(cnt)]    # (the stack's parallel kernel costs
-        kin, pot = [a for a, _ in pairs], [b for _, b in pairs]        # more than it saves here)
+        kin, pot = E[j0:n, 0].tolist(), E[j0:n, 1].tolist()           # (the kernel's, as _energy_pair's)
         cols = {"t": t[j0:], "q": list(q), "v": list(v), "tau": list(tau), "kinetic": kin, "potential": pot,
                 "work": list(work)}
         if m.nloops:

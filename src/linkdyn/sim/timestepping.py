@@ -378,7 +378,7 @@ class TimeStepping:
             buf = (np.zeros(4, np.int64), np.zeros(samples, np.int64), np.empty((samples, model.nq)),
                    np.empty((samples, model.nv)), np.empty((samples, size, 3)), np.empty((samples, size)),
                    np.empty((samples, 2)), np.zeros(samples + 1, np.int64), np.zeros((flat, 2), np.int64),
-                   np.empty((flat, 9)), np.zeros((samples, size, 3)))
+                   np.empty((flat, 9)), np.zeros((samples, size, 3)), np.empty((samples, 2)))
             recs[samples] = buf
         buf[0][:] = (every, phase, 0, 0)
         return buf
