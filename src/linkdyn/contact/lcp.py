@@ -775,8 +775,8 @@ def _admm_fallback(A, r, kind, mu, normal, lam, res, tol):
     min 1/2 lam^T A lam + (r + s)^T lam over the cones (s_n = mu |w_t| of the last iterate) by
     ADMM (Boyd, Parikh, Chu, Peleato and Eckstein 2011, sec. 5: the splitting lam = z, z in the
     cones; x-update (A + rho I) x = rho (z - u) - (r + s) with A + rho I factored once per rho,
-    z-update ``_cone_project``, u += x - z; the scheme of Carpentier, Le Lidec, Montaut and
-    Mansard's ADMM contact solver, 2024), its active set polished (``_polish_better``) as it
+    z-update ``_cone_project``, u += x - z; the scheme of Carpentier, Le Lidec and Montaut's ADMM
+    contact solver, 2024), its active set polished (``_polish_better``) as it
     settles.  In place on ``lam`` (the best answer found, which starts it); returns its residual.
     Stops at an exact answer (1e-12), or at one below ``tol`` whose residual a whole update did
     not halve.  A semidefinite A (redundant contacts: two feet of one body each) slows
