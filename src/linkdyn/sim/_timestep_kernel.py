@@ -22,7 +22,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from .._kernels.layout import JNV, PARENT, VADR, model_sizes, no_forces, unpack_data, unpack_packed
+from .._kernels.layout import model_sizes, no_forces, unpack_data, unpack_packed
 from .._kernels.passes import OK, POS, kinematics_pass
 from ..contact import lcp
 from ..contact._geom_kernels import geom_rows_kernel
@@ -216,9 +216,10 @@ def timestep_kernel(buf, lbuf, q, v, tau, h, geo, mask, pair_mu, pair_e, lim_q, 
     step), info = (status, number of candidates, residual, 1 if the fallback ran, the smallest
     geom distance at q_out (inf: none), number of geom contacts, relinearizations).  The caller
     refuses a residual above its tolerance (ContactSolverError).  ``led`` = (v_free (nv,), M (nv, nv),
-    Pq (nv,), scratch (nloops, 6)): the free motion's velocity and, where the step has a problem, the
-    mass matrix at q, for the ledger of ``run_kernel``, and (a closed chain) the impulses as a
-    generalized impulse G^T lam (an event's loop impulses: ``TimeStepping._impact``).
+    Pq (nv,), scratch (nloops, 6), the model's ``dof_parent``): the free motion's velocity and, where
+    the step has a problem, the mass matrix at q, for the ledger of ``run_kernel``, and (a closed
+    chain) the impulses as a generalized impulse G^T lam (an event's loop impulses:
+    ``TimeStepping._impact``); the parent dofs order the tree-sparse factorization of M.
     ``lbuf``: None for a tree, the model's ``_loop_packed`` for a closed chain (module docstring);
     q_out, v_out are then on the loops (``project_loops``; status LOOP_STALL where it cannot)."""
     mi, mf, ws = unpack_packed(buf)
@@ -429,14 +430,12 @@ def timestep_kernel(buf, lbuf, q, v, tau, h, geo, mask, pair_mu, pair_e, lim_q, 
             # keeps a row of G on its body's ancestors (dm_control's humanoid: 12.1 -> 8.9 us with
             # CRBA): Zt = rows of M^-1 G^T, the response itself, A = G M^-1 G^T
             LD = M.copy()
-            lam_d = np.empty(nv, dtype=np.int64)
-            _dof_parents(mi, lam_d)
-            st = _ltdl_factor(LD, lam_d)
+            st = _ltdl_factor(LD, led[4])
             if st != OK:
                 info[0] = st
                 return
             Y = np.empty((nv, m))
-            _ltdl_inverse_congruence(LD, lam_d, G, Y, A)
+            _ltdl_inverse_congruence(LD, led[4], G, Y, A)
             Zt = np.empty((m, nv))
             for i in range(m):
                 for d in range(nv):
@@ -552,23 +551,6 @@ def timestep_kernel(buf, lbuf, q, v, tau, h, geo, mask, pair_mu, pair_e, lim_q, 
 
 
 @njit(cache=True)
-def _dof_parents(mi, lam):
-    """lam = the parent dof of every dof (-1 at a root), ``Model.dof_parent`` from the packed
-    model: the previous dof of the joint, or the last dof of the nearest ancestor with dofs."""
-    parent, vadr, jnv = mi[PARENT], mi[VADR], mi[JNV]
-    for i in range(1, mi.shape[1]):
-        n = jnv[i]
-        if n == 0:
-            continue
-        p = parent[i]
-        while p > 0 and jnv[p] == 0:
-            p = parent[p]
-        lam[vadr[i]] = vadr[p] + jnv[p] - 1 if p > 0 else -1
-        for d in range(1, n):
-            lam[vadr[i] + d] = vadr[i] + d - 1
-
-
-@njit(cache=True)
 def _impulse_velocity(Zt, lam, v_free, v1):
     """v1 = v_free + Zt^T lam, Zt the rows of the response to the rows' impulses: M^-1 G^T for a
     tree, Z G^T with the loops held for a closed chain."""
@@ -660,7 +642,7 @@ def _bounds(Gv, gap, gend, vn, e, h, beta, v_bounce, k, rr):
 
 @njit(cache=True)
 def run_kernel(buf, lbuf, q, v, tau, h, nsteps, geo, mask, pair_mu, pair_e, lim_q, lim_v, lim_s, lim_b, bC, bI, ball_va,
-               prm, warm, gk, gs, limit, unit_mu, damping, friction, force, vn, gaps, acc, ev, rec):
+               prm, warm, gk, gs, limit, unit_mu, damping, friction, force, vn, gaps, acc, ev, rec, dof_parent):
     """Up to nsteps ordinary steps of h with no Python between them (``TimeStepping.run``): a
     step is ordinary when the kernel took it (status 0), its answer meets LCP_TOL (prm[10]), no
     penetration or limit overshoot is left beyond PEN_PROJECT (prm[11]); the first step that is not
@@ -677,7 +659,8 @@ def run_kernel(buf, lbuf, q, v, tau, h, nsteps, geo, mask, pair_mu, pair_e, lim_
     v at its start, its velocity, which units (catalog, then geom contacts) were hit, for a closed
     chain its generalized impulse G^T lam, the units' forces, the geom contacts' forces and pairs,
     the steps taken in the call with it, the number of geom contacts); the call ends after the
-    impact that fills them.  ``lbuf``: as ``timestep_kernel``'s (None: a tree).
+    impact that fills them.  ``lbuf``: as ``timestep_kernel``'s (None: a tree); ``dof_parent``: the
+    model's (``timestep_kernel``'s ``led``).
 
     ``rec`` records samples in the call (``Simulation``'s ``record_every``; ``_record_samples``):
     (ctl, S, Q, V, F, G, W, GO, GI, GX, P, E) with ctl = [every (0: none), the steps before the call
@@ -724,7 +707,7 @@ def run_kernel(buf, lbuf, q, v, tau, h, nsteps, geo, mask, pair_mu, pair_e, lim_
         extra[:] = False
         for attempt in range(2):
             timestep_kernel(buf, lbuf, q, v, tau, h, geo, mask, pair_mu, pair_e, lim_q, lim_v, lim_s, lim_b, bC, bI,
-                            ball_va, prm, warm, gk, gs, extra, q1, v1, vm, force, vn, gaps, info, (vf, M, Pq, lforce))
+                            ball_va, prm, warm, gk, gs, extra, q1, v1, vm, force, vn, gaps, info, (vf, M, Pq, lforce, dof_parent))
             if attempt == 1 or info[0] != 0 or not _missed(gaps, vn, pen, extra):
                 break
             warm[:] = warm0                   # again, with the units the first try left penetrating

@@ -188,7 +188,7 @@ class TimeStepping:
         #: the compiled step's ledger buffers (its free motion's velocity, the mass matrix), a closed
         #: chain's generalized impulse G^T lam (an event's loop impulses) and the loop solver's scratch
         self._led = (np.empty(model.nv), np.empty((model.nv, model.nv)), np.zeros(model.nv),
-                     np.empty((model.nloops, 6)))
+                     np.empty((model.nloops, 6)), np.array(model.dof_parent, dtype=np.int64))
         # a tree or a closed chain is stepped by one compiled call, its geom contacts included (a geared
         # model's reduced coordinates take the Python step); ``_force_python`` makes every step the
         # Python one (the tests compare the two)
@@ -417,11 +417,12 @@ class TimeStepping:
         run_kernel(model._packed, self._lbuf, q, v, tau, float(h), int(nsteps), self._geo,
                    cat._mask, cat._pair_mu, cat._pair_e, cat._lim_q, cat._lim_v, cat._lim_s, cat._lim_b, self._balls.C,
                    self._balls.I, cat._ball_va, prm, self.warm, self._gk, self._gs, limit, mu, damping, friction,
-                   self.force, vn, gaps, acc, ev, rec)
+                   self.force, vn, gaps, acc, ev, rec, self._led[4])
         k = int(acc[0])
         self._h = h
-        events = [self._impact(ev[0][j], ev[1][j], ev[2][j], ev[3][j], t + (int(ev[8][j]) - 1) * h, tau, h, ev[4][j],
-                               (ev[5][j], ev[6][j][:ev[9][j]], ev[7][j][:ev[9][j]])) for j in range(int(acc[16]))]
+        EQ, EV, EVM, EH, EP, EF, EG, EI, ES, EN = ev
+        events = [self._impact(EQ[j], EV[j], EVM[j], EH[j], t + (int(ES[j]) - 1) * h, tau, h, EP[j],
+                               (EF[j], EG[j][:EN[j]], EI[j][:EN[j]])) for j in range(int(acc[16]))]
         if k:
             self.work += acc[1]
             self.joint_loss += acc[2]
@@ -459,21 +460,18 @@ class TimeStepping:
         force, gforce, pairs = step
         ng = len(gforce)
         on, gon = np.flatnonzero(force[:, 0] > 0.0), np.flatnonzero(gforce[:, 0] > 0.0)
-        names = self.geoms.names if ng else ()
-
-        def gname(r):
-            return f"{names[pairs[r][0]]}/{names[pairs[r][1]]}"
         self.stats["impacts"] += 1
         return self._event(q, v, vm, [cat.names[u] for u in np.flatnonzero(hit[:size])]
-                           + [gname(r) for r in np.flatnonzero(hit[size:size + ng])],
-                           [cat.names[u] for u in on] + [gname(r) for r in gon],
+                           + [self._geom_name(r, pairs) for r in np.flatnonzero(hit[size:size + ng])],
+                           [cat.names[u] for u in on] + [self._geom_name(r, pairs) for r in gon],
                            np.concatenate([force[on], gforce[gon]]) * h, t, tau, h,
                            cd.Response(self.model, q).apply(Pq, loops=True)[1].reshape(-1, 6)
                            if self.model.nloops and Pq is not None else None)
 
-    def _geom_name(self, r):
-        """The name "geom1/geom2" of the compiled step's geom contact r."""
-        g1, g2 = self._gs[0][r]
+    def _geom_name(self, r, pairs=None):
+        """The name "geom1/geom2" of the compiled step's geom contact r (of ``pairs``, default the
+        last step's)."""
+        g1, g2 = (self._gs[0] if pairs is None else pairs)[r]
         return f"{self.geoms.names[g1]}/{self.geoms.names[g2]}"
 
     def gaps_after(self, q):
