@@ -264,7 +264,7 @@ def test_the_humanoids_landing_problems_are_solved_by_both_fallbacks():
         res = lcp._residual(A, r, kinds, mus, normals, lam)
         for _ in range(100):                                 # the old fallback: sweeps and polishes
             lcp._pgs(A, r, kinds, mus, normals, lam, 200, 1e-14)
-            res = lcp._polish_better(A, r, kinds, mus, normals, lam, lcp._residual(A, r, kinds, mus, normals, lam), 0)
+            res = lcp._polish_better(A, r, kinds, mus, normals, lam, lcp._residual(A, r, kinds, mus, normals, lam), 0, False)
         if res <= LCP_TOL:
             continue
         solved += 1

@@ -387,7 +387,7 @@ def _touching(A, r, kind, lam):
 
 
 @njit(cache=True)
-def _polish_kernel(A, r, kind, mu, normal, lam, out, turns=RIM_TURNS, weak=False):
+def _polish_kernel(A, r, kind, mu, normal, lam, out, turns=RIM_TURNS, weak=False, direct=False):
     """The exact solution on the active set of ``lam`` into ``out`` (compiled; see _polish)."""
     m = r.shape[0]
     scale_l = 1e-300
@@ -434,15 +434,27 @@ def _polish_kernel(A, r, kind, mu, normal, lam, out, turns=RIM_TURNS, weak=False
     for i in range(m):
         if rim[i]:
             nr += 1
-    _fold_solve(A, r, mu, normal, unknown, nu, pos, rim, nr, d1, d2, out)
+    if nr and turns > 1 and direct:
+        # Newton's method from lam itself (``direct``: lam is a warm start, the last step's answer,
+        # near this one): its first step solves the active rows, which are linear, as the fold
+        # with lam's directions would, and the fold's solve is spared
+        for i in range(m):
+            if pos[i] >= 0:
+                out[i] = lam[i]
+            elif rim[i]:
+                c = mu[i] * lam[normal[i]]
+                out[i] = c * d1[i]
+                out[i + 1] = c * d2[i]
+    else:
+        _fold_solve(A, r, mu, normal, unknown, nu, pos, rim, nr, d1, d2, out)
     if nr and turns > 1:
-        _turn_rims(A, r, kind, mu, normal, out, unknown, nu, pos, rim, nr, turns)
+        full = _turn_rims(A, r, kind, mu, normal, out, unknown, nu, pos, rim, nr, turns)
         # Newton's steps split the load of redundant contacts (a box's four corners) by the least
         # step, not the least force: the directions it found, with the forces solved again for
         # them (the same velocities, the same conditions, the minimum-norm split), where it found an
-        # answer
+        # answer and its last step's system was singular (else the answer is the only one there)
         res = _residual(A, r, kind, mu, normal, out)
-        if res <= 1e-12:
+        if res <= 1e-12 and not full:
             again = np.empty(m)
             for i in range(m):
                 if rim[i]:
@@ -492,18 +504,20 @@ def _fold_solve(A, r, mu, normal, unknown, nu, pos, rim, nr, d1, d2, out):
 
 @njit(cache=True)
 def _turn_rims(A, r, kind, mu, normal, out, unknown, nu, pos, rim, nr, iters):
-    """The sliding pairs' directions of ``out`` (the polish with them held), turned by Newton's
-    method until each pair's slip w_t is parallel to its force: unknowns the active set's lambda
-    and each sliding pair's angle t (force mu lambda_n (cos t, sin t)); equations w = 0 on the
-    active rows and w_t1 sin t - w_t2 cos t = 0 per sliding pair (a fixed point that Gauss-Seidel
-    approaches only slowly when contacts are coupled: 1e-6 of residual after a thousand sweeps).
-    Each step is a basic solution of the linearized system (``dense.basic_solve``: redundant
-    contacts make it singular, and the split of their load is solved again afterwards by the
-    minimum-norm fold; a third of the complete orthogonal decomposition's cost: the solves of a 3 s
-    run of gymnasium's humanoid 61 -> 49 ms, the same answers met).  The best residual is kept; stops after two steps that do not halve it (the
-    active set is not the answer's).  The warm starts of a 3 s run's time steps, polished: 1188 of
-    1340 to round-off in 15 us each (dm_control's humanoid; a damped fixed point on the
-    directions: 1150 in 20 us), 866 of 2694 in 20 us (gymnasium's humanoid; 707 in 24 us)."""
+    """The sliding pairs' directions of ``out`` (the polish with them held), turned by Newton's method until
+    each pair's slip w_t is parallel to its force: unknowns the active set's lambda and each sliding
+    pair's angle t (force mu lambda_n (cos t, sin t)); equations w = 0 on the active rows and w_t1 sin t
+    - w_t2 cos t = 0 per sliding pair (a fixed point that Gauss-Seidel approaches only slowly when
+    contacts are coupled: 1e-6 of residual after a thousand sweeps). Each step is a basic solution of
+    the linearized system (``dense.basic_solve``: redundant contacts make it singular, and the split of
+    their load is solved again afterwards by the minimum-norm fold; a third of the complete orthogonal
+    decomposition's cost: the solves of a 3 s run of gymnasium's humanoid 61 -> 49 ms, the same answers
+    met). The best residual is kept; stops after two steps that do not halve it (the active set is not
+    the answer's). Returns True where the last step's system had full rank (the answer is then the only
+    one with these rims' directions: ``_polish_kernel`` need not refold it). The warm starts of a 3 s
+    run's time steps, polished: 1188 of 1340 to round-off in 15 us each (dm_control's humanoid; a damped
+    fixed point on the directions: 1150 in 20 us), 866 of 2694 in 20 us (gymnasium's humanoid; 707 in 24
+    us)."""
     m = r.shape[0]
     rims = np.empty(nr, dtype=np.int64)
     k = 0
@@ -525,6 +539,7 @@ def _turn_rims(A, r, kind, mu, normal, out, unknown, nu, pos, rim, nr, iters):
     best = np.inf
     keep = out.copy()
     stale = 0
+    full = False
     for it in range(iters):
         for a in range(nu):
             out[unknown[a]] = x[a]
@@ -568,14 +583,15 @@ def _turn_rims(A, r, kind, mu, normal, out, unknown, nu, pos, rim, nr, iters):
                 J[nu + p, pos[normal[jq]]] += mu[jq] * (sn[p] * g1 - cs[p] * g2)
                 J[nu + p, nu + q] = mu[jq] * out[normal[jq]] * (sn[p] * h1 - cs[p] * h2)
             J[nu + p, nu + p] += w[i] * cs[p] + w[i + 1] * sn[p]
-        dense.basic_solve(J, F, 1e-12, dx)
+        full = dense.basic_solve(J, F, 1e-12, dx) == n
         for a in range(n):
             x[a] += dx[a]
     out[:] = keep
+    return full
 
 
 @njit(cache=True)
-def _polish_better(A, r, kind, mu, normal, lam, res, refine=0):
+def _polish_better(A, r, kind, mu, normal, lam, res, refine, direct):
     """The exact solution on lam's active set (``_polish_kernel``), kept in ``lam`` when its
     residual is below ``res``; returns the residual of what ``lam`` holds then.  ``refine``: how
     many times an answer that clipped a pulling normal is polished again on what is left."""
@@ -586,10 +602,10 @@ def _polish_better(A, r, kind, mu, normal, lam, res, refine=0):
     # Only where nothing slides (a body at rest: there the split shows; with sliding pairs the
     # weak contacts seldom make an answer and cost a polish each)
     weak = not _sliding(kind, mu, normal, lam) and _touching(A, r, kind, lam).any()
-    pres = _polish_clipped(A, r, kind, mu, normal, lam, pol, weak)
+    pres = _polish_clipped(A, r, kind, mu, normal, lam, pol, weak, direct)
     if weak and pres > 1e-12:
         other = np.empty(lam.shape[0])
-        ores = _polish_clipped(A, r, kind, mu, normal, lam, other, np.bool_(False))
+        ores = _polish_clipped(A, r, kind, mu, normal, lam, other, np.bool_(False), direct)
         if ores < pres:
             pol[:] = other
             pres = ores
@@ -606,7 +622,7 @@ def _polish_better(A, r, kind, mu, normal, lam, res, refine=0):
             break
         sig = nsig
         nxt = np.empty(lam.shape[0])
-        nres = _polish_clipped(A, r, kind, mu, normal, pol, nxt, np.bool_(False))
+        nres = _polish_clipped(A, r, kind, mu, normal, pol, nxt, np.bool_(False), np.bool_(False))
         if not nres < pres:
             break
         pol[:] = nxt
@@ -618,11 +634,11 @@ def _polish_better(A, r, kind, mu, normal, lam, res, refine=0):
 
 
 @njit(cache=True)
-def _polish_clipped(A, r, kind, mu, normal, lam, pol, weak):
+def _polish_clipped(A, r, kind, mu, normal, lam, pol, weak, direct):
     """``_polish_kernel`` into pol, never a pulling force: a normal the linear system leaves below
     zero (round-off, or an active set that is not the answer's) is set to zero, with its
     friction, and the residual judges what that leaves (returned)."""
-    _polish_kernel(A, r, kind, mu, normal, lam, pol, np.int64(RIM_TURNS), weak)
+    _polish_kernel(A, r, kind, mu, normal, lam, pol, np.int64(RIM_TURNS), weak, direct)
     for i in range(pol.shape[0]):
         if kind[i] == NORMAL and pol[i] < 0.0:
             pol[i] = 0.0
@@ -688,7 +704,7 @@ def _step_solve(A, r, kind, mu, normal, lam, sweeps, tol, fallback_sweeps, skip=
     if warm and res > 1e-12:
         tried = _active_set(kind, mu, normal, lam)
         if tried != skip:
-            res = _polish_better(A, r, kind, mu, normal, lam, res, np.int64(0))
+            res = _polish_better(A, r, kind, mu, normal, lam, res, np.int64(0), np.bool_(True))
     if res <= 1e-12:
         return res, 0.0
     n = min(FIRST_ROUND, sweeps)
@@ -701,7 +717,7 @@ def _step_solve(A, r, kind, mu, normal, lam, sweeps, tol, fallback_sweeps, skip=
             sig = _active_set(kind, mu, normal, lam)
             if sig != tried and sig != skip:
                 tried = sig
-                res = _polish_better(A, r, kind, mu, normal, lam, res, np.int64(2))
+                res = _polish_better(A, r, kind, mu, normal, lam, res, np.int64(2), np.bool_(False))
         if res <= tol or done >= sweeps:
             break
         n = min(2 * n, sweeps - done)
@@ -720,7 +736,8 @@ def _step_solve(A, r, kind, mu, normal, lam, sweeps, tol, fallback_sweeps, skip=
         before = res
         # (no active-set refinement here: its polish, kept in lam, can land on the same point
         # every round and undo what the sweeps gained)
-        res = _polish_better(A, r, kind, mu, normal, lam, _residual(A, r, kind, mu, normal, lam), np.int64(0))
+        res = _polish_better(A, r, kind, mu, normal, lam, _residual(A, r, kind, mu, normal, lam), np.int64(0),
+                             np.bool_(False))
         # Gauss-Seidel can sit at or circle a point that is not an answer (coupled friction, whose
         # cone rides on the normals, is not a monotone problem), or drift along the null direction
         # of redundant rows with the residual unchanged until a polish lands (the planar two feet
@@ -837,7 +854,7 @@ def _admm_fallback(A, r, kind, mu, normal, lam, res, tol):
                         tried = sig
                         pol[:] = z
                         pres = _polish_better(A, r, kind, mu, normal, pol, _residual(A, r, kind, mu, normal, pol),
-                                              np.int64(2))
+                                              np.int64(2), np.bool_(False))
                         if pres < bres:
                             bres = pres
                             best[:] = pol
@@ -957,7 +974,7 @@ def conic_fallback(A, r, kind, mu, normal, lam):
             if cap > 0.0 and nrm > cap * (1.0 - CONIC_RIM) and w[f] * x[f] + w[f + 1] * x[f + 1] < 0.0:
                 x[f] *= cap / nrm
                 x[f + 1] *= cap / nrm
-        res = _polish_better(A, r, kind, mu, normal, x, _residual(A, r, kind, mu, normal, x), 2)
+        res = _polish_better(A, r, kind, mu, normal, x, _residual(A, r, kind, mu, normal, x), 2, False)
         if res < best_res:
             best, best_res = x.copy(), res
         if best_res <= CONIC_TOL:
@@ -977,7 +994,7 @@ def _polish(A, r, kind, mu, normal, lam, tol):
     squares, rcond 1e-12: redundant contacts get the minimum-norm split), a friction pair on
     its rim follows its normal along its present direction."""
     out = np.empty(len(r))
-    _polish_kernel(A, r, kind, mu, normal, lam, out, RIM_TURNS, False)
+    _polish_kernel(A, r, kind, mu, normal, lam, out, RIM_TURNS, False, False)
     return out if _check(A, r, kind, mu, normal, out, tol) else None
 
 
