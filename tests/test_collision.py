@@ -705,3 +705,38 @@ def test_a_pair_within_its_skin_is_not_pruned_by_the_broad_phase():
         assert len(c) == int(found)
         if found:
             assert c.dist[0] == pytest.approx(0.08) and c.margin[0] == pytest.approx(0.1)
+
+
+def test_the_step_pairs_narrow_phase_is_the_full_pipelines_on_those_pairs():
+    """``collide_pairs_kernel`` (the time step's detection at the configurations its motion
+    reaches: only the step's own pairs, no broad phase) gives, on the pile's 40 poses and with a
+    margin, bit for bit the contacts ``collide_kernel`` gives those pairs, in its order: on all the
+    pairs that touch, and on every other one of them."""
+    from linkdyn.contact.collision import _pipeline, collider
+    model, _, _ = pile()
+    c = collider(model)
+    rng = np.random.default_rng(3)
+    x = rng.uniform(-0.6, 0.6, size=(20, 3)) + [0, 0, 0.6]
+    quats = rng.normal(size=(20, 4))
+    seen = 0
+    for step in range(40):
+        x += 0.03 * rng.normal(size=x.shape)
+        quats += 0.1 * rng.normal(size=quats.shape)
+        quats /= np.linalg.norm(quats, axis=1)[:, None]
+        q = np.concatenate([np.concatenate([x[i], quats[i]]) for i in range(20)])
+        n = c.run(q, 0.02)                                  # the kinematics at q stay in the model's ws
+        ci, cf = c.con_i[:n].copy(), c.con_f[:n].copy()
+        pairs = np.unique(ci, axis=0)
+        for keep in (pairs, pairs[::2]):
+            sel = np.array([i for i in range(n) if any((ci[i] == p).all() for p in keep)], dtype=np.int64)
+            names = ci[sel][::-1].copy()                    # in any order, each pair named more than once
+            names = np.vstack([names, names]) if len(names) else np.zeros((0, 2), np.int64)
+            oi, of = np.zeros((c.maxcon, 2), np.int64), np.zeros((c.maxcon, 10))
+            k = _pipeline.collide_pairs_kernel(model._mi, model._ws, c.gi, c.gf, c.adj, 0.02, c.cw, names,
+                                               len(names), oi, of)
+            got = sorted(range(k), key=lambda i: tuple(oi[i]))
+            want = sorted(sel.tolist(), key=lambda i: tuple(ci[i]))
+            assert k == len(sel)
+            assert (oi[got] == ci[want]).all() and (of[got] == cf[want]).all()
+            seen += k
+    assert seen > 300

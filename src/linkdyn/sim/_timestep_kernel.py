@@ -23,10 +23,10 @@ import numpy as np
 from numba import njit
 
 from .._kernels.layout import model_sizes, no_forces, unpack_data, unpack_packed
-from .._kernels.passes import OK, POS, kinematics_pass
+from .._kernels.passes import OK, POS, check_q, kinematics_pass
 from ..contact import lcp
 from ..contact._geom_kernels import geom_rows_kernel
-from ..contact.collision._pipeline import collide_kernel
+from ..contact.collision._pipeline import collide_kernel, collide_pairs_kernel
 from ..contact.rows import _contact_gaps, _contact_points, _contact_rows
 from ..contact.swing_twist import _model_kernel as _ball_kernel
 from ..dynamics.aba import _aba_kernel
@@ -184,13 +184,15 @@ def _geom_gaps_after(mi, mf, ws, q1, gk, cand_gap, R0, p0, con_i, con_f, ncg, ou
     reaches (nan where a contact has no match there): TimeStepping._end_gaps."""
     gi, gf, pairs, adj, cw, ci, rho = gk[:7]
     nb, nq, nv = model_sizes(mi)
+    st = check_q(mi, q1)
+    if st != OK:
+        return st
     R1, p1 = np.empty((nb, 3, 3)), np.empty((nb, 3))
     _poses(mi, mf, ws, q1, R1, p1)
     disp = displacement(R0, p0, R1, p1, rho)
     ei, ef = np.empty_like(con_i), np.empty_like(con_f)
-    n = collide_kernel(mi, mf, ws, q1, gi, gf, pairs, adj, cand_gap + 4.0 * disp, cw, ci, ei, ef)
-    if n < 0:
-        return -n
+    # the step's own pairs only, at the kinematics _poses left (their contacts are collide_kernel's)
+    n = collide_pairs_kernel(mi, ws, gi, gf, adj, cand_gap + 4.0 * disp, cw, con_i, ncg, ei, ef)
     j = np.empty(ncg, dtype=np.int64)
     match(con_i, con_f, ncg, ei, ef, n, 3.0 * disp + 1e-9, j)
     for r in range(ncg):
@@ -358,10 +360,12 @@ def timestep_kernel(buf, lbuf, q, v, tau, h, geo, mask, pair_mu, pair_e, lim_q, 
                 info[0] = st
                 return
             ei, ef = np.empty((cap, 2), dtype=np.int64), np.empty((cap, 10))
-            ne = collide_kernel(mi, mf, ws, q_end, gi, gf, pairs, adj, cand_gap + 4.0 * disp, cw, ci, ei, ef)
-            if ne < 0:
-                info[0] = -ne
+            st = check_q(mi, q_end)
+            if st != OK:
+                info[0] = st
                 return
+            _poses(mi, mf, ws, q_end, R1, p1)
+            ne = collide_pairs_kernel(mi, ws, gi, gf, adj, cand_gap + 4.0 * disp, cw, ci_now, ncg, ei, ef)
             j = np.empty(ncg, dtype=np.int64)
             match(ci_now, cf_now, ncg, ei, ef, ne, 3.0 * disp + 1e-9, j)
             for r in range(ncg):

@@ -207,14 +207,9 @@ def collide_kernel(mi, mf, ws, q, gi, gf, pairs, adj, margin, cw, ci, con_i, con
     oR, op = unpack_data(ws, nb, nv)[:2]
     size, pos = _view(gf, 0, (n, 3)), _view(gf, 3 * n, (n, 3))
     R = _view(gf, 6 * n, (n, 3, 3))
-    fric, rest = _view(gf, 15 * n, (n,)), _view(gf, 16 * n, (n,))
-    pfric = _view(gf, 17 * n, (npair,))
     skin = _view(gf, 17 * n + npair, (npair,))
-    nvert = (gf.shape[0] - 17 * n - 2 * npair) // 3
-    verts = _view(gf, 17 * n + 2 * npair, (nvert, 3))
     xpos, xR = _view(cw, 0, (n, 3)), _view(cw, 3 * n, (n, 3, 3))
     lo, hi = _view(cw, 12 * n, (n, 3)), _view(cw, 15 * n, (n, 3))
-    poly = _view(cw, 18 * n, (2, 16, 3))
     order, hit = ci[:n], ci[n:n + npair]
     geom_poses(oR, op, gi, size, pos, R, xpos, xR)
     wide = 0.0                          # the largest skin: no pair within its own is pruned
@@ -227,18 +222,68 @@ def collide_kernel(mi, mf, ws, q, gi, gf, pairs, adj, margin, cw, ci, con_i, con
         if hit[p] == 0:
             continue
         hit[p] = 0
-        g1, g2 = pairs[p, 0], pairs[p, 1]
-        if gi[g1, 0] > gi[g2, 0]:           # geom 1 is of the lower type (MuJoCo's order)
-            g1, g2 = g2, g1
-        s = skin[p]
-        v1 = verts[max(gi[g1, 2], 0):max(gi[g1, 2], 0) + gi[g1, 3]]
-        v2 = verts[max(gi[g2, 2], 0):max(gi[g2, 2], 0) + gi[g2, 3]]
-        m = narrow(gi[g1, 0], xpos[g1], xR[g1], size[g1], v1, gi[g2, 0], xpos[g2], xR[g2], size[g2], v2,
-                   margin + s, con_f, k, poly)
-        for c in range(k, k + max(m, 0)):
-            con_i[c, 0], con_i[c, 1] = g1, g2
-            con_f[c, 7] = pfric[p] if pfric[p] >= 0.0 else max(fric[g1], fric[g2])
-            con_f[c, 8] = max(rest[g1], rest[g2])
-            con_f[c, 9] = s
-        k += max(m, 0)
+        k += _pair_contacts(gi, gf, npair, cw, p, pairs[p, 0], pairs[p, 1], margin, con_i, con_f, k)
+    return k
+
+
+@njit(cache=True)
+def _pair_contacts(gi, gf, npair, cw, p, g1, g2, margin, con_i, con_f, k):
+    """The contacts of candidate pair p = (g1, g2) within ``margin`` (plus its skin) at the geom
+    poses in cw, in rows k... of con_i, con_f; returns how many."""
+    n = gi.shape[0]
+    size = _view(gf, 0, (n, 3))
+    fric, rest = _view(gf, 15 * n, (n,)), _view(gf, 16 * n, (n,))
+    pfric = _view(gf, 17 * n, (npair,))
+    skin = _view(gf, 17 * n + npair, (npair,))
+    nvert = (gf.shape[0] - 17 * n - 2 * npair) // 3
+    verts = _view(gf, 17 * n + 2 * npair, (nvert, 3))
+    xpos, xR = _view(cw, 0, (n, 3)), _view(cw, 3 * n, (n, 3, 3))
+    poly = _view(cw, 18 * n, (2, 16, 3))
+    if gi[g1, 0] > gi[g2, 0]:           # geom 1 is of the lower type (MuJoCo's order)
+        g1, g2 = g2, g1
+    s = skin[p]
+    v1 = verts[max(gi[g1, 2], 0):max(gi[g1, 2], 0) + gi[g1, 3]]
+    v2 = verts[max(gi[g2, 2], 0):max(gi[g2, 2], 0) + gi[g2, 3]]
+    m = narrow(gi[g1, 0], xpos[g1], xR[g1], size[g1], v1, gi[g2, 0], xpos[g2], xR[g2], size[g2], v2,
+               margin + s, con_f, k, poly)
+    for c in range(k, k + max(m, 0)):
+        con_i[c, 0], con_i[c, 1] = g1, g2
+        con_f[c, 7] = pfric[p] if pfric[p] >= 0.0 else max(fric[g1], fric[g2])
+        con_f[c, 8] = max(rest[g1], rest[g2])
+        con_f[c, 9] = s
+    return max(m, 0)
+
+
+@njit(cache=True)
+def collide_pairs_kernel(mi, ws, gi, gf, adj, margin, cw, pairs_of, npo, con_i, con_f):
+    """The contacts within ``margin`` of the geom pairs named in pairs_of[:npo] (rows (g1, g2) as
+    ``collide_kernel`` writes its contacts; each pair taken once), at the forward kinematics that
+    ``ws`` holds: ``collide_kernel``'s narrow phase on those pairs alone, without its broad phase
+    and the other pairs.  A pair's contacts are the same as in ``collide_kernel`` (its broad phase
+    only prunes pairs with no contact within the margin); the time step asks it for the step's own
+    contacts at the configurations its motion reaches, where it has just computed the kinematics
+    (dm_control's humanoid lying down, 10 contacts, timed from Python: collide_kernel 3.2 us, this 1.2 us).
+    Returns the number written."""
+    n = gi.shape[0]
+    npair = (adj.shape[0] - n - 1) // 2
+    nb, nq, nv = model_sizes(mi)
+    oR, op = unpack_data(ws, nb, nv)[:2]
+    size, pos = _view(gf, 0, (n, 3)), _view(gf, 3 * n, (n, 3))
+    R = _view(gf, 6 * n, (n, 3, 3))
+    xpos, xR = _view(cw, 0, (n, 3)), _view(cw, 3 * n, (n, 3, 3))
+    geom_poses(oR, op, gi, size, pos, R, xpos, xR)
+    k = np.int64(0)
+    for c in range(npo):
+        g1, g2 = pairs_of[c, 0], pairs_of[c, 1]
+        seen = False
+        for d in range(c):
+            if pairs_of[d, 0] == g1 and pairs_of[d, 1] == g2:
+                seen = True
+                break
+        if seen:
+            continue
+        p = _pair_index(adj, n, min(g1, g2), max(g1, g2))
+        if p < 0:
+            continue
+        k += _pair_contacts(gi, gf, npair, cw, p, min(g1, g2), max(g1, g2), margin, con_i, con_f, k)
     return k
