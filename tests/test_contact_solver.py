@@ -241,9 +241,11 @@ def test_the_cone_projection_is_the_nearest_point_of_the_cones():
 
 
 def test_basic_solves_solve_full_rank_and_consistent_singular_systems():
-    """``dense.basic_solve`` (complete pivoting, the Newton steps' solver): on a nonsingular B the
+    """``dense.basic_solve`` (rook pivoting, the Newton steps' solver): on a nonsingular B the
     unique solution; on a singular B (rank r < n, redundant contacts) with b in its range, rank r
-    and an exact solution with n - r unknowns zero; on a zero B, rank 0 and x = 0."""
+    and an exact solution with n - r unknowns zero, also with its rows and columns scaled over
+    two orders of magnitude; on a zero B, rank 0 and x = 0; an entry below 1e-12 of the largest
+    is negligible wherever it sits (a rook pivot taken first from column 0 would keep it)."""
     from linkdyn._kernels import dense
     rng = np.random.default_rng(1)
     for n in (1, 5, 20, 27):
@@ -258,6 +260,13 @@ def test_basic_solves_solve_full_rank_and_consistent_singular_systems():
             assert dense.basic_solve(C, c, 1e-12, x) == r
             assert np.abs(C @ x - c).max() <= 1e-9 * np.abs(c).max()
             assert (x == 0.0).sum() >= n - r
+            D1, D2 = 10.0 ** rng.uniform(-1, 1, n), 10.0 ** rng.uniform(-1, 1, n)
+            S = D1[:, None] * C * D2[None, :]
+            s = S @ rng.standard_normal(n)
+            assert dense.basic_solve(S, s, 1e-12, x) == r
+            assert np.abs(S @ x - s).max() <= 1e-8 * np.abs(s).max()
+    x = np.empty(2)
+    assert dense.basic_solve(np.diag([1e-13, 1.0]), np.array([1.0, 2.0]), 1e-12, x) == 1 and (x == [0.0, 2.0]).all()
     x = np.full(3, 7.0)
     assert dense.basic_solve(np.zeros((3, 3)), np.ones(3), 1e-12, x) == 0 and (x == 0).all()
 

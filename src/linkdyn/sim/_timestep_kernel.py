@@ -26,7 +26,7 @@ from .._kernels.layout import model_sizes, no_forces, unpack_data, unpack_packed
 from .._kernels.passes import OK, POS, check_q, kinematics_pass
 from ..contact import lcp
 from ..contact._geom_kernels import geom_rows_kernel
-from ..contact.collision._pipeline import collide_kernel, collide_pairs_kernel
+from ..contact.collision._pipeline import collide_at_kinematics, collide_kernel, collide_pairs_kernel
 from ..contact.rows import _contact_gaps, _contact_points, _contact_rows
 from ..contact.swing_twist import _model_kernel as _ball_kernel
 from ..dynamics.aba import _aba_kernel
@@ -284,14 +284,15 @@ def timestep_kernel(buf, lbuf, q, v, tau, h, geo, mask, pair_mu, pair_e, lim_q, 
     disp = 0.0
     if ngeom:
         R1, p1 = np.empty((nb, 3, 3)), np.empty((nb, 3))
+        st = check_q(mi, q)
+        if st != OK:
+            info[0] = st
+            return
         _poses(mi, mf, ws, q_end, R1, p1)
         _poses(mi, mf, ws, q, R0, p0)
         disp = displacement(R0, p0, R1, p1, rho)
         margin = cand_gap + 2.0 * disp
-        ncg = collide_kernel(mi, mf, ws, q, gi, gf, pairs, adj, margin, cw, ci, ci_now, cf_now)
-        if ncg < 0:
-            info[0] = -ncg
-            return
+        ncg = collide_at_kinematics(mi, ws, gi, gf, pairs, adj, margin, cw, ci, ci_now, cf_now)
     k = kc + ncg
     info[1] = kc
     info[5] = ncg
@@ -307,14 +308,14 @@ def timestep_kernel(buf, lbuf, q, v, tau, h, geo, mask, pair_mu, pair_e, lim_q, 
         e = np.zeros(k)
         Pw = np.zeros((k, 3))                    # the warm start
         # rows of the catalog's candidates
-        J0 = np.zeros((6, nv))
-        _joint_jacobians_kernel(mi, mf, ws, q[::1], J0)
-        oR, op = unpack_data(ws, nb, nv)[:2]
         nc = 0
         for r in range(kc):
             if cand[r] < ncp:
                 nc += 1
         if nc:
+            J0 = np.zeros((6, nv))
+            _joint_jacobians_kernel(mi, mf, ws, q[::1], J0)
+            oR, op = unpack_data(ws, nb, nv)[:2]
             csel = cand[:nc]                         # contacts come first in the catalog
             V = np.zeros((nb, 6))
             cdn, cdt = np.zeros(nc), np.zeros((nc, 2))

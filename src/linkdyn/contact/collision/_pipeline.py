@@ -199,11 +199,20 @@ def collide_kernel(mi, mf, ws, q, gi, gf, pairs, adj, margin, cw, ci, con_i, con
     st = check_q(mi, q)
     if st != OK:
         return -st
+    if pairs.shape[0] == 0:
+        return 0
+    kinematics_pass(mi, mf, ws, q, q[:0], q[:0], np.int64(POS), np.bool_(True), np.bool_(False))
+    return collide_at_kinematics(mi, ws, gi, gf, pairs, adj, margin, cw, ci, con_i, con_f)
+
+
+@njit(cache=True)
+def collide_at_kinematics(mi, ws, gi, gf, pairs, adj, margin, cw, ci, con_i, con_f):
+    """``collide_kernel`` at the forward kinematics ``ws`` holds (the caller has just computed them
+    at a valid q)."""
     n, npair = gi.shape[0], pairs.shape[0]
     if npair == 0:
         return 0
     nb, nq, nv = model_sizes(mi)
-    kinematics_pass(mi, mf, ws, q, q[:0], q[:0], np.int64(POS), np.bool_(True), np.bool_(False))
     oR, op = unpack_data(ws, nb, nv)[:2]
     size, pos = _view(gf, 0, (n, 3)), _view(gf, 3 * n, (n, 3))
     R = _view(gf, 6 * n, (n, 3, 3))
