@@ -388,7 +388,8 @@ def _touching(A, r, kind, lam):
 
 @njit(cache=True)
 def _polish_kernel(A, r, kind, mu, normal, lam, out, turns=RIM_TURNS, weak=False, direct=False):
-    """The exact solution on the active set of ``lam`` into ``out`` (compiled; see _polish)."""
+    """The exact solution on the active set of ``lam`` into ``out`` (compiled; see _polish).  Returns
+    the residual of ``out`` where it was computed on the way (the sliding pairs' Newton steps), else -1."""
     m = r.shape[0]
     scale_l = 1e-300
     for i in range(m):
@@ -429,7 +430,7 @@ def _polish_kernel(A, r, kind, mu, normal, lam, out, turns=RIM_TURNS, weak=False
     for i in range(m):
         out[i] = 0.0
     if nu == 0:
-        return
+        return -1.0
     nr = np.int64(0)
     for i in range(m):
         if rim[i]:
@@ -448,12 +449,11 @@ def _polish_kernel(A, r, kind, mu, normal, lam, out, turns=RIM_TURNS, weak=False
     else:
         _fold_solve(A, r, mu, normal, unknown, nu, pos, rim, nr, d1, d2, out)
     if nr and turns > 1:
-        full = _turn_rims(A, r, kind, mu, normal, out, unknown, nu, pos, rim, nr, turns)
+        full, res = _turn_rims(A, r, kind, mu, normal, out, unknown, nu, pos, rim, nr, turns)
         # Newton's steps split the load of redundant contacts (a box's four corners) by the least
         # step, not the least force: the directions it found, with the forces solved again for
         # them (the same velocities, the same conditions, the minimum-norm split), where it found an
         # answer and its last step's system was singular (else the answer is the only one there)
-        res = _residual(A, r, kind, mu, normal, out)
         if res <= 1e-12 and not full:
             again = np.empty(m)
             for i in range(m):
@@ -462,8 +462,12 @@ def _polish_kernel(A, r, kind, mu, normal, lam, out, turns=RIM_TURNS, weak=False
                     if c > 0.0:
                         d1[i], d2[i] = out[i] / c, out[i + 1] / c
             _fold_solve(A, r, mu, normal, unknown, nu, pos, rim, nr, d1, d2, again)
-            if _residual(A, r, kind, mu, normal, again) <= 1e-12:
+            ares = _residual(A, r, kind, mu, normal, again)
+            if ares <= 1e-12:
                 out[:] = again
+                res = ares
+        return res
+    return -1.0
 
 
 @njit(cache=True)
@@ -514,10 +518,10 @@ def _turn_rims(A, r, kind, mu, normal, out, unknown, nu, pos, rim, nr, iters):
     decomposition's cost: the solves of a 3 s run of gymnasium's humanoid 61 -> 49 ms, the same answers
     met). The best residual is kept; stops after two steps that do not halve it (the active set is not
     the answer's). Returns True where the last step's system had full rank (the answer is then the only
-    one with these rims' directions: ``_polish_kernel`` need not refold it). The warm starts of a 3 s
-    run's time steps, polished: 1188 of 1340 to round-off in 15 us each (dm_control's humanoid; a damped
-    fixed point on the directions: 1150 in 20 us), 866 of 2694 in 20 us (gymnasium's humanoid; 707 in 24
-    us)."""
+    one with these rims' directions: ``_polish_kernel`` need not refold it), and the residual of
+    ``out``. The warm starts of a 3 s run's time steps, polished: 1188 of 1340 to round-off in 15 us
+    each (dm_control's humanoid; a damped fixed point on the directions: 1150 in 20 us), 866 of 2694 in
+    20 us (gymnasium's humanoid; 707 in 24 us)."""
     m = r.shape[0]
     rims = np.empty(nr, dtype=np.int64)
     k = 0
@@ -587,7 +591,7 @@ def _turn_rims(A, r, kind, mu, normal, out, unknown, nu, pos, rim, nr, iters):
         for a in range(n):
             x[a] += dx[a]
     out[:] = keep
-    return full
+    return full, best
 
 
 @njit(cache=True)
@@ -638,13 +642,18 @@ def _polish_clipped(A, r, kind, mu, normal, lam, pol, weak, direct):
     """``_polish_kernel`` into pol, never a pulling force: a normal the linear system leaves below
     zero (round-off, or an active set that is not the answer's) is set to zero, with its
     friction, and the residual judges what that leaves (returned)."""
-    _polish_kernel(A, r, kind, mu, normal, lam, pol, np.int64(RIM_TURNS), weak, direct)
+    known = _polish_kernel(A, r, kind, mu, normal, lam, pol, np.int64(RIM_TURNS), weak, direct)
+    clipped = False
     for i in range(pol.shape[0]):
         if kind[i] == NORMAL and pol[i] < 0.0:
             pol[i] = 0.0
+            clipped = True
     for i in range(pol.shape[0]):
-        if (kind[i] == FRICTION or kind[i] == FRICTION2) and pol[normal[i]] <= 0.0:
+        if (kind[i] == FRICTION or kind[i] == FRICTION2) and pol[normal[i]] <= 0.0 and pol[i] != 0.0:
             pol[i] = 0.0
+            clipped = True
+    if known >= 0.0 and not clipped:
+        return known
     return _residual(A, r, kind, mu, normal, pol)
 
 
