@@ -267,6 +267,7 @@ def test_basic_solves_solve_full_rank_and_consistent_singular_systems():
             assert np.abs(S @ x - s).max() <= 1e-8 * np.abs(s).max()
     x = np.empty(2)
     assert dense.basic_solve(np.diag([1e-13, 1.0]), np.array([1.0, 2.0]), 1e-12, x) == 1 and (x == [0.0, 2.0]).all()
+    assert dense.basic_solve_gap(np.diag([1e-9, 1.0]), np.array([1.0, 2.0]), 1e-12, x) == (2, 1e-9)   # kept, its gap told
     x = np.full(3, 7.0)
     assert dense.basic_solve(np.zeros((3, 3)), np.ones(3), 1e-12, x) == 0 and (x == 0).all()
 

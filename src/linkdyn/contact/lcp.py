@@ -233,6 +233,10 @@ def residual(A, r, kind, mu, normal, lam):
 
 #: the polish's Newton iterations on the sliding pairs' directions at most (``_polish_kernel``)
 RIM_TURNS = 8
+#: ``_turn_rims``' last system counts as nonsingular (its answer the only one: no minimum-norm refold)
+#: where its smallest pivot is above this fraction of the first: a system singular to round-off
+#: (redundant feet) may keep a pivot of 1e-12 and change its answer's split with the round-off
+FULL_RANK_GAP = 1e-6
 
 
 @njit(cache=True)
@@ -587,7 +591,8 @@ def _turn_rims(A, r, kind, mu, normal, out, unknown, nu, pos, rim, nr, iters):
                 J[nu + p, pos[normal[jq]]] += mu[jq] * (sn[p] * g1 - cs[p] * g2)
                 J[nu + p, nu + q] = mu[jq] * out[normal[jq]] * (sn[p] * h1 - cs[p] * h2)
             J[nu + p, nu + p] += w[i] * cs[p] + w[i + 1] * sn[p]
-        full = dense.basic_solve(J, F, 1e-12, dx) == n
+        rank, gap = dense.basic_solve_gap(J, F, 1e-12, dx)
+        full = rank == n and gap > FULL_RANK_GAP
         for a in range(n):
             x[a] += dx[a]
     out[:] = keep
