@@ -26,7 +26,7 @@ from .._kernels.layout import model_sizes, no_forces, unpack_data, unpack_packed
 from .._kernels.passes import OK, POS, check_q, kinematics_pass
 from ..contact import lcp
 from ..contact._geom_kernels import geom_rows_kernel
-from ..contact.collision._pipeline import collide_at_kinematics, collide_kernel, collide_pairs_kernel
+from ..contact.collision._pipeline import collide_at_kinematics, collide_pairs_kernel
 from ..contact.rows import _contact_gaps, _contact_points, _contact_rows
 from ..contact.swing_twist import _model_kernel as _ball_kernel
 from ..dynamics.aba import _aba_kernel
@@ -547,10 +547,20 @@ def timestep_kernel(buf, lbuf, q, v, tau, h, geo, mask, pair_mu, pair_e, lim_q, 
         info[0] = st
         return
     if ngeom:
-        n = collide_kernel(mi, mf, ws, q_out, gi, gf, pairs, adj, 0.0, cw, ci, ci_now, cf_now)
-        if n < 0:
-            info[0] = -n
+        # the smallest distance at q_out: a pair the detection at q left out was farther than its
+        # margin there, and moves closer by at most twice the displacement D from q to q_out; where
+        # 2 D is within the margin, only the step's own pairs can touch (collide_pairs_kernel: the
+        # same contacts as the whole pipeline's, without its broad phase)
+        st = check_q(mi, q_out)
+        if st != OK:
+            info[0] = st
             return
+        R2, p2 = np.empty((nb, 3, 3)), np.empty((nb, 3))
+        _poses(mi, mf, ws, q_out, R2, p2)
+        if 2.0 * displacement(R0, p0, R2, p2, rho) <= cand_gap + 2.0 * disp:
+            n = collide_pairs_kernel(mi, ws, gi, gf, adj, 0.0, cw, con_i, ncg, ci_now, cf_now)
+        else:
+            n = collide_at_kinematics(mi, ws, gi, gf, pairs, adj, 0.0, cw, ci, ci_now, cf_now)
         for r in range(n):
             info[4] = min(info[4], cf_now[r, 0] - cf_now[r, 9])
 
