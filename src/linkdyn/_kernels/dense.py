@@ -182,30 +182,28 @@ def _rook_pivot(W, k):
     1992; Golub and Van Loan 2013, sec. 3.4.8): columns and rows scanned in turn from column k
     until one scan finds nothing larger, O(n) a scan instead of complete pivoting's O(n^2)."""
     n = W.shape[0]
+    big, pi = _column_max(W, k, k, -1.0, k)
     pj = k
-    big, pi = -1.0, k
-    for i in range(k, n):
-        a = abs(W[i, pj])
-        if a > big:
-            big, pi = a, i
     for _ in range(n):
-        nb, nj = big, pj
-        for j in range(k, n):
-            a = abs(W[pi, j])
-            if a > nb:
-                nb, nj = a, j
+        nb, nj = _column_max(W.T, k, pi, big, pj)       # along the pivot's row
         if nj == pj:
             break
         big, pj = nb, nj
-        nb, ni = big, pi
-        for i in range(k, n):
-            a = abs(W[i, pj])
-            if a > nb:
-                nb, ni = a, i
+        nb, ni = _column_max(W, k, pj, big, pi)         # along the pivot's column
         if ni == pi:
             break
         big, pi = nb, ni
     return big, pi, pj
+
+
+@njit(inline="always", cache=True)
+def _column_max(W, k, j, big, at):
+    """The largest |W[i, j]| over i >= k if above ``big``, and its row; else (big, at)."""
+    for i in range(k, W.shape[0]):
+        a = abs(W[i, j])
+        if a > big:
+            big, at = a, i
+    return big, at
 
 
 @njit(cache=True)
