@@ -371,14 +371,14 @@ def timestep_kernel(buf, lbuf, q, v, tau, h, geo, mask, pair_mu, pair_e, lim_q, 
             gend[r] = g1[cand[r]]
             for s in range(3):
                 Pw[r, s] = warm[cand[r], s]
-        # rows of the geom contacts, with the drift at v_free
+        # rows of the geom contacts (their drift at v_free below, only where it is needed)
         frame = np.empty((max(ncg, 1), 3, 3))
         if ncg:
             nvf = vsrc.shape[0]
             dn, dtg, point = np.empty(ncg), np.empty((ncg, 2)), np.empty((ncg, 3))
-            st = geom_rows_kernel(mi, mf, ws, qsrc, qscale, qoff, vsrc, vscale, q, v_free, np.bool_(True), gi, gf, ci_now, cf_now,
-                                  ncg, np.zeros((nvf, 6)), np.empty(qsrc.shape[0]), np.empty(nvf), np.empty(nvf),
-                                  gap[kc:], N[kc:], T[kc:], dn, dtg, point, frame)
+            J0g, qfg, vfg, afg = np.zeros((nvf, 6)), np.empty(qsrc.shape[0]), np.empty(nvf), np.empty(nvf)
+            st = geom_rows_kernel(mi, mf, ws, qsrc, qscale, qoff, vsrc, vscale, q, v_free, np.bool_(False), gi, gf, ci_now,
+                                  cf_now, ncg, J0g, qfg, vfg, afg, gap[kc:], N[kc:], T[kc:], dn, dtg, point, frame)
             if st != OK:
                 info[0] = st
                 return
@@ -391,6 +391,18 @@ def timestep_kernel(buf, lbuf, q, v, tau, h, geo, mask, pair_mu, pair_e, lim_q, 
             ne = collide_pairs_kernel(mi, ws, gi, gf, adj, cand_gap + 4.0 * disp, cw, ci_now, ncg, ei, ef)
             j = np.empty(ncg, dtype=np.int64)
             match(ci_now, cf_now, ncg, ei, ef, ne, 3.0 * disp + 1e-9, j)
+            unmatched = False
+            for r in range(ncg):
+                unmatched = unmatched or j[r] < 0
+            if unmatched:
+                # a contact the free motion's end does not have: its end gap from the drift at v_free
+                # (the rows again, the same, with the velocity pass: seldom needed, so not taken above)
+                st = geom_rows_kernel(mi, mf, ws, qsrc, qscale, qoff, vsrc, vscale, q, v_free, np.bool_(True), gi, gf,
+                                      ci_now, cf_now, ncg, J0g, qfg, vfg, afg, gap[kc:], N[kc:], T[kc:], dn, dtg, point,
+                                      frame)
+                if st != OK:
+                    info[0] = st
+                    return
             for r in range(ncg):
                 s = 0.0
                 for d in range(nv):
