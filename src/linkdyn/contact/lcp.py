@@ -521,11 +521,12 @@ def _turn_rims(A, r, kind, mu, normal, out, unknown, nu, pos, rim, nr, iters):
     their load is solved again afterwards by the minimum-norm fold; a third of the complete orthogonal
     decomposition's cost: the solves of a 3 s run of gymnasium's humanoid 61 -> 49 ms, the same answers
     met). The best residual is kept; stops after two steps that do not halve it (the active set is not
-    the answer's). Returns True where the last step's system had full rank (the answer is then the only
-    one with these rims' directions: ``_polish_kernel`` need not refold it), and the residual of
-    ``out``. The warm starts of a 3 s run's time steps, polished: 1188 of 1340 to round-off in 15 us
-    each (dm_control's humanoid; a damped fixed point on the directions: 1150 in 20 us), 866 of 2694 in
-    20 us (gymnasium's humanoid; 707 in 24 us)."""
+    the answer's). Returns True where the last step's system was clearly nonsingular (rank full, its
+    smallest pivot above FULL_RANK_GAP of the first; the answer is then the only one with these rims'
+    directions: ``_polish_kernel`` need not refold it), and the residual of ``out``. The warm starts of
+    a 3 s run's time steps, polished: 1188 of 1340 to round-off in 15 us each (dm_control's humanoid; a
+    damped fixed point on the directions: 1150 in 20 us), 866 of 2694 in 20 us (gymnasium's humanoid;
+    707 in 24 us)."""
     m = r.shape[0]
     rims = np.empty(nr, dtype=np.int64)
     k = 0
