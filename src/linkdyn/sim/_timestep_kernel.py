@@ -183,7 +183,7 @@ def match(ia, fa, na, ib, fb, nb, radius, out):
 def _geom_gaps_after(mi, mf, ws, q1, gk, cand_gap, R0, p0, con_i, con_f, ncg, out):
     """The distances of the step's geom contacts at q1, the configuration the step's motion
     reaches (nan where a contact has no match there): TimeStepping._end_gaps."""
-    gi, gf, pairs, adj, cw, ci, rho = gk[:7]
+    gi, gf, _, adj, cw, _, rho = gk[:7]
     nb, nq, nv = model_sizes(mi)
     st = check_q(mi, q1)
     if st != OK:
