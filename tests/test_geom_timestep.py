@@ -466,3 +466,43 @@ def test_three_stacked_spheres_rest_on_each_other_where_mujoco_puts_them():
     for _ in range(1000):
         mujoco.mj_step(mj, d)
     assert sim.q[2::7] == pytest.approx(d.qpos[2::7], abs=1e-2)
+
+
+def test_a_ball_within_the_candidate_distance_flies_until_it_reaches_the_ground():
+    """A ball 0.8 mm above the ground, falling at 0.1 m/s: the ground is a candidate of every step
+    (within CANDIDATE and the step's displacement), and until the free motion reaches it the step
+    takes no force (lam = 0 answers the problem without a solve: every normal row content at
+    zero force, zero warm start) and moves the ball as a model without the ground does; the step
+    whose free motion would reach the ground takes it to the ground (the speculative contact), the
+    next stops it, and no step leaves it below the ground."""
+    r = 0.1
+    m = ball_on_ground(r=r)
+    b = ld.ModelBuilder("ball alone")
+    b.add_body("ball", "world", ld.FreeFlyer(), inertia=ball_inertia(1.0, r))
+    b.add_geom("ball", "sphere", [r], name="ball")
+    alone = b.build()
+    q = ld.neutral(m)
+    q[2] = r + 0.8e-3
+    v = np.zeros(m.nv)
+    v[2] = -0.1
+    with_ground, without = ts.TimeStepping(m), ts.TimeStepping(alone)
+    assert with_ground._compiled and with_ground.geoms is not None
+    qa, va, qb, vb = q.copy(), v.copy(), q.copy(), v.copy()
+    flight = 0
+    for k in range(20):
+        free_end = qa[2] - r + DT * (va[2] - G * DT)        # the gap at the free motion's end
+        qa, va, _ = with_ground.step(qa, va, np.zeros(m.nv), DT, k * DT)
+        qb, vb, _ = without.step(qb, vb, np.zeros(m.nv), DT, k * DT)
+        assert qa[2] - r >= -1e-9
+        if free_end > 1e-9:
+            assert len(with_ground.geom_names) == 1          # the ground is in the step's problem
+            assert not with_ground.geom_force.any()         # no force on the way
+            assert np.abs(qa - qb).max() < 1e-14 and np.abs(va - vb).max() < 1e-13
+            flight += 1
+        else:
+            break
+    assert flight >= 5 and with_ground.stats["steps_in_contact"] >= 1
+    for k in range(k + 1, k + 6):                          # it lands and stays (e = 0)
+        qa, va, _ = with_ground.step(qa, va, np.zeros(m.nv), DT, k * DT)
+        assert qa[2] - r >= -1e-9
+    assert abs(va[2]) < 1e-9 and with_ground.geom_force[:, 0].sum() > 0
