@@ -775,10 +775,10 @@ def run_kernel(buf, lbuf, q, v, tau, h, nsteps, geo, mask, pair_mu, pair_e, lim_
         if every > 0 and (ctl[2] >= rS.shape[0] or ctl[3] + cap > rGI.shape[0]):
             return                          # the recording buffers are full: the caller goes on
         warm0[:] = warm                     # the step's warm starts, to undo it (allocated once)
-        ci0[:] = con_i
-        cf0[:] = con_f
-        gP0[:] = gP
         n0, memo0, memo1 = gcount[0], gcount[1], gcount[2]
+        ci0[:n0] = con_i[:n0]               # the carried geom contacts (the rows past n0 are not read:
+        cf0[:n0] = con_f[:n0]               # dm_control's humanoid has room for 277)
+        gP0[:n0] = gP[:n0]
         extra[:] = False
         for attempt in range(2):
             timestep_kernel(buf, lbuf, q, v, tau, h, geo, mask, pair_mu, pair_e, lim_q, lim_v, lim_s, lim_b, bC, bI,
@@ -786,9 +786,9 @@ def run_kernel(buf, lbuf, q, v, tau, h, nsteps, geo, mask, pair_mu, pair_e, lim_
             if attempt == 1 or info[0] != 0 or not _missed(gaps, vn, pen, extra):
                 break
             warm[:] = warm0                   # again, with the units the first try left penetrating
-            con_i[:] = ci0
-            con_f[:] = cf0
-            gP[:] = gP0
+            con_i[:n0] = ci0[:n0]
+            con_f[:n0] = cf0[:n0]
+            gP[:n0] = gP0[:n0]
             gcount[0], gcount[1], gcount[2] = n0, memo0, memo1
             acc[15] += 1.0
         ng = int(info[5])
@@ -804,9 +804,9 @@ def run_kernel(buf, lbuf, q, v, tau, h, nsteps, geo, mask, pair_mu, pair_e, lim_
             impact = impact or hit[size + r]
         if special:
             warm[:] = warm0
-            con_i[:] = ci0
-            con_f[:] = cf0
-            gP[:] = gP0
+            con_i[:n0] = ci0[:n0]
+            con_f[:n0] = cf0[:n0]
+            gP[:n0] = gP0[:n0]
             gcount[0], gcount[1], gcount[2] = n0, memo0, memo1
             return
         # the ledger (TimeStepping._impulse_work, Simulation.step): the impulses' work from the free
