@@ -151,6 +151,16 @@ def _poses(mi, mf, ws, q, R, p):
 
 
 @njit(cache=True)
+def _set_poses(mi, ws, R, p):
+    """The bodies' world poses in ``ws`` set to R, p (``_poses``' output at some q): what the
+    narrow phase reads of a kinematics pass at that q, without the pass."""
+    nb, nq, nv = model_sizes(mi)
+    oR, op = unpack_data(ws, nb, nv)[:2]
+    oR[:] = R
+    op[:] = p
+
+
+@njit(cache=True)
 def displacement(R0, p0, R1, p1, rho):
     """A bound on how far any point of any geom moves between two poses of the bodies:
     max_b |p1_b - p0_b| + |R1_b - R0_b|_F rho_b (``GeomCatalog.displacement``)."""
@@ -388,7 +398,7 @@ def timestep_kernel(buf, lbuf, q, v, tau, h, geo, mask, pair_mu, pair_e, lim_q, 
             if st != OK:
                 info[0] = st
                 return
-            _poses(mi, mf, ws, q_end, R1, p1)
+            _set_poses(mi, ws, R1, p1)               # the kinematics at q_end again (the rows moved ws to q)
             ne = collide_pairs_kernel(mi, ws, gi, gf, adj, cand_gap + 4.0 * disp, cw, ci_now, ncg, ei, ef)
             j = np.empty(ncg, dtype=np.int64)
             match(ci_now, cf_now, ncg, ei, ef, ne, 3.0 * disp + 1e-9, j)
