@@ -278,6 +278,12 @@ def timestep_kernel(buf, lbuf, q, v, tau, h, geo, mask, pair_mu, pair_e, lim_q, 
     if st != OK:
         info[0] = st
         return
+    R0, p0 = np.empty((nb, 3, 3)), np.empty((nb, 3))
+    have0 = factored and ngeom > 0
+    if have0:                   # CRBA and RNEA at q left the bodies' world poses at q in ws (ABA does not)
+        oR, op = unpack_data(ws, nb, nv)[:2]
+        R0[:] = oR
+        p0[:] = op
     free_classical(mi, v, a)
     v_free = np.empty(nv)
     for d in range(nv):
@@ -312,7 +318,6 @@ def timestep_kernel(buf, lbuf, q, v, tau, h, geo, mask, pair_mu, pair_e, lim_q, 
     cap = con_i.shape[0]
     ci_now, cf_now = np.empty((cap, 2), dtype=np.int64), np.empty((cap, 10))
     ncg = 0
-    R0, p0 = np.empty((nb, 3, 3)), np.empty((nb, 3))
     disp = 0.0
     if ngeom:
         R1, p1 = np.empty((nb, 3, 3)), np.empty((nb, 3))
@@ -321,7 +326,10 @@ def timestep_kernel(buf, lbuf, q, v, tau, h, geo, mask, pair_mu, pair_e, lim_q, 
             info[0] = st
             return
         _poses(mi, mf, ws, q_end, R1, p1)
-        _poses(mi, mf, ws, q, R0, p0)
+        if have0:
+            _set_poses(mi, ws, R0, p0)
+        else:
+            _poses(mi, mf, ws, q, R0, p0)
         disp = displacement(R0, p0, R1, p1, rho)
         margin = cand_gap + 2.0 * disp
         ncg = collide_at_kinematics(mi, ws, gi, gf, pairs, adj, margin, cw, ci, ci_now, cf_now)
