@@ -190,15 +190,15 @@ def match(ia, fa, na, ib, fb, nb, radius, out):
 
 
 @njit(cache=True)
-def _geom_gaps_after(mi, mf, ws, q1, gk, cand_gap, R0, p0, con_i, con_f, ncg, out):
+def _geom_gaps_after(mi, mf, ws, q1, gk, cand_gap, R0, p0, con_i, con_f, ncg, out, R1, p1):
     """The distances of the step's geom contacts at q1, the configuration the step's motion
-    reaches (nan where a contact has no match there): TimeStepping._end_gaps."""
+    reaches (nan where a contact has no match there): TimeStepping._end_gaps.  R1, p1: the
+    bodies' poses at q1 (out)."""
     gi, gf, _, adj, cw, _, rho = gk[:7]
     nb, nq, nv = model_sizes(mi)
     st = check_q(mi, q1)
     if st != OK:
         return st
-    R1, p1 = np.empty((nb, 3, 3)), np.empty((nb, 3))
     _poses(mi, mf, ws, q1, R1, p1)
     disp = displacement(R0, p0, R1, p1, rho)
     ei, ef = np.empty_like(con_i), np.empty_like(con_f)
@@ -279,6 +279,8 @@ def timestep_kernel(buf, lbuf, q, v, tau, h, geo, mask, pair_mu, pair_e, lim_q, 
         info[0] = st
         return
     R0, p0 = np.empty((nb, 3, 3)), np.empty((nb, 3))
+    Ra, pa = np.empty((nb, 3, 3)), np.empty((nb, 3))     # the poses at q_out where a check computed them
+    pose_out = 0                # 1: Ra, pa hold the bodies' poses at q_out
     have0 = factored and ngeom > 0
     if have0:                   # CRBA and RNEA at q left the bodies' world poses at q in ws (ABA does not)
         oR, op = unpack_data(ws, nb, nv)[:2]
@@ -500,6 +502,10 @@ def timestep_kernel(buf, lbuf, q, v, tau, h, geo, mask, pair_mu, pair_e, lim_q, 
         if quiet:
             gcount[1] = gcount[2] = 0                # the memo of lcp._kept_solve, as its answer at round-off
             v1[:] = v_free
+            if ncg:                                  # q_out is q_end, whose poses the detection took
+                Ra[:] = R1
+                pa[:] = p1
+                pose_out = 1
             if lbuf is not None:
                 led[2][:] = 0.0
         else:
@@ -553,7 +559,7 @@ def timestep_kernel(buf, lbuf, q, v, tau, h, geo, mask, pair_mu, pair_e, lim_q, 
                 if anywarm:
                     st = _linearize_at(mi, mf, ws, q, v_free, h, lam, Zt, N, geo, lim_q, lim_s, lim_b, bC, bI, v0, ncp, gk,
                                        cand_gap, R0, p0, ci_now, cf_now, ncg, cand, kc, size, gend, v1, np.bool_(True),
-                                       relin_tol)
+                                       relin_tol, Ra, pa)
                     if st < 0:
                         info[0] = -st
                         return
@@ -567,11 +573,12 @@ def timestep_kernel(buf, lbuf, q, v, tau, h, geo, mask, pair_mu, pair_e, lim_q, 
                 # penetrate, take the curvature of that motion and solve again (A is the same)
                 st = _linearize_at(mi, mf, ws, q, v_free, h, lam, Zt, N, geo, lim_q, lim_s, lim_b, bC, bI, v0, ncp, gk,
                                    cand_gap, R0, p0, ci_now, cf_now, ncg, cand, kc, size, gend, v1, np.bool_(False),
-                                   relin_tol)
+                                   relin_tol, Ra, pa)
                 if st < 0:
                     info[0] = -st
                     return
                 if st == 0:
+                    pose_out = 1 if ncg else 0      # the answer's motion, checked: its end is q_out
                     break
                 info[6] += 1
                 _bounds(Gv, gap, gend, vn, e, h, beta, v_bounce, k, rr)
@@ -633,8 +640,11 @@ def timestep_kernel(buf, lbuf, q, v, tau, h, geo, mask, pair_mu, pair_e, lim_q, 
         if st != OK:
             info[0] = st
             return
-        R2, p2 = np.empty((nb, 3, 3)), np.empty((nb, 3))
-        _poses(mi, mf, ws, q_out, R2, p2)
+        R2, p2 = Ra, pa
+        if pose_out and lbuf is None:       # (a closed chain's q_out was projected onto its loops)
+            _set_poses(mi, ws, R2, p2)
+        else:
+            _poses(mi, mf, ws, q_out, R2, p2)
         if 2.0 * displacement(R0, p0, R2, p2, rho) <= cand_gap + 2.0 * disp:
             n = collide_pairs_kernel(mi, ws, gi, gf, adj, 0.0, cw, con_i, ncg, ci_now, cf_now)
         else:
@@ -658,13 +668,14 @@ def _impulse_velocity(Zt, lam, v_free, v1):
 
 @njit(cache=True)
 def _linearize_at(mi, mf, ws, q, v_free, h, lam, Zt, N, geo, lim_q, lim_s, lim_b, bC, bI, v0, ncp, gk, cand_gap,
-                  R0, p0, ci_now, cf_now, ncg, cand, kc, size, gend, v1, always, relin_tol):
+                  R0, p0, ci_now, cf_now, ncg, cand, kc, size, gend, v1, always, relin_tol, Ra, pa):
     """The gaps at the end of the motion the impulses lam give, v1 = v_free + M^-1 G^T lam
     (Zt = rows of M^-1 G^T, ``_impulse_velocity``), taken as the problem's curvature: gend = gap at that end + h N (v_free - v1)
     (the bound of ``_bounds`` then reproduces that end's gap for the motion v1).  ``always``:
     take it; else only where that motion would end below -relin_tol somewhere (both calls pass
     ``always`` as np.bool_ and relin_tol as a float: one compiled signature, not one per literal).  Returns 1 if
-    gend changed, 0 if not, -status on a bad configuration."""
+    gend changed, 0 if not, -status on a bad configuration.  Ra, pa: the bodies' poses at that end
+    (out; only where there are geom contacts, ncg > 0)."""
     nq, nv = q.shape[0], v_free.shape[0]
     k = N.shape[0]
     _impulse_velocity(Zt, lam, v_free, v1)
@@ -680,7 +691,10 @@ def _linearize_at(mi, mf, ws, q, v_free, h, lam, Zt, N, geo, lim_q, lim_s, lim_b
     for r in range(kc):
         if cand[r] < ncp:               # contact pairs; a limit keeps the free motion's curvature
             end[r] = ga[cand[r]]
-    st = _geom_gaps_after(mi, mf, ws, qa, gk, cand_gap, R0, p0, ci_now, cf_now, ncg, end[kc:])
+    if ncg:
+        st = _geom_gaps_after(mi, mf, ws, qa, gk, cand_gap, R0, p0, ci_now, cf_now, ncg, end[kc:], Ra, pa)
+    else:
+        st = check_q(mi, qa)
     if st != OK:
         return -st
     if not always:
