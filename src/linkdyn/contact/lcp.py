@@ -221,7 +221,7 @@ def _residual(A, r, kind, mu, normal, lam):
 
 
 @njit(cache=True)
-def residual_at_zero(r, kind):
+def _residual_at_zero(r, kind):
     """``_residual`` at lam = 0 (w = r), without A: the largest normal row's -r (and a free row's
     |r|) over the problem's size, as ``_residual`` scales it (bit for bit its value)."""
     m = r.shape[0]

@@ -488,7 +488,7 @@ def timestep_kernel(buf, lbuf, q, v, tau, h, geo, mask, pair_mu, pair_e, lim_q, 
         # the matched geom contacts' distances there.  Then A and the solve are not needed (bodies
         # near each other and not touching: dm_control's humanoid in the air, its limbs near each
         # other, 20.6 -> 17.5 us a step); the step is the same bit for bit
-        res = lcp.residual_at_zero(rr, kinds)
+        res = lcp._residual_at_zero(rr, kinds)
         quiet = res <= 1e-12
         for r in range(k):
             for s in range(3):
