@@ -500,8 +500,8 @@ def dynamics_filter(capture: Capture, *, omega: float = 20.0, zeta: float = 1.0,
         # root equations: M[:6] a - J[:, :6]^T f = -b[:6]
         Aeq = np.zeros((6, nx))
         Aeq[:, :nv] = M[root]
-        for c, i in enumerate(act):
-            Aeq[:, nv + 3 * c:nv + 3 * c + 3] = -mg * Jp[i][:, root].T
+        for r_, i in enumerate(act):         # (r_, not c: c is the centre of mass above)
+            Aeq[:, nv + 3 * r_:nv + 3 * r_ + 3] = -mg * Jp[i][:, root].T
         beq = -b[root]
         # inequalities: friction pyramid (<= 0), non-penetration (-n^T J a <= n^T dJ v + bound)
         ng = guard.size
@@ -562,9 +562,9 @@ def dynamics_filter(capture: Capture, *, omega: float = 20.0, zeta: float = 1.0,
         a = x[:nv].copy()
         fa = mg * x[nv:].reshape(nc, 3)
         gen = np.zeros(nv)
-        for c, i in enumerate(act):
-            F[s, i] = fa[c]
-            gen += Jp[i].T @ fa[c]
+        for r_, i in enumerate(act):
+            F[s, i] = fa[r_]
+            gen += Jp[i].T @ fa[r_]
         Q[s], V[s], A[s] = q, v, a
         TAU[s] = M @ a + b - gen
         v = v + h * a
