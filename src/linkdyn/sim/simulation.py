@@ -798,9 +798,13 @@ class Simulation:
         kin, pot = E[j0:n, 0].tolist(), E[j0:n, 1].tolist()           # (the kernel's, as _energy_pair's)
         cols = {"t": t[j0:], "q": list(q), "v": list(v), "tau": list(tau), "kinetic": kin, "potential": pot,
                 "work": list(work)}
-        rows = [_loop_fields(m, q[j], v[j], tau[j]) for j in range(cnt)]
-        for i, (name, _) in enumerate(rows[0]):
-            cols[name] = [row[i][1] for row in rows]
+        if m.nloops:
+            rows = [_loop_fields(m, q[j], v[j], tau[j]) for j in range(cnt)]
+            for i, (name, _) in enumerate(rows[0]):
+                cols[name] = [row[i][1] for row in rows]
+        else:                       # a tree: _loop_fields' constants (one empty array shared: it holds nothing)
+            cols["loop_error"] = [0.0] * cnt
+            cols["loop_forces"] = [np.zeros((0, 6))] * cnt
         cols["unit_force"] = list(F[j0:n].copy())
         cols["unit_gap"] = list(G[j0:n].copy())
         cols["unit_point"] = list(P[j0:n].copy())         # (the kernel's, as cat.points gives them)
