@@ -277,6 +277,23 @@ def test_real_walk_balance_over_a_hundred_seconds_on_larger_soles(real_walk):  #
             assert np.linalg.norm(loc1[a] - loc1[b]) == pytest.approx(1.6 * np.linalg.norm(loc0[a] - loc0[b]), rel=1e-9)
 
 
+@pytest.mark.slow
+def test_real_walk_whole_clip_on_larger_soles(real_walk):  # noqa: F811
+    """The whole real walk (4 min) on soles reaching 0.4 of the foot's length behind the heel joint and
+    0.2 ahead of the toe joint, 1.8 times as wide, with the ground and the contact phases of the
+    skeleton's own feet: the figure walks to the end through the side-stepping stretch (103.5-120 s)
+    where it falls on the default soles, the root within 5 cm RMS of the capture, the summed vertical
+    reaction the body's weight on average, and the physics of check_physics at every step
+    (docs/mocap.md, "Larger soles")."""
+    base = mocap.load_bvh(real_walk, mass=70, height=1.75)
+    cap = mocap.load_bvh(real_walk, mass=70, height=1.75, soles=(0.4, 0.2, 1.8), ground=base.ground)
+    out = mocap.dynamics_filter(cap, phases=mocap.contact_phases(base))
+    check_physics(cap, out)
+    r = out.filter
+    assert r.root_rms < 0.05 and r.root_deviation.max() < 0.08
+    assert abs(r.forces[..., 2].sum(1).mean() / W - 1) < 0.05
+
+
 def limited(cap, limits):
     """The capture with ball-joint limits put on its figure: ``limits`` {joint: Spherical(...)}
     (the same placements, inertias and soles)."""
