@@ -156,6 +156,15 @@ def test_cli_filter_prints_the_deviation(tmp_path):
                         "--filter", "--out", str(tmp_path / "out")], capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
     assert "dynamics filter" in r.stdout and "root path deviation" in r.stdout and "joint deviation" in r.stdout
+    # on larger soles (the ground and phases of the skeleton's feet), and a width of 0 refused (exit 2)
+    r = subprocess.run([sys.executable, "-m", "linkdyn.cli", "mocap", str(p), "--mass", "70", "--cutoff", "0",
+                        "--filter", "--filter-soles", "0.4", "0.2", "1.8", "--out", str(tmp_path / "out2")],
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    assert "soles (heel, toe, width) = (0.4, 0.2, 1.8)" in r.stdout and "root path deviation" in r.stdout
+    r = subprocess.run([sys.executable, "-m", "linkdyn.cli", "mocap", str(p), "--filter", "--filter-soles", "0.4",
+                        "0.2", "0", "--out", str(tmp_path / "out3")], capture_output=True, text=True)
+    assert r.returncode != 0 and "soles" in r.stderr
 
 
 from test_mocap import real_walk  # noqa: E402,F401,F811  (the fixture: the real 30 Hz walk, fetched by pip)
