@@ -546,13 +546,9 @@ def _mocap(args) -> int:
     print(f"table written to {out}")
     if args.filter or args.filter_soles is not None:
         t3 = time.perf_counter()
-        fcap = cap
-        if args.filter_soles is not None:
-            # the filter's figure on larger soles; the ground and the phases stay the skeleton's feet's
-            fcap = mocap.load_bvh(args.file, mass=args.mass, height=args.height, scale=args.scale, cutoff=cutoff,
-                                  ground=cap.ground, soles=tuple(args.filter_soles))
-            print(f"dynamics filter on soles (heel, toe, width) = {tuple(args.filter_soles)}")
-        filt = mocap.dynamics_filter(fcap, phases=res.phases, progress=not args.quiet and len(cap.t) > 2000)
+        soles = mocap.FILTER_SOLES if args.filter_soles is None else tuple(args.filter_soles)
+        print(f"dynamics filter on soles (heel, toe, width) = {soles}")
+        filt = mocap.dynamics_filter(cap, phases=res.phases, soles=soles, progress=not args.quiet and len(cap.t) > 2000)
         t4 = time.perf_counter()
         print(filt.filter.summary())
         print(f"time: dynamics filter {t4 - t3:.2f} s for {T * cap.dt:.2f} s of capture "
@@ -667,10 +663,11 @@ def main(argv=None) -> int:
     mc.add_argument("--filter", action="store_true",
                     help="also run the dynamics filter (Yamane and Nakamura 2003) and print its deviation")
     mc.add_argument("--filter-soles", type=_nonnegative, nargs=3, default=None, metavar=("HEEL", "TOE", "WIDTH"),
-                    help="the filter's figure on larger soles: its heel points moved back and toe points forward "
-                         "by these fractions of the foot's length, their width times WIDTH (load_bvh's soles; the "
-                         "ground and contact phases stay the skeleton's feet's). 0.4 0.2 1.8 walks the whole "
-                         "4-minute walk of docs/mocap.md, on which the default soles fall at 110.6 s; implies --filter")
+                    help="the filter's soles: heel points moved back and toe points forward by these fractions "
+                         "of the foot's length from the skeleton's heel and toe joints, their width times WIDTH "
+                         "(default 0.4 0.2 1.8, linkdyn.mocap.FILTER_SOLES: the whole 4-minute walk of "
+                         "docs/mocap.md; 0 0 1, the skeleton's own soles, falls at 110.6 s; the ground and "
+                         "contact phases stay the skeleton's feet's); implies --filter")
     mc.add_argument("--quiet", action="store_true", help="no progress bar")
     mc.set_defaults(func=_mocap)
     args = p.parse_args(argv)

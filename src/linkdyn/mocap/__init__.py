@@ -19,13 +19,13 @@ linkdyn but the CLI imports it).  Reading BVH needs the ``mocap`` extra (``pybvh
 from .bvh import MocapError, Skeleton, read_skeleton
 from .capture import (DEFAULT_CUTOFF, Capture, InverseDynamics, contact_heights, contact_phases,
                       inverse_dynamics, kinematics, load_bvh, write_bvh)
-from .filter import FilterReport, dynamics_filter
+from .filter import FILTER_SOLES, FilterReport, dynamics_filter
 from .figure import Y_UP_TO_Z_UP, Feet, build_figure, classify, side_of
 from . import limits  # noqa: F401  (ld.mocap.limits.anatomical_limits)
 
 __all__ = ["MocapError", "Skeleton", "read_skeleton", "DEFAULT_CUTOFF", "Capture", "InverseDynamics",
            "contact_heights", "contact_phases", "inverse_dynamics", "kinematics", "load_bvh", "write_bvh",
-           "Y_UP_TO_Z_UP", "Feet", "build_figure", "classify", "side_of", "FilterReport", "dynamics_filter"]
+           "Y_UP_TO_Z_UP", "Feet", "build_figure", "classify", "side_of", "FILTER_SOLES", "FilterReport", "dynamics_filter"]
 
 from .c3d import Markers, read_c3d  # noqa: E402
 from .plots import plot_capture  # noqa: E402

@@ -45,7 +45,7 @@ that has kinematics alone.  Then tau = RNEA(q, v, a, f_ext) over the clip in one
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 from numpy.typing import NDArray
@@ -110,6 +110,29 @@ class Capture:
     filter: object = field(default=None, repr=False)
     #: the figure's anatomical joint limits (:class:`linkdyn.mocap.figure.FigureLimits`; None: unlimited)
     limits: object = field(default=None, repr=False)
+    #: the sole points' (heel, toe, width) of :func:`linkdyn.mocap.figure.build_figure` (default: the
+    #: skeleton's heel and toe joints, :data:`linkdyn.models.human.FOOT_HALF_WIDTH`)
+    soles: tuple = (0.0, 0.0, 1.0)
+
+    def with_soles(self, soles: tuple[float, float, float]) -> Capture:
+        """The same capture (q, v, a, ground, feet's names) on its figure with the feet's sole
+        points placed by ``soles`` (heel, toe, width: :func:`linkdyn.mocap.figure.build_figure`,
+        measured from the skeleton's own heel and toe joints, not from this capture's soles);
+        everything else about the model is kept (joints, limits, inertias)."""
+        soles = tuple(float(x) for x in np.asarray(soles, dtype=float).ravel())
+        if soles == tuple(self.soles):
+            return self
+        ref, feet = build_figure(self.skeleton, self.scale, self.mass, self.height, soles=soles)
+        if feet.points != self.feet.points:
+            raise ValueError(f"soles: the figure's feet {self.feet.points} are not the skeleton's {feet.points}")
+        b = _m.ModelBuilder.from_model(self.model)
+        mine = {c.name: c for c in self.model.contacts}
+        theirs = {c.name: c for c in ref.contacts}
+        for n in (n for pts in feet.points for n in pts):
+            if n not in mine or self.model.body_names[mine[n].body] != ref.body_names[theirs[n].body]:
+                raise ValueError(f"soles: the figure's sole point {n!r} is missing or on another body")
+            b.move_contact(n, theirs[n].position)
+        return replace(self, model=b.build(), soles=soles, filter=None)
 
     @property
     def dt(self) -> float:
@@ -301,7 +324,8 @@ def load_bvh(path: str | os.PathLike[str], mass: float = 70.0, height: float | N
         cutoff = residual_cutoff(_channels(model, sk, scale), 1.0 / sk.frame_time)
     q, v, a = kinematics(model, sk, scale, ground, cutoff)
     t = np.arange(sk.frames) * sk.frame_time
-    return Capture(model, t, q, v, a, feet, sk, scale, cutoff, mass, height, ground, limits=lim)
+    return Capture(model, t, q, v, a, feet, sk, scale, cutoff, mass, height, ground, limits=lim,
+                   soles=tuple(float(x) for x in soles))
 
 
 def _sole_points(model, q, kin=None):

@@ -72,6 +72,19 @@ Each step (time step h, the state q, v):
    ankles leave the passive range, docs/mocap.md); a model that has them gets the rows.
 3. **Integration**: semi-implicit Euler on the manifold, v' = v + h a, q' = q (+) h v'.
 
+**Soles.**  The filtered figure stands on soles larger than the skeleton's feet
+(:data:`FILTER_SOLES`, ``soles=None`` for the capture's own): from 0.4 of the heel-to-toe length
+behind the heel joint to 0.2 ahead of the toe joint, 1.8 times
+:data:`linkdyn.models.human.FOOT_HALF_WIDTH` wide (17 cm for a 1.75 m figure).  A BVH skeleton has
+no foot outline: its heel point lies under the ankle joint, where a real heel reaches 5-7 cm further
+back, and its toe point is wherever the toe joint or end site was put.  The width is what the
+real walk of docs/mocap.md needs: in its side-stepping stretch (103.5-120 s) the subject moves
+along the feet's width while its capture keeps its balance with its own angular momentum, asking
+for a centre of pressure outside a shoe's width, and the figure fell at 110.7 s on the
+skeleton's soles, at 111.0 s on soles 1.3 times as wide, and walks the whole four minutes on
+1.6-2.0 (root 1.9 cm RMS from the capture).  The capture's contact phases (``phases``) and its
+ground stay those of its own feet.
+
 The joint torques are the other rows, tau = M a + h - J^T f; the root's rows are zero (to the
 QP's tolerance, 1e-9 here) by construction.  When a step's QP is not solved, the
 ``RuntimeError`` carries the steps done as ``.q`` and ``.forces``.
@@ -89,6 +102,10 @@ from ..contact.swing_twist import ball_limit_joints, ball_limit_names, ball_limi
 from ..dynamics import crba, nonlinear_effects
 from ..kinematics import center_of_mass, forward_kinematics, jacobian
 from .capture import Capture, MocapError, _positive, _sole_points, contact_phases
+
+
+#: the filtered figure's soles (heel, toe, width; :meth:`linkdyn.mocap.Capture.with_soles`), module docstring "Soles"
+FILTER_SOLES = (0.4, 0.2, 1.8)
 
 
 @dataclass
@@ -262,7 +279,8 @@ def dynamics_filter(capture: Capture, *, omega: float = 20.0, zeta: float = 1.0,
                     contact_distance: float = 0.005, guard_distance: float = 0.05, stance_weight: float = 100.0, root_weight: float = 1.0,
                     regularisation: float = 1e-3, flat: float = 0.03, lift: bool = True, normal_weight: float = 10.0, lift_window: float = 0.5, com_weight: float = 100.0, com_omega: float | None = None,
                     inertia_weighting: float = 0.5, preview: bool = True, preview_margin: float = 0.0,
-                    preview_velocity: float = 0.01, progress: bool = False) -> Capture:
+                    preview_velocity: float = 0.01, soles: tuple[float, float, float] | None = FILTER_SOLES,
+                    progress: bool = False) -> Capture:
     """The capture made physically consistent by the dynamics filter (module docstring).
 
     ``omega`` (rad/s) and ``zeta``: the PD law's natural frequency and damping ratio;
@@ -276,7 +294,10 @@ def dynamics_filter(capture: Capture, *, omega: float = 20.0, zeta: float = 1.0,
     exponent p of the tracking term's weights W (module docstring; 0: all 1); ``preview``,
     ``preview_margin`` (m, how far inside the soles' polygon the centre of pressure is kept) and
     ``preview_velocity`` (s^2, the weight of the velocity's deviation against the position's):
-    the look-ahead centre-of-mass reference (module docstring).  Returns a
+    the look-ahead centre-of-mass reference (module docstring); ``soles`` (heel, toe, width): the
+    filtered figure's sole points (:meth:`Capture.with_soles`; default :data:`FILTER_SOLES`, module
+    docstring "Soles"; None: the capture's figure as it is), while the default ``phases`` are
+    the capture's own soles'.  Returns a
     :class:`Capture` of the filtered motion at the capture's frames, with ``.filter`` its
     :class:`FilterReport`."""
     if not isinstance(capture, Capture):
@@ -291,6 +312,9 @@ def dynamics_filter(capture: Capture, *, omega: float = 20.0, zeta: float = 1.0,
         raise ValueError("guard_distance: must not be below contact_distance")
     stance_weight = _positive(stance_weight, "stance_weight")
     regularisation = _positive(regularisation, "regularisation")
+    orig = capture
+    if soles is not None:
+        capture = capture.with_soles(soles)
     m = capture.model
     qc, vc, ac = capture.q, capture.v, capture.a
     T = len(qc)
@@ -302,7 +326,7 @@ def dynamics_filter(capture: Capture, *, omega: float = 20.0, zeta: float = 1.0,
     nf = len(capture.feet.names)
     if nf == 0:
         raise MocapError(f"{capture.skeleton.path}: the figure has no feet (no joint named foot/ankle with a side)")
-    phases = contact_phases(capture) if phases is None else np.asarray(phases, dtype=bool)
+    phases = contact_phases(orig) if phases is None else np.asarray(phases, dtype=bool)
     if phases.shape != (T, nf):
         raise ValueError(f"phases: expected shape {(T, nf)}, got {phases.shape}")
     if substeps is None:

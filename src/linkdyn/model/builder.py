@@ -596,6 +596,19 @@ class ModelBuilder:
                                    friction=float(friction), restitution=float(restitution)))
         return name
 
+    def move_contact(self, name: str, position: ArrayLike) -> None:
+        """Put the contact point ``name`` (:meth:`add_contact`) at ``position`` on its body (body
+        frame); everything else about it is kept."""
+        for c in self._contacts:
+            if c["name"] == name:
+                pos = G._reals(position, f"move_contact({name!r}).position", max_abs=G.MAX_LENGTH)
+                if pos.shape != (3,):
+                    raise ValueError(f"move_contact({name!r}).position: expected a finite 3-vector, got {position!r}")
+                c["position"] = pos.copy()
+                return
+        raise ValueError(f"move_contact: no contact named {name!r}; the contacts are "
+                         f"{[c['name'] for c in self._contacts]}")
+
     def add_plane(self, name: str, body: str | int = "world", point: ArrayLike = (0.0, 0.0, 0.0),
                   normal: str | ArrayLike = (0.0, 0.0, 1.0), placement: ArrayLike | tuple[ArrayLike, ArrayLike] | None = None,
                   extent: ArrayLike | None = None, friction: float | None = None, restitution: float | None = None,
