@@ -287,3 +287,39 @@ def test_a_compiled_runs_samples_are_the_single_steps_samples():
     for key in ("q", "v", "unit_point", "unit_force", "unit_gap", "kinetic", "potential"):
         assert np.abs(np.asarray(a[key]) - np.asarray(b[key])).max() <= 1e-12, key
     assert np.abs(np.asarray(a["unit_point"])).max() > 0.1            # the points are there
+
+
+
+def test_an_inexact_answer_is_put_inside_its_cones():
+    """An answer accepted at the step's tolerance may leave a friction force past its cone (the
+    residual counts that like any other violation; 1.2e-6 of the force on a sole of the stepping
+    figure of tests/test_mocap_groundtruth.py with a looser relinearization): the kept solve
+    scales each such pair onto its rim (``lcp._into_cones``), so the forces a step applies are
+    inside their cones to round-off.  A pair outside shrinks along its own direction onto mu
+    lambda_n (zero where lambda_n <= 0), a pair inside and every normal are left bit for bit."""
+    rng = np.random.default_rng(7)
+    k = 6
+    kinds = np.r_[np.full(k, lcp.NORMAL), np.tile([lcp.FRICTION, lcp.FRICTION2], k)].astype(np.int64)
+    normal = np.r_[np.arange(k), np.repeat(np.arange(k), 2)].astype(np.int64)
+    mu = np.r_[np.zeros(k), np.full(2 * k, 0.8)]
+    lam = np.r_[[2.0, 1.0, 0.0, 3.0, 0.5, 1.0], rng.standard_normal(2 * k)]
+    lam[k + 2:k + 4] = [0.3, -0.4]                          # contact 1: |f_t| 0.5 <= 0.8, inside
+    lam[k + 10:k + 12] = [0.48, 0.64]                       # contact 5: |f_t| 0.8 = 0.8 mu, on the rim
+    lam[k + 6:k + 8] = [3.0, 4.0]                           # contact 3: |f_t| 5 > 2.4, outside
+    before = lam.copy()
+    assert lcp._into_cones(kinds, mu, normal, lam)
+    np.testing.assert_array_equal(lam[:k], before[:k])
+    for c in range(k):
+        i = k + 2 * c
+        t0, t1 = before[i:i + 2], lam[i:i + 2]
+        cap = mu[i] * max(before[c], 0.0)
+        if np.hypot(*t0) <= cap:
+            np.testing.assert_array_equal(t1, t0)
+        else:
+            assert np.hypot(*t1) == pytest.approx(cap, rel=1e-15, abs=1e-300)
+            assert t1 @ t0 >= 0 and abs(t1[0] * t0[1] - t1[1] * t0[0]) <= 1e-15 * np.hypot(*t0) ** 2
+    np.testing.assert_allclose(lam[k + 6:k + 8], [1.44, 1.92], rtol=1e-15)
+    np.testing.assert_array_equal(lam[k + 4:k + 6], [0.0, 0.0])              # lambda_n = 0: no friction
+    again = lam.copy()
+    assert not lcp._into_cones(kinds, mu, normal, again)
+    np.testing.assert_array_equal(again, lam)

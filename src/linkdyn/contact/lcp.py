@@ -908,6 +908,26 @@ POLISH_RETRY = 16
 
 
 @njit(cache=True)
+def _into_cones(kind, mu, normal, lam):
+    """An inexact answer (a residual up to the step's tolerance, which counts a friction force
+    past its cone like any other violation: 1.2e-6 of the force on a sole of the stepping figure
+    of tests/test_mocap_groundtruth.py) put into its cones, in place: each friction pair longer
+    than mu lam_n scaled onto the rim.  It moves lam by no more than that violation; the forces a
+    step applies are then inside their cones to round-off.  Returns whether any moved."""
+    moved = False
+    for i in range(lam.shape[0]):
+        if kind[i] == FRICTION:
+            cap = mu[i] * max(lam[normal[i]], 0.0)
+            nrm = np.sqrt(lam[i] * lam[i] + lam[i + 1] * lam[i + 1])
+            if nrm > cap:
+                f = cap / nrm
+                lam[i] *= f
+                lam[i + 1] *= f
+                moved = True
+    return moved
+
+
+@njit(cache=True)
 def _kept_solve(A, r, kind, mu, normal, lam, sweeps, tol, fallback_sweeps, memo):
     """``_step_solve`` that remembers, in ``memo`` = (signature, skips so far), the active set of
     an answer its polish left inexact, and does not polish that active set again in the next
@@ -920,6 +940,8 @@ def _kept_solve(A, r, kind, mu, normal, lam, sweeps, tol, fallback_sweeps, memo)
     answers left at Gauss-Seidel's residual (below the step's tolerance) instead of round-off."""
     skip = memo[0] if memo[1] < POLISH_RETRY else 0
     res, fell = _step_solve(A, r, kind, mu, normal, lam, sweeps, tol, fallback_sweeps, skip)
+    if res > 1e-12 and _into_cones(kind, mu, normal, lam):
+        res = _residual(A, r, kind, mu, normal, lam)
     if res > 1e-12:
         sig = _active_set(kind, mu, normal, lam)
         if sig == memo[0] and skip != 0:
