@@ -110,6 +110,11 @@ def test_page_holds_both_figures_at_their_poses(standing):
     A = np.frombuffer(base64.b64decode(d["arrows"]["data"]), dtype="<f4").reshape(d["nframes"], d["arrows"]["n"], 6)
     fz = A[:, :, 5].sum(axis=1)
     np.testing.assert_allclose(fz, rep.forces[v.sample][:, :, 2].sum(axis=1), rtol=1e-5)
+    # the arrows start at the filtered figure's soles (the filter's larger ones), not the capture's
+    from linkdyn.mocap.page import _points
+    assert filt.soles == ld.mocap.FILTER_SOLES != cap.soles
+    np.testing.assert_allclose(A[:, :, :3], _points(filt.model, rep.q[v.sample]), atol=1e-5)
+    assert np.abs(A[:, :, :3] - _points(m, rep.q[v.sample])).max() > 0.01
     assert np.median(fz) == pytest.approx(70 * 9.81, rel=0.02)
     assert "show-ghost" in v.html()
 

@@ -57,7 +57,8 @@ def view_capture(capture: Capture, ids: InverseDynamics | None = None, filtered:
     m = capture.model
     rep = getattr(filtered, "filter", None) if filtered is not None else None
     if rep is not None:
-        rec = capture_recording(m, rep.t, rep.q, rep.v, rep.forces)
+        # the filtered figure's own model: its soles (the forces' points) are the filter's, FILTER_SOLES
+        rec = capture_recording(filtered.model, rep.t, rep.q, rep.v, rep.forces)
         g = (m, capture.t, capture.q) if ghost else None
         label = "the capture (ghost)"
         name = "dynamics filter"
