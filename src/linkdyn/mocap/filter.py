@@ -72,22 +72,20 @@ Each step (time step h, the state q, v):
    ankles leave the passive range, docs/mocap.md); a model that has them gets the rows.
 3. **Integration**: semi-implicit Euler on the manifold, v' = v + h a, q' = q (+) h v'.
 
-**Soles.**  The filtered figure stands on soles larger than the skeleton's feet
-(:data:`FILTER_SOLES`, ``soles=None`` for the capture's own): from 0.4 of the heel-to-toe length
-behind the heel joint to 0.2 ahead of the toe joint, 1.8 times
-:data:`linkdyn.models.human.FOOT_HALF_WIDTH` wide (17 cm for a 1.75 m figure).  A BVH skeleton has
-no foot outline: its heel point lies under the ankle joint, where a real heel reaches 5-7 cm further
-back, and its toe point is wherever the toe joint or end site was put.  The width is what the
-real walk of docs/mocap.md needs: in its side-stepping stretch (103.5-120 s) the subject moves
-along the feet's width while its capture keeps its balance with its own angular momentum, asking
-for a centre of pressure outside a shoe's width, and the figure fell at 110.7 s on the
-skeleton's soles, at 111.0 s on soles 1.3 times as wide, and walks the whole four minutes on
-1.6-2.0 (root 1.9 cm RMS from the capture).  The capture's contact phases (``phases``) and its
-ground stay those of its own feet.
-
-The joint torques are the other rows, tau = M a + h - J^T f; the root's rows are zero (to the
-QP's tolerance, 1e-9 here) by construction.  When a step's QP is not solved, the
-``RuntimeError`` carries the steps done as ``.q`` and ``.forces``.
+**Soles.**  The filtered figure's heels reach behind the skeleton's ankles (:data:`FILTER_SOLES`,
+``soles=None`` for the capture's own soles): its heel points 0.4 of the heel-to-toe length behind
+the heel joint (6.3 cm on the real walk of docs/mocap.md), its toe points and the soles' width
+those of :func:`linkdyn.mocap.figure.build_figure` (the toe joint;
+:data:`linkdyn.models.human.FOOT_HALF_WIDTH`).  A BVH skeleton has no foot outline: its heel point
+lies under the ankle joint, where a real heel (the calcaneus) reaches about 5-7 cm further back.
+On the skeleton's soles the real walk's figure falls at 110.6 s, in a side-stepping stretch
+(103.5-120 s) where the capture's centre of mass passes behind those heel points; with the heels
+0.35-0.5 of the length back it walks the whole four minutes (root 2.2-2.3 cm RMS from the
+capture, 4.3-5.8 cm at most), with 0.25 or 0.3 it does not.  Toe points moved ahead of the toe
+joint (on the light toe segment, whose joint the QP turns almost for free) bent the toes 14-22
+deg off the capture in plain standing and fell in the side-step unless the soles were also made
+1.6 times as wide; wider soles are not needed with the heels alone.  The capture's contact phases
+(``phases``) and its ground stay those of its own feet.
 """
 from __future__ import annotations
 
@@ -105,7 +103,7 @@ from .capture import Capture, MocapError, _positive, _sole_points, contact_phase
 
 
 #: the filtered figure's soles (heel, toe, width; :meth:`linkdyn.mocap.Capture.with_soles`), module docstring "Soles"
-FILTER_SOLES = (0.4, 0.2, 1.8)
+FILTER_SOLES = (0.4, 0.0, 1.0)
 
 
 @dataclass
