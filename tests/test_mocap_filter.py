@@ -148,6 +148,55 @@ def test_bad_inputs_raise_clear_errors(tmp_path):
     q[3, 0] = np.nan
     with pytest.raises(ValueError, match="capture.q"):
         mocap.dynamics_filter(replace(cap, q=q))
+    with pytest.raises(ValueError, match="soles"):
+        mocap.dynamics_filter(cap, soles=(0.4, -0.1, 1.0))
+    # a figure without the skeleton's sole points: the error says how to filter it as it is
+    b_ = ld.ModelBuilder.from_model(cap.model)
+    b_.move_contact(cap.feet.points[0][0], (0.0, 0.0, 0.0))
+    with pytest.raises(ValueError, match="move_contact: no contact named"):
+        b_.move_contact("nowhere", (0.0, 0.0, 0.0))
+    other = replace(cap, feet=mocap.Feet(["l"], [["l_heel_in"]], ["LeftFoot"]))
+    with pytest.raises(ValueError, match="soles=None"):
+        mocap.dynamics_filter(other)
+
+
+def test_with_soles_moves_only_the_sole_points(tmp_path):
+    """``Capture.with_soles``: the same motion, joints, inertias and limits; the heel points moved
+    back along the foot by the fraction of the heel-to-toe length, the toe points forward, each
+    pair's width scaled; measured from the skeleton's joints (not from the capture's soles), and a
+    capture already on those soles is given back as it is.  The filter runs on FILTER_SOLES by
+    default and on the capture's figure with ``soles=None``."""
+    base = mocap.load_bvh(sway(tmp_path, T=20), mass=70, cutoff=None)
+    cap = base.with_soles((0.4, 0.2, 1.5))
+    assert cap.soles == (0.4, 0.2, 1.5) and base.soles == (0.0, 0.0, 1.0)
+    assert cap.q is base.q and cap.model.nq == base.model.nq and cap.model.body_names == base.model.body_names
+    np.testing.assert_allclose(ld.crba(cap.model, cap.q[3]), ld.crba(base.model, base.q[3]), rtol=1e-12, atol=1e-12)
+    kin0, kin1 = ld.forward_kinematics(base.model, base.q[0]), ld.forward_kinematics(cap.model, cap.q[0])
+    names = [c.name for c in base.model.contacts]
+    def world(m, kin, n):
+        c = m.contacts[names.index(n)]
+        return kin.p[c.body] + kin.R[c.body] @ np.asarray(c.position)
+    for pts in base.feet.points:
+        P0 = np.array([world(base.model, kin0, n) for n in pts])      # heel in, heel out, toe in, toe out
+        P1 = np.array([world(cap.model, kin1, n) for n in pts])
+        h0, t0 = P0[:2].mean(0), P0[2:].mean(0)
+        L = np.linalg.norm(t0 - h0)
+        fwd = (t0 - h0) / L
+        np.testing.assert_allclose(P1[:2].mean(0), h0 - 0.4 * L * fwd, atol=1e-12)
+        np.testing.assert_allclose(P1[2:].mean(0), t0 + 0.2 * L * fwd, atol=1e-12)
+        for a, b in ((0, 1), (2, 3)):
+            assert np.linalg.norm(P1[a] - P1[b]) == pytest.approx(1.5 * np.linalg.norm(P0[a] - P0[b]), rel=1e-12)
+    others = [c for c in base.model.contacts if not any(c.name in p for p in base.feet.points)]
+    assert all(np.array_equal(c.position, cap.model.contacts[names.index(c.name)].position) for c in others)
+    again = cap.with_soles((0.4, 0.0, 1.0))                  # from the skeleton, not from cap's soles
+    np.testing.assert_array_equal([c.position for c in again.model.contacts],
+                                  [c.position for c in base.with_soles((0.4, 0.0, 1.0)).model.contacts])
+    assert cap.with_soles((0.4, 0.2, 1.5)) is cap
+    out = mocap.dynamics_filter(base, substeps=1)
+    assert out.soles == mocap.FILTER_SOLES
+    np.testing.assert_array_equal([c.position for c in out.model.contacts],
+                                  [c.position for c in base.with_soles(mocap.FILTER_SOLES).model.contacts])
+    assert mocap.dynamics_filter(base, substeps=1, soles=None).model is base.model
 
 
 def test_cli_filter_prints_the_deviation(tmp_path):

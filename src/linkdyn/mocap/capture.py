@@ -124,13 +124,15 @@ class Capture:
             return self
         ref, feet = build_figure(self.skeleton, self.scale, self.mass, self.height, soles=soles)
         if feet.points != self.feet.points:
-            raise ValueError(f"soles: the figure's feet {self.feet.points} are not the skeleton's {feet.points}")
+            raise ValueError(f"soles: the figure's feet {self.feet.points} are not the skeleton's {feet.points} "
+                             f"(dynamics_filter: pass soles=None to filter the capture's figure as it is)")
         b = _m.ModelBuilder.from_model(self.model)
         mine = {c.name: c for c in self.model.contacts}
         theirs = {c.name: c for c in ref.contacts}
         for n in (n for pts in feet.points for n in pts):
             if n not in mine or self.model.body_names[mine[n].body] != ref.body_names[theirs[n].body]:
-                raise ValueError(f"soles: the figure's sole point {n!r} is missing or on another body")
+                raise ValueError(f"soles: the figure's sole point {n!r} is missing or on another body "
+                                 f"(dynamics_filter: pass soles=None to filter the capture's figure as it is)")
             b.move_contact(n, theirs[n].position)
         return replace(self, model=b.build(), soles=soles, filter=None)
 
