@@ -108,19 +108,12 @@ def min_norm_psd(B, b, rel, x, gap=1e-8):
     where L^T L is not positive definite in floating point: the caller then takes the orthogonal
     decomposition.  B and b are not changed."""
     n = B.shape[0]
-    return min_norm_psd_in(B, b, rel, x, np.empty((n, n)), np.empty(n, dtype=np.int64), np.empty(max(n, 1)),
-                           np.empty(max(n, 1) ** 2), gap)
-
-
-@njit(cache=True)
-def min_norm_psd_in(B, b, rel, x, L, perm, z, G, gap=1e-8):
-    """``min_norm_psd`` in the caller's scratch: L (n, n), perm (n,), z (>= n,), G flat (>= n^2,)
-    (the contact solver's ``lcp.workspace``: no allocation).  B and b are not changed."""
-    n = B.shape[0]
-    L[:] = B
+    L = B.copy()
+    perm = np.empty(n, dtype=np.int64)
     r = pivoted_cholesky(L, n, rel, perm)
     if r and L[r - 1, r - 1] * L[r - 1, r - 1] <= gap * L[0, 0] * L[0, 0]:
         return False
+    z = np.empty(max(r, 1))
     if r == n:                          # nonsingular: x = P^T L^-T L^-1 P b
         for i in range(n):
             z[i] = b[perm[i]]
@@ -134,7 +127,7 @@ def min_norm_psd_in(B, b, rel, x, L, perm, z, G, gap=1e-8):
         for i in range(a, n):
             s += L[i, a] * b[perm[i]]
         z[a] = s
-    G = G[:max(r, 1) ** 2].reshape((max(r, 1), max(r, 1)))
+    G = np.empty((max(r, 1), max(r, 1)))
     for a in range(r):                  # G = L^T L (its lower triangle), then its Cholesky factor
         for c in range(a + 1):
             s = 0.0
@@ -232,16 +225,9 @@ def basic_solve_gap(B, b, rel, x):
     """``basic_solve``, returning (the rank, the smallest pivot kept over the first): a full rank
     whose gap is tiny is a matrix singular to round-off that the threshold ``rel`` did not call so."""
     n = B.shape[0]
-    return basic_solve_gap_in(B.copy(), b.copy(), rel, x, np.empty(n, dtype=np.int64), np.empty(n))
-
-
-@njit(cache=True)
-def basic_solve_gap_in(W, y, rel, x, cp, z):
-    """``basic_solve_gap`` of W x = y that overwrites W and y, with cp (n,) and z (n,) the caller's
-    scratch (``lcp._turn_rims``, whose Newton system is made afresh each step: no allocation)."""
-    n = W.shape[0]
-    for j in range(n):
-        cp[j] = j
+    W = B.copy()
+    y = b.copy()
+    cp = np.arange(n)
     rank = n
     p0 = 0.0
     low = np.inf                        # the smallest pivot kept
@@ -269,7 +255,7 @@ def basic_solve_gap_in(W, y, rel, x, cp, z):
                 for j in range(k + 1, n):
                     W[i, j] -= f * W[k, j]
                 y[i] -= f * y[k]
-    z[:] = 0.0
+    z = np.zeros(n)
     for i in range(rank - 1, -1, -1):
         t = y[i]
         for j in range(i + 1, rank):

@@ -265,34 +265,31 @@ FULL_RANK_GAP = 1e-6
 #: residual's velocities; ``_touching``'s velocities and answer; ``_polish_better``'s three answers;
 #: ``_polish_kernel``'s refolded answer and rim directions; ``_fold_solve``'s right-hand side and
 #: answer; ``_turn_rims``' unknowns, equations, step, velocities, cosines, sines and best answer
-#: answer; ``_turn_rims``' unknowns, equations, step, velocities, cosines, sines and best answer; the dense
-#: solves' (``_min_norm_solve_in``, ``dense.min_norm_psd_in``, ``dense.basic_solve_gap_in``) vectors
 (_V_RES, _V_TW, _V_TOUT, _V_POL, _V_OTHER, _V_NXT, _V_AGAIN, _V_D1, _V_D2, _V_RHS, _V_X, _V_NX, _V_NF, _V_NDX,
- _V_NW, _V_CS, _V_SN, _V_KEEP, _V_DZ, _V_DV, _V_DUN) = range(21)
-#: ... rows of its int array (``_polish_kernel``'s unknowns and their positions, ``_turn_rims``' rims, the
-#: dense solves' column order), of its bool array (the rims, the active rows) and of its matrices, each
-#: m (m + 1) long (``_fold_solve``'s B, ``_turn_rims``' J, the dense solves' factor and second matrix)
-_I_UNKNOWN, _I_POS, _I_RIMS, _I_PERM = range(4)
+ _V_NW, _V_CS, _V_SN, _V_KEEP) = range(18)
+#: ... rows of its int array (``_polish_kernel``'s unknowns and their positions, ``_turn_rims``' rims),
+#: of its bool array (the rims, the active rows) and of its matrices (``_fold_solve``'s B, ``_turn_rims``' J)
+_I_UNKNOWN, _I_POS, _I_RIMS = range(3)
 _B_RIM, _B_ACT = range(2)
-_M_B, _M_J, _M_L, _M_G = range(4)
+_M_B, _M_J = range(2)
 
 
 @njit(cache=True)
 def workspace(m):
     """The scratch of a solve of up to m rows (``_kept_solve_w`` and the polish under it): a tuple
-    (vectors (21, m), int vectors (4, m), bool vectors (2, m), matrices (4, m (m + 1))) whose rows the
+    (vectors (18, m), int vectors (3, m), bool vectors (2, m), matrices (2, m * m)) whose rows the
     functions take by the names above, so that a solve allocates nothing (the time step allocates
     one per ``TimeStepping``: ``_timestep_kernel.step_workspace``).  Each function overwrites the
     rows it takes before it reads them: the answers are those of fresh arrays, bit for bit."""
     m = max(m, 1)
-    return (np.empty((21, m)), np.empty((4, m), dtype=np.int64), np.empty((2, m), dtype=np.bool_),
-            np.empty((4, m * (m + 1))))
+    return (np.empty((18, m)), np.empty((3, m), dtype=np.int64), np.empty((2, m), dtype=np.bool_),
+            np.empty((2, m * m)))
 
 
 @njit(cache=True)
 def _fits(wk, m):
     """``wk`` if it has room for a problem of m rows, else a new ``workspace(m)``."""
-    if wk[0].shape[1] >= m and wk[3].shape[1] >= m * (m + 1):
+    if wk[0].shape[1] >= m and wk[3].shape[1] >= m * m:
         return wk
     return workspace(m)
 
@@ -306,21 +303,13 @@ def _min_norm_solve(B, b, rcond, x):
     largest remaining column norm falls to rcond |R_00|; then [R11 R12] Z = [T 0] by Householder
     reflections from the right, and x = P Z [T^-1 (Q^T b)[:r]; 0].  B and b are not changed."""
     n_r, n = B.shape
-    k = max(n_r, n, 1)
-    return _min_norm_solve_in(B.copy(), b.copy(), rcond, x, np.empty(n, dtype=np.int64), np.empty(k), np.empty(k),
-                              np.empty(k * (k + 1)), np.empty(k))
-
-
-@njit(cache=True)
-def _min_norm_solve_in(W, y, rcond, x, perm, v, z, Uf, un):
-    """``_min_norm_solve`` of W x = y that overwrites W and y, in the caller's scratch: perm (n,),
-    v (n_r,), z (n,), Uf flat (>= rank (n - rank + 1)), un (>= rank): no allocation."""
-    n_r, n = W.shape
-    for j in range(n):
-        perm[j] = j
+    W = B.copy()
+    y = b.copy()
+    perm = np.arange(n)
     kmax = min(n_r, n)
     rank = kmax
     r0 = 0.0
+    v = np.empty(n_r)
     for k in range(kmax):
         # pivot: the remaining column of largest norm (norms taken afresh: no downdating drift)
         best, p = -1.0, k
@@ -363,13 +352,10 @@ def _min_norm_solve_in(W, y, rcond, x, perm, v, z, Uf, un):
         s *= 2.0 / vn2
         for i in range(k, n_r):
             y[i] -= s * v[i]
-    z = z[:n]
-    z[:] = 0.0
+    z = np.zeros(n)
     nz = n - rank                                   # columns eliminated from the right
-    U = Uf[:max(rank, 1) * (nz + 1)].reshape((max(rank, 1), nz + 1))    # reflector k acts on entries k, rank.. n-1
-    U[:] = 0.0
-    un = un[:max(rank, 1)]
-    un[:] = 0.0
+    U = np.zeros((max(rank, 1), nz + 1))            # reflector k acts on entries k, rank.. n-1
+    un = np.zeros(max(rank, 1))
     if nz:
         for k in range(rank - 1, -1, -1):
             s = W[k, k] * W[k, k]
@@ -581,12 +567,8 @@ def _fold_solve(A, r, mu, normal, unknown, nu, pos, rim, nr, d1, d2, out, wk):
     # minimum-norm solution by pivoted Cholesky (redundant contacts make it singular: dm_control's
     # humanoid lying down, rank 6 short at 23 unknowns, 9.4 -> 4.1 us); where sliding pairs fold
     # in (B is not symmetric), by the complete orthogonal decomposition
-    V, M = wk[0], wk[3]
-    perm, z = wk[1][_I_PERM, :nu], V[_V_DZ, :max(nu, 1)]
-    if nr or not _symmetric(B) or not dense.min_norm_psd_in(B, rhs, 1e-12, x, M[_M_L, :nu * nu].reshape((nu, nu)),
-                                                            perm, z, M[_M_G], 1e-8):
-        # (B and rhs are not needed after: the decomposition takes them in place)
-        _min_norm_solve_in(B, rhs, 1e-12, x, perm, V[_V_DV, :nu], z, M[_M_G], V[_V_DUN])
+    if nr or not _symmetric(B) or not dense.min_norm_psd(B, rhs, 1e-12, x):
+        _min_norm_solve(B, rhs, 1e-12, x)
     for a in range(nu):
         out[unknown[a]] = x[a]
     for i in range(m):
@@ -680,8 +662,7 @@ def _turn_rims(A, r, kind, mu, normal, out, unknown, nu, pos, rim, nr, iters, wk
                 J[nu + p, pos[normal[jq]]] += mu[jq] * (sn[p] * g1 - cs[p] * g2)
                 J[nu + p, nu + q] = mu[jq] * out[normal[jq]] * (sn[p] * h1 - cs[p] * h2)
             J[nu + p, nu + p] += w[i] * cs[p] + w[i + 1] * sn[p]
-        # (J and F are made afresh each step: the elimination takes them in place)
-        rank, gap = dense.basic_solve_gap_in(J, F, 1e-12, dx, wk[1][_I_PERM, :n], V[_V_DZ, :n])
+        rank, gap = dense.basic_solve_gap(J, F, 1e-12, dx)
         full = rank == n and gap > FULL_RANK_GAP
         for a in range(n):
             x[a] += dx[a]
