@@ -190,10 +190,10 @@ def match(ia, fa, na, ib, fb, nb, radius, out):
 
 
 @njit(cache=True)
-def _geom_gaps_after(mi, mf, ws, q1, gk, cand_gap, R0, p0, con_i, con_f, ncg, out, R1, p1, ei, ef, jw):
+def _geom_gaps_after(mi, mf, ws, q1, gk, cand_gap, R0, p0, con_i, con_f, ncg, out, R1, p1):
     """The distances of the step's geom contacts at q1, the configuration the step's motion
     reaches (nan where a contact has no match there): TimeStepping._end_gaps.  R1, p1: the
-    bodies' poses at q1 (out); ei, ef, jw: scratch (``step_workspace``'s)."""
+    bodies' poses at q1 (out)."""
     gi, gf, _, adj, cw, _, rho = gk[:7]
     nb, nq, nv = model_sizes(mi)
     st = check_q(mi, q1)
@@ -201,73 +201,19 @@ def _geom_gaps_after(mi, mf, ws, q1, gk, cand_gap, R0, p0, con_i, con_f, ncg, ou
         return st
     _poses(mi, mf, ws, q1, R1, p1)
     disp = displacement(R0, p0, R1, p1, rho)
+    ei, ef = np.empty_like(con_i), np.empty_like(con_f)
     # the step's own pairs only, at the kinematics _poses left (their contacts are collide_kernel's)
     n = collide_pairs_kernel(mi, ws, gi, gf, adj, cand_gap + 4.0 * disp, cw, con_i, ncg, ei, ef)
-    j = jw[:ncg]
+    j = np.empty(ncg, dtype=np.int64)
     match(con_i, con_f, ncg, ei, ef, n, 3.0 * disp + 1e-9, j)
     for r in range(ncg):
         out[r] = ef[j[r], 0] - ef[j[r], 9] if j[r] >= 0 else np.nan
     return OK
 
 
-#: the problems whose Delassus matrix and solver scratch ``step_workspace`` holds: up to this many
-#: rows (a larger one, which no model of the benchmarks reaches, allocates its own)
-WORK_ROWS = 192
-
-
-@njit(cache=True)
-def step_workspace(buf, geo, bC, gk, gs, size):
-    """The scratch of ``timestep_kernel`` for one model (the arguments those of the kernel, ``size``
-    the catalog's units), allocated once per ``TimeStepping`` so that a step allocates nothing: every
-    array the step used to make afresh, sized to the model's maxima (k <= size + the geom contacts'
-    capacity units, m <= 3 k rows), as a tuple in the order ``timestep_kernel`` unpacks it:
-
-    * per dof: the zero velocity (v0, nv >= 3), the free acceleration, v_free, v1, a zero
-      acceleration for RNEA, a discarded velocity; M and its factors LD (nv, nv);
-    * the bodies' poses R0, p0, Ra, pa, R1, p1; per unit: the gaps g0, g1, ga, the candidates;
-      the configurations q_end, qa;
-    * the geom contacts' ci_now, cf_now, ei, ef (cap, ...), the match j (cap,) and their rows'
-      scratch (frame, gexact, dn, dtg, point, J0g, qfg, vfg, afg); the point contacts' rows' scratch
-      (J0, V, cdn, cdt, cpt, cfr), the ball cones' (brows, bgap);
-    * per unit of the problem (k): N, T, gap, gend, mu, e, Pw, vn, P, end; per row (m): G, Zt, kinds,
-      mus, normals, unit, slot, rr, Gv, lam; and flat A (WORK_ROWS^2), Y (nv WORK_ROWS), with the
-      contact solver's scratch (``lcp.workspace(WORK_ROWS)``).
-
-    Each step writes what it reads of them first (np.zeros' arrays are zeroed), so its answers are
-    those of fresh arrays, bit for bit."""
-    mi = unpack_packed(buf)[0]
-    nb, nq, nv = model_sizes(mi)
-    ncp = geo[7].shape[0]
-    cap = gs[0].shape[0]
-    nvf = gk[10].shape[0]
-    nqf = gk[7].shape[0]
-    kmax = max(size + cap, 1)
-    mmax = 3 * kmax
-    mw = min(mmax, WORK_ROWS)
-    nball = size - ncp
-    i64 = np.int64
-    return (np.zeros(max(nv, 3)), np.empty(nv), np.empty(nv), np.empty(nv), np.zeros(nv), np.empty(nv),
-            np.empty((nv, nv)), np.empty((nv, nv)),
-            np.empty((nb, 3, 3)), np.empty((nb, 3)), np.empty((nb, 3, 3)), np.empty((nb, 3)),
-            np.empty((nb, 3, 3)), np.empty((nb, 3)),
-            np.empty(size), np.empty(size), np.empty(size), np.empty(size, dtype=i64), np.empty(nq), np.empty(nq),
-            np.empty((cap, 2), dtype=i64), np.empty((cap, 10)), np.empty((cap, 2), dtype=i64), np.empty((cap, 10)),
-            np.empty(cap, dtype=i64),
-            np.empty((max(cap, 1), 3, 3)), np.empty(max(cap, 1), dtype=np.bool_), np.empty(cap), np.empty((cap, 2)),
-            np.empty((cap, 3)), np.empty((nvf, 6)), np.empty(nqf), np.empty(nvf), np.empty(nvf),
-            np.empty((6, nv)), np.empty((nb, 6)), np.empty(ncp), np.empty((ncp, 2)), np.empty((ncp, 3)),
-            np.empty((ncp, 3, 3)), np.empty((nball, 3)), np.empty(nball),
-            np.empty((kmax, nv)), np.empty((kmax, 2, nv)), np.empty(kmax), np.empty(kmax), np.empty(kmax),
-            np.empty(kmax), np.empty((kmax, 3)), np.empty(kmax), np.empty((kmax, 3)), np.empty(kmax),
-            np.empty((mmax, nv)), np.empty((mmax, nv)), np.empty(mmax, dtype=i64), np.empty(mmax),
-            np.empty(mmax, dtype=i64), np.empty(mmax, dtype=i64), np.empty(mmax, dtype=i64), np.empty(mmax),
-            np.empty(mmax), np.empty(mmax),
-            np.empty(mw * mw), np.empty(nv * mw), lcp.workspace(mw))
-
-
 @njit(cache=True)
 def timestep_kernel(buf, lbuf, q, v, tau, h, geo, mask, pair_mu, pair_e, lim_q, lim_v, lim_s, lim_b, bC, bI, ball_va,
-                    prm, warm, gk, gs, extra, q_out, v_out, v_mid, force, vn_out, gaps_out, info, led, work):
+                    prm, warm, gk, gs, extra, q_out, v_out, v_mid, force, vn_out, gaps_out, info, led):
     """One step of h; ``prm`` = (CANDIDATE, BETA, V_BOUNCE, sweeps, tol, fallback sweeps,
     relinearizations, their tolerance, the loops' closure tolerance, their Newton steps at most).  The catalog's units (point contacts, limits, ball
     cones) and the geom contacts (``gk``: the collider's buffers gi, gf, pairs, adj, cw, ci, the
@@ -288,13 +234,7 @@ def timestep_kernel(buf, lbuf, q, v, tau, h, geo, mask, pair_mu, pair_e, lim_q, 
     chain) the impulses as a generalized impulse G^T lam (an event's loop impulses:
     ``TimeStepping._impact``); the parent dofs order the tree-sparse factorization of M.
     ``lbuf``: None for a tree, the model's ``_loop_packed`` for a closed chain (module docstring);
-    q_out, v_out are then on the loops (``project_loops``; status LOOP_STALL where it cannot).
-    ``work``: the step's scratch (``step_workspace``)."""
-    (v0, a, v_free, v1, zero_nv, v_skip, M, LD, R0, p0, Ra, pa, R1, p1, g0, g1, ga, cand_w, q_end, qa,
-     ci_now, cf_now, ei, ef, jw, frame_w, gexact_w, dn_w, dtg_w, point_w, J0g, qfg, vfg, afg,
-     J0, Vb, cdn_w, cdt_w, cpt_w, cfr_w, brows_w, bgap_w,
-     N_w, T_w, gap_w, gend_w, mu_w, e_w, Pw_w, vn_w, P_w, end_w,
-     G_w, Zt_w, kinds_w, mus_w, normals_w, unit_w, slot_w, rr_w, Gv_w, lam_w, A_w, Y_w, sw) = work
+    q_out, v_out are then on the loops (``project_loops``; status LOOP_STALL where it cannot)."""
     mi, mf, ws = unpack_packed(buf)
     nb, nq, nv = model_sizes(mi)
     ncp = geo[7].shape[0]
@@ -305,9 +245,13 @@ def timestep_kernel(buf, lbuf, q, v, tau, h, geo, mask, pair_mu, pair_e, lim_q, 
     con_i, con_f, gP, gcount, gforce, gvn = gs
     cand_gap, beta, v_bounce, sweeps, tol = prm[0], prm[1], prm[2], int(prm[3]), prm[4]
     fallback_sweeps, relin, relin_tol = int(prm[5]), int(prm[6]), prm[7]
+    v0 = np.zeros(max(nv, 3))
     info[:] = 0.0
     info[4] = np.inf
     # free motion
+    a = np.empty(nv)
+    M = np.empty((nv, nv))
+    LD = np.empty((nv, nv))
     factored = False            # M at q and its L^T D L in LD
     touched = gcount[0] > 0
     for u in range(size):
@@ -322,8 +266,7 @@ def timestep_kernel(buf, lbuf, q, v, tau, h, geo, mask, pair_mu, pair_e, lim_q, 
             LD[:] = M
             st = _ltdl_factor(LD, led[4])
         if st == OK:
-            zero_nv[:] = 0.0
-            _rnea_kernel(mi, mf, ws, q[::1], v[::1], zero_nv, no_forces(buf), a)
+            _rnea_kernel(mi, mf, ws, q[::1], v[::1], np.zeros(nv), no_forces(buf), a)
             for d in range(nv):
                 a[d] = tau[d] - a[d]
             _ltdl_solve(LD, led[4], a)
@@ -335,7 +278,8 @@ def timestep_kernel(buf, lbuf, q, v, tau, h, geo, mask, pair_mu, pair_e, lim_q, 
     if st != OK:
         info[0] = st
         return
-    # Ra, pa: the poses at q_out where a check computed them
+    R0, p0 = np.empty((nb, 3, 3)), np.empty((nb, 3))
+    Ra, pa = np.empty((nb, 3, 3)), np.empty((nb, 3))     # the poses at q_out where a check computed them
     pose_out = 0                # 1: Ra, pa hold the bodies' poses at q_out
     have0 = factored and ngeom > 0
     if have0:                   # CRBA and RNEA at q left the bodies' world poses at q in ws (ABA does not)
@@ -343,15 +287,18 @@ def timestep_kernel(buf, lbuf, q, v, tau, h, geo, mask, pair_mu, pair_e, lim_q, 
         R0[:] = oR
         p0[:] = op
     free_classical(mi, v, a)
+    v_free = np.empty(nv)
     for d in range(nv):
         v_free[d] = v[d] + h * a[d]
     led[0][:] = v_free
-    v0[:] = 0.0
+    g0 = np.empty(size)
+    g1 = np.empty(size)
     st = _gaps(mi, mf, ws, q, geo, lim_q, lim_s, lim_b, bC, bI, v0, ncp, g0)
     if st != OK:
         info[0] = st
         return
-    st = step_configuration(mi, q[::1], v_free[::1], h, q_end, v_skip)
+    q_end = np.empty(nq)
+    st = step_configuration(mi, q[::1], v_free[::1], h, q_end, np.empty(nv))
     if st != OK:
         info[0] = st
         return
@@ -359,7 +306,7 @@ def timestep_kernel(buf, lbuf, q, v, tau, h, geo, mask, pair_mu, pair_e, lim_q, 
     if st != OK:
         info[0] = st
         return
-    cand = cand_w
+    cand = np.empty(size, dtype=np.int64)
     kc = np.int64(0)            # not the literal 0: one compile of _linearize_at, which takes kc
     for u in range(size):
         vn_out[u] = np.nan
@@ -370,9 +317,12 @@ def timestep_kernel(buf, lbuf, q, v, tau, h, geo, mask, pair_mu, pair_e, lim_q, 
     cand = cand[:kc]
     # the geom contacts that may touch within the step (TimeStepping._geom_units): detected at q
     # with a margin covering the step, their distance at the free motion's end by detection there
+    cap = con_i.shape[0]
+    ci_now, cf_now = np.empty((cap, 2), dtype=np.int64), np.empty((cap, 10))
     ncg = 0
     disp = 0.0
     if ngeom:
+        R1, p1 = np.empty((nb, 3, 3)), np.empty((nb, 3))
         st = check_q(mi, q)
         if st != OK:
             info[0] = st
@@ -388,38 +338,30 @@ def timestep_kernel(buf, lbuf, q, v, tau, h, geo, mask, pair_mu, pair_e, lim_q, 
     k = kc + ncg
     info[1] = kc
     info[5] = ncg
-    v1[:] = v_free
+    v1 = v_free.copy()
     for r in range(ncg):
         gforce[r, 0] = gforce[r, 1] = gforce[r, 2] = 0.0
     if k:
-        N = N_w[:k]
-        N[:] = 0.0
-        T = T_w[:k]
-        T[:] = 0.0
-        gap = gap_w[:k]
-        gend = gend_w[:k]                        # the gaps at the free motion's end
-        mu = mu_w[:k]
-        mu[:] = 0.0
-        e = e_w[:k]
-        e[:] = 0.0
-        Pw = Pw_w[:k]                            # the warm start
-        Pw[:] = 0.0
+        N = np.zeros((k, nv))
+        T = np.zeros((k, 2, nv))
+        gap = np.empty(k)
+        gend = np.empty(k)                       # the gaps at the free motion's end
+        mu = np.zeros(k)
+        e = np.zeros(k)
+        Pw = np.zeros((k, 3))                    # the warm start
         # rows of the catalog's candidates
         nc = 0
         for r in range(kc):
             if cand[r] < ncp:
                 nc += 1
         if nc:
-            J0[:] = 0.0
+            J0 = np.zeros((6, nv))
             _joint_jacobians_kernel(mi, mf, ws, q[::1], J0)
             oR, op = unpack_data(ws, nb, nv)[:2]
             csel = cand[:nc]                         # contacts come first in the catalog
-            V = Vb
-            V[:] = 0.0
-            cdn, cdt = cdn_w[:nc], cdt_w[:nc]
-            cdn[:] = 0.0
-            cdt[:] = 0.0
-            cpt, cfr = cpt_w[:nc], cfr_w[:nc]
+            V = np.zeros((nb, 6))
+            cdn, cdt = np.zeros(nc), np.zeros((nc, 2))
+            cpt, cfr = np.empty((nc, 3)), np.empty((nc, 3, 3))
             cbody, cpos, crad, pbody, pR, pp, pext, pair_c, pair_p = geo
             _contact_rows(oR, op, V, V, J0, mask, cbody, cpos, crad, pbody, pR, pp, pext, pair_c, pair_p, csel,
                          False, gap[:nc], N[:nc], T[:nc], cdn, cdt, cpt, cfr)
@@ -427,10 +369,8 @@ def timestep_kernel(buf, lbuf, q, v, tau, h, geo, mask, pair_mu, pair_e, lim_q, 
                 mu[r] = pair_mu[csel[r]]
                 e[r] = pair_e[csel[r]]
         nball = bC.shape[0]
-        brows = brows_w[:size - ncp - ncl]
-        brows[:] = 0.0
-        bgap = bgap_w[:size - ncp - ncl]
-        bgap[:] = 0.0
+        brows = np.zeros((size - ncp - ncl, 3))
+        bgap = np.zeros(size - ncp - ncl)
         if nball:
             code = _ball_kernel(bC, bI, q, v0, np.int64(1), bgap, brows, np.zeros(0))
             if code >= 0:
@@ -452,24 +392,25 @@ def timestep_kernel(buf, lbuf, q, v, tau, h, geo, mask, pair_mu, pair_e, lim_q, 
             for s in range(3):
                 Pw[r, s] = warm[cand[r], s]
         # rows of the geom contacts (their drift at v_free below, only where it is needed)
-        frame = frame_w[:max(ncg, 1)]
-        gexact = gexact_w[:max(ncg, 1)]                      # end distance by detection at q_end
-        gexact[:] = False
+        frame = np.empty((max(ncg, 1), 3, 3))
+        gexact = np.zeros(max(ncg, 1), dtype=np.bool_)        # end distance by detection at q_end
         if ncg:
-            dn, dtg, point = dn_w[:ncg], dtg_w[:ncg], point_w[:ncg]
-            J0g[:] = 0.0
+            nvf = vsrc.shape[0]
+            dn, dtg, point = np.empty(ncg), np.empty((ncg, 2)), np.empty((ncg, 3))
+            J0g, qfg, vfg, afg = np.zeros((nvf, 6)), np.empty(qsrc.shape[0]), np.empty(nvf), np.empty(nvf)
             st = geom_rows_kernel(mi, mf, ws, qsrc, qscale, qoff, vsrc, vscale, q, v_free, np.bool_(False), gi, gf, ci_now,
                                   cf_now, ncg, J0g, qfg, vfg, afg, gap[kc:], N[kc:], T[kc:], dn, dtg, point, frame)
             if st != OK:
                 info[0] = st
                 return
+            ei, ef = np.empty((cap, 2), dtype=np.int64), np.empty((cap, 10))
             st = check_q(mi, q_end)
             if st != OK:
                 info[0] = st
                 return
             _set_poses(mi, ws, R1, p1)               # the kinematics at q_end again (the rows moved ws to q)
             ne = collide_pairs_kernel(mi, ws, gi, gf, adj, cand_gap + 4.0 * disp, cw, ci_now, ncg, ei, ef)
-            j = jw[:ncg]
+            j = np.empty(ncg, dtype=np.int64)
             match(ci_now, cf_now, ncg, ei, ef, ne, 3.0 * disp + 1e-9, j)
             unmatched = False
             for r in range(ncg):
@@ -505,16 +446,14 @@ def timestep_kernel(buf, lbuf, q, v, tau, h, geo, mask, pair_mu, pair_e, lim_q, 
             if mu[r] > 0.0:
                 nf += 1
         m = k + 2 * nf
-        G = G_w[:m]
-        G[:] = 0.0
-        kinds = kinds_w[:m]
-        mus = mus_w[:m]
-        mus[:] = 0.0
-        normals = normals_w[:m]
-        unit = unit_w[:m]
-        slot = slot_w[:m]
-        vn = vn_w[:k]
-        rr = rr_w[:m]
+        G = np.zeros((m, nv))
+        kinds = np.empty(m, dtype=np.int64)
+        mus = np.zeros(m)
+        normals = np.empty(m, dtype=np.int64)
+        unit = np.empty(m, dtype=np.int64)
+        slot = np.empty(m, dtype=np.int64)
+        vn = np.empty(k)
+        rr = np.empty(m)
         j = k
         for r in range(k):
             G[r] = N[r]
@@ -535,7 +474,7 @@ def timestep_kernel(buf, lbuf, q, v, tau, h, geo, mask, pair_mu, pair_e, lim_q, 
                     unit[j] = r
                     slot[j] = t + 1
                     j += 1
-        Gv = Gv_w[:m]
+        Gv = np.empty(m)
         for i in range(m):
             s = 0.0
             for d in range(nv):
@@ -559,8 +498,7 @@ def timestep_kernel(buf, lbuf, q, v, tau, h, geo, mask, pair_mu, pair_e, lim_q, 
                 quiet = quiet and not (cand[r] < ncp and g1[cand[r]] < -relin_tol)
             for r in range(ncg):
                 quiet = quiet and not (gexact[r] and gend[kc + r] < -relin_tol)
-        lam = lam_w[:m]
-        lam[:] = 0.0
+        lam = np.zeros(m)
         if quiet:
             gcount[1] = gcount[2] = 0                # the memo of lcp._kept_solve, as its answer at round-off
             v1[:] = v_free
@@ -575,7 +513,7 @@ def timestep_kernel(buf, lbuf, q, v, tau, h, geo, mask, pair_mu, pair_e, lim_q, 
             if not factored:
                 _crba_kernel(mi, mf, ws, q[::1], M)
             led[1][:] = M
-            A = (A_w[:m * m] if m * m <= A_w.shape[0] else np.empty(m * m)).reshape((m, m))
+            A = np.empty((m, m))
             if lbuf is None:
                 # by the tree-sparse factorization M = L^T D L (Featherstone 2008, sec. 6.5), which
                 # keeps a row of G on its body's ancestors (dm_control's humanoid: 12.1 -> 8.9 us with
@@ -586,16 +524,16 @@ def timestep_kernel(buf, lbuf, q, v, tau, h, geo, mask, pair_mu, pair_e, lim_q, 
                     if st != OK:
                         info[0] = st
                         return
-                Y = (Y_w[:nv * m] if nv * m <= Y_w.shape[0] else np.empty(nv * m)).reshape((nv, m))
+                Y = np.empty((nv, m))
                 _ltdl_inverse_congruence(LD, led[4], G, Y, A)
-                Zt = Zt_w[:m]
+                Zt = np.empty((m, nv))
                 for i in range(m):
                     for d in range(nv):
                         Zt[i, d] = Y[d, i]
             else:
                 # with the loops held: Zt = rows of Z G^T (the loop-projected inverse inertia, M alone is
                 # singular on the cut joints), A = G Z G^T as the Python step's G @ ZF
-                Zt = Zt_w[:m]
+                Zt = np.empty((m, nv))
                 st = _response_packed(buf, lbuf, q, G, Zt)
                 if st != OK:
                     info[0] = st
@@ -621,14 +559,13 @@ def timestep_kernel(buf, lbuf, q, v, tau, h, geo, mask, pair_mu, pair_e, lim_q, 
                 if anywarm:
                     st = _linearize_at(mi, mf, ws, q, v_free, h, lam, Zt, N, geo, lim_q, lim_s, lim_b, bC, bI, v0, ncp, gk,
                                        cand_gap, R0, p0, ci_now, cf_now, ncg, cand, kc, size, gend, v1, np.bool_(True),
-                                       relin_tol, Ra, pa, work)
+                                       relin_tol, Ra, pa)
                     if st < 0:
                         info[0] = -st
                         return
                     _bounds(Gv, gap, gend, vn, e, h, beta, v_bounce, k, rr)
             for it in range(1 + nrel):
-                res, fell = lcp._kept_solve_w(A, rr, kinds, mus, normals, lam, sweeps, tol, fallback_sweeps, gcount[1:],
-                                              sw)
+                res, fell = lcp._kept_solve(A, rr, kinds, mus, normals, lam, sweeps, tol, fallback_sweeps, gcount[1:])
                 info[3] = max(info[3], fell)
                 if it == nrel:
                     break
@@ -636,7 +573,7 @@ def timestep_kernel(buf, lbuf, q, v, tau, h, geo, mask, pair_mu, pair_e, lim_q, 
                 # penetrate, take the curvature of that motion and solve again (A is the same)
                 st = _linearize_at(mi, mf, ws, q, v_free, h, lam, Zt, N, geo, lim_q, lim_s, lim_b, bC, bI, v0, ncp, gk,
                                    cand_gap, R0, p0, ci_now, cf_now, ncg, cand, kc, size, gend, v1, np.bool_(False),
-                                   relin_tol, Ra, pa, work)
+                                   relin_tol, Ra, pa)
                 if st < 0:
                     info[0] = -st
                     return
@@ -656,8 +593,7 @@ def timestep_kernel(buf, lbuf, q, v, tau, h, geo, mask, pair_mu, pair_e, lim_q, 
         info[2] = res
         for u in range(size):
             warm[u, 0] = warm[u, 1] = warm[u, 2] = 0.0
-        P = P_w[:k]
-        P[:] = 0.0
+        P = np.zeros((k, 3))
         for i in range(m):
             P[unit[i], slot[i]] = lam[i]
         for r in range(kc):
@@ -732,23 +668,23 @@ def _impulse_velocity(Zt, lam, v_free, v1):
 
 @njit(cache=True)
 def _linearize_at(mi, mf, ws, q, v_free, h, lam, Zt, N, geo, lim_q, lim_s, lim_b, bC, bI, v0, ncp, gk, cand_gap,
-                  R0, p0, ci_now, cf_now, ncg, cand, kc, size, gend, v1, always, relin_tol, Ra, pa, work):
+                  R0, p0, ci_now, cf_now, ncg, cand, kc, size, gend, v1, always, relin_tol, Ra, pa):
     """The gaps at the end of the motion the impulses lam give, v1 = v_free + M^-1 G^T lam
     (Zt = rows of M^-1 G^T, ``_impulse_velocity``), taken as the problem's curvature: gend = gap at that end + h N (v_free - v1)
     (the bound of ``_bounds`` then reproduces that end's gap for the motion v1).  ``always``:
     take it; else only where that motion would end below -relin_tol somewhere (both calls pass
     ``always`` as np.bool_ and relin_tol as a float: one compiled signature, not one per literal).  Returns 1 if
     gend changed, 0 if not, -status on a bad configuration.  Ra, pa: the bodies' poses at that end
-    (out; only where there are geom contacts, ncg > 0).  ``work``: the step's scratch (``step_workspace``)."""
-    nv = v_free.shape[0]
+    (out; only where there are geom contacts, ncg > 0)."""
+    nq, nv = q.shape[0], v_free.shape[0]
     k = N.shape[0]
-    v_skip, ga, qa, ei, ef, jw, end_w = work[5], work[16], work[19], work[22], work[23], work[24], work[51]
     _impulse_velocity(Zt, lam, v_free, v1)
-    end = end_w[:k]
-    end[:] = np.nan
-    st = step_configuration(mi, q[::1], v1[::1], h, qa, v_skip)      # the layout of the other calls
+    end = np.full(k, np.nan)
+    qa = np.empty(nq)
+    st = step_configuration(mi, q[::1], v1[::1], h, qa, np.empty(nv))      # the layout of the other calls
     if st != OK:
         return -st
+    ga = np.empty(size)
     st = _gaps(mi, mf, ws, qa, geo, lim_q, lim_s, lim_b, bC, bI, v0, ncp, ga)
     if st != OK:
         return -st
@@ -756,7 +692,7 @@ def _linearize_at(mi, mf, ws, q, v_free, h, lam, Zt, N, geo, lim_q, lim_s, lim_b
         if cand[r] < ncp:               # contact pairs; a limit keeps the free motion's curvature
             end[r] = ga[cand[r]]
     if ncg:
-        st = _geom_gaps_after(mi, mf, ws, qa, gk, cand_gap, R0, p0, ci_now, cf_now, ncg, end[kc:], Ra, pa, ei, ef, jw)
+        st = _geom_gaps_after(mi, mf, ws, qa, gk, cand_gap, R0, p0, ci_now, cf_now, ncg, end[kc:], Ra, pa)
     else:
         st = check_q(mi, qa)
     if st != OK:
@@ -813,7 +749,7 @@ def _bounds(Gv, gap, gend, vn, e, h, beta, v_bounce, k, rr):
 
 @njit(cache=True)
 def run_kernel(buf, lbuf, q, v, tau, h, nsteps, geo, mask, pair_mu, pair_e, lim_q, lim_v, lim_s, lim_b, bC, bI, ball_va,
-               prm, warm, gk, gs, limit, unit_mu, damping, friction, force, vn, gaps, acc, ev, rec, dof_parent, work):
+               prm, warm, gk, gs, limit, unit_mu, damping, friction, force, vn, gaps, acc, ev, rec, dof_parent):
     """Up to nsteps ordinary steps of h with no Python between them (``TimeStepping.run``): a
     step is ordinary when the kernel took it (status 0), its answer meets LCP_TOL (prm[10]), no
     penetration or limit overshoot is left beyond PEN_PROJECT (prm[11]); the first step that is not
@@ -842,7 +778,7 @@ def run_kernel(buf, lbuf, q, v, tau, h, nsteps, geo, mask, pair_mu, pair_e, lim_
     GO[j]:GO[j + 1] of GI (pairs) and GX (point, normal, world force geom 1 exerts on geom 2), and
     P[j] (size, 3) the units' contact points (zero for limits), E[j] the kinetic and potential
     energy.  A call ends before a step whose
-    sample might not fit.  ``work``: the steps' scratch (``step_workspace``)."""
+    sample might not fit."""
     mi, mf, ws = unpack_packed(buf)
     nb, nq, nv = model_sizes(mi)
     jtype, vadr = mi[1], mi[3]
@@ -878,8 +814,7 @@ def run_kernel(buf, lbuf, q, v, tau, h, nsteps, geo, mask, pair_mu, pair_e, lim_
         extra[:] = False
         for attempt in range(2):
             timestep_kernel(buf, lbuf, q, v, tau, h, geo, mask, pair_mu, pair_e, lim_q, lim_v, lim_s, lim_b, bC, bI,
-                            ball_va, prm, warm, gk, gs, extra, q1, v1, vm, force, vn, gaps, info, (vf, M, Pq, lforce, dof_parent),
-                            work)
+                            ball_va, prm, warm, gk, gs, extra, q1, v1, vm, force, vn, gaps, info, (vf, M, Pq, lforce, dof_parent))
             if attempt == 1 or info[0] != 0 or not _missed(gaps, vn, pen, extra):
                 break
             warm[:] = warm0                   # again, with the units the first try left penetrating

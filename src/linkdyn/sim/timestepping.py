@@ -209,8 +209,6 @@ class TimeStepping:
             size = cat.size
             self._scratch = (np.empty(model.nv), np.empty(size), np.empty(7), np.zeros(size, dtype=bool),
                              np.zeros(size + self._gs[0].shape[0], dtype=bool))
-        #: the compiled step's own scratch (``_timestep_kernel.step_workspace``), made on its first step
-        self._work = None
         #: the contact solver's memo of an active set it could not polish (``lcp._kept_solve``);
         #: the compiled step keeps it in its geom buffers
         self._memo = self._gs[3][1:] if self._compiled else np.zeros(2, dtype=np.int64)
@@ -300,14 +298,6 @@ class TimeStepping:
         self.joint_loss += dt * joint_friction_power(self.model, out[1])     # first order, as the step
         return out
 
-    def _workspace(self):
-        """The compiled step's scratch (``_timestep_kernel.step_workspace``), allocated once."""
-        if self._work is None:
-            from ._timestep_kernel import step_workspace
-            self._work = step_workspace(self.model._packed, self._geo, self._balls.C, self._gk, self._gs,
-                                        self.catalog.size)
-        return self._work
-
     def _step_compiled(self, q, v, tau, h, t):
         from ._timestep_kernel import step_flags, timestep_kernel
         model, cat = self.model, self.catalog
@@ -325,7 +315,7 @@ class TimeStepping:
             timestep_kernel(model._packed, self._lbuf, q, v, tau, float(h), self._geo, cat._mask, cat._pair_mu, cat._pair_e,
                             cat._lim_q, cat._lim_v, cat._lim_s, cat._lim_b, self._balls.C, self._balls.I,
                             cat._ball_va, self._prm, self.warm, self._gk, gs, extra, q1, v1, vm, self.force, vn, gaps1,
-                            info, led, self._workspace())
+                            info, led)
             ng = int(info[5]) if info[0] == 0 else 0
             flags = step_flags(self.force, vn, prev, gs[4], gs[5], gs[1], ng, float(h), V_REPORT, gaps1, PEN_PROJECT,
                                hit)
@@ -427,7 +417,7 @@ class TimeStepping:
         run_kernel(model._packed, self._lbuf, q, v, tau, float(h), int(nsteps), self._geo,
                    cat._mask, cat._pair_mu, cat._pair_e, cat._lim_q, cat._lim_v, cat._lim_s, cat._lim_b, self._balls.C,
                    self._balls.I, cat._ball_va, prm, self.warm, self._gk, self._gs, limit, mu, damping, friction,
-                   self.force, vn, gaps, acc, ev, rec, self._led[4], self._workspace())
+                   self.force, vn, gaps, acc, ev, rec, self._led[4])
         k = int(acc[0])
         self._h = h
         EQ, EV, EVM, EH, EP, EF, EG, EI, ES, EN = ev
