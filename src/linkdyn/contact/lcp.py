@@ -192,14 +192,8 @@ def _velocities(A, r, lam, w):
 
 @njit(cache=True)
 def _residual(A, r, kind, mu, normal, lam):
-    """``residual``'s kernel (its own scratch: ``_residual_w``)."""
-    return _residual_w(A, r, kind, mu, normal, lam, np.empty(r.shape[0]))
-
-
-@njit(cache=True)
-def _residual_w(A, r, kind, mu, normal, lam, w):
-    """``_residual`` with w (m,) the caller's scratch (it holds A lam + r after)."""
     m = r.shape[0]
+    w = np.empty(m)
     _velocities(A, r, lam, w)
     scale_w, scale_l = 1e-9, 1e-9
     for i in range(m):
@@ -260,38 +254,6 @@ RIM_TURNS = 8
 #: where its smallest pivot is above this fraction of the first: a system singular to round-off
 #: (redundant feet) may keep a pivot of 1e-12 and change its answer's split with the round-off
 FULL_RANK_GAP = 1e-6
-
-#: the solver's scratch (``workspace``): rows of its float array, each as long as the problem: the
-#: residual's velocities; ``_touching``'s velocities and answer; ``_polish_better``'s three answers;
-#: ``_polish_kernel``'s refolded answer and rim directions; ``_fold_solve``'s right-hand side and
-#: answer; ``_turn_rims``' unknowns, equations, step, velocities, cosines, sines and best answer
-(_V_RES, _V_TW, _V_TOUT, _V_POL, _V_OTHER, _V_NXT, _V_AGAIN, _V_D1, _V_D2, _V_RHS, _V_X, _V_NX, _V_NF, _V_NDX,
- _V_NW, _V_CS, _V_SN, _V_KEEP) = range(18)
-#: ... rows of its int array (``_polish_kernel``'s unknowns and their positions, ``_turn_rims``' rims),
-#: of its bool array (the rims, the active rows) and of its matrices (``_fold_solve``'s B, ``_turn_rims``' J)
-_I_UNKNOWN, _I_POS, _I_RIMS = range(3)
-_B_RIM, _B_ACT = range(2)
-_M_B, _M_J = range(2)
-
-
-@njit(cache=True)
-def workspace(m):
-    """The scratch of a solve of up to m rows (``_kept_solve_w`` and the polish under it): a tuple
-    (vectors (18, m), int vectors (3, m), bool vectors (2, m), matrices (2, m * m)) whose rows the
-    functions take by the names above, so that a solve allocates nothing (the time step allocates
-    one per ``TimeStepping``: ``_timestep_kernel.step_workspace``).  Each function overwrites the
-    rows it takes before it reads them: the answers are those of fresh arrays, bit for bit."""
-    m = max(m, 1)
-    return (np.empty((18, m)), np.empty((3, m), dtype=np.int64), np.empty((2, m), dtype=np.bool_),
-            np.empty((2, m * m)))
-
-
-@njit(cache=True)
-def _fits(wk, m):
-    """``wk`` if it has room for a problem of m rows, else a new ``workspace(m)``."""
-    if wk[0].shape[1] >= m and wk[3].shape[1] >= m * m:
-        return wk
-    return workspace(m)
 
 
 @njit(cache=True)
@@ -429,16 +391,16 @@ def _sliding(kind, mu, normal, lam):
 
 
 @njit(cache=True)
-def _touching(A, r, kind, lam, w, out):
+def _touching(A, r, kind, lam):
     """Per row, 1.0 where a normal touches without force (lambda = 0 and w = A lam + r = 0 to
-    1e-10 of the problem's size), else 0.0; all zero if none does: into ``out`` (m,), returned
-    (w (m,) scratch)."""
+    1e-10 of the problem's size), else 0.0; all zero if none does."""
     m = r.shape[0]
+    w = np.empty(m)
     _velocities(A, r, lam, w)
     scale_w = 1e-9
     for i in range(m):
         scale_w = max(scale_w, abs(w[i]), abs(r[i]))
-    out[:] = 0.0
+    out = np.zeros(m)
     for i in range(m):
         if kind[i] == NORMAL and lam[i] == 0.0 and abs(w[i]) <= 1e-10 * scale_w:
             out[i] = 1.0
@@ -449,32 +411,19 @@ def _touching(A, r, kind, lam, w, out):
 def _polish_kernel(A, r, kind, mu, normal, lam, out, turns=RIM_TURNS, weak=False, direct=False):
     """The exact solution on the active set of ``lam`` into ``out`` (compiled; see _polish).  Returns
     the residual of ``out`` where it was computed on the way (the sliding pairs' Newton steps), else -1."""
-    return _polish_kernel_w(A, r, kind, mu, normal, lam, out, np.int64(turns), np.bool_(weak), np.bool_(direct),
-                            workspace(r.shape[0]))
-
-
-@njit(cache=True)
-def _polish_kernel_w(A, r, kind, mu, normal, lam, out, turns, weak, direct, wk):
-    """``_polish_kernel`` in the scratch ``wk`` (``workspace``)."""
     m = r.shape[0]
-    V, I, Bv = wk[0], wk[1], wk[2]
     scale_l = 1e-300
     for i in range(m):
         scale_l = max(scale_l, abs(lam[i]))
-    unknown = I[_I_UNKNOWN, :m]
-    pos = I[_I_POS, :m]
-    pos[:] = -1
-    rim = Bv[_B_RIM, :m]
-    rim[:] = False
-    d1 = V[_V_D1, :m]
-    d1[:] = 0.0
-    d2 = V[_V_D2, :m]
-    d2[:] = 0.0
+    unknown = np.empty(m, dtype=np.int64)
+    pos = np.full(m, -1, dtype=np.int64)
+    rim = np.zeros(m, dtype=np.bool_)
+    d1 = np.zeros(m)
+    d2 = np.zeros(m)
     # weak: a contact that touches without force (w = 0, lambda = 0) is in the active set too
     # (``_polish_better``)
-    w = _touching(A, r, kind, lam, V[_V_TW, :m], V[_V_TOUT, :m]) if weak else V[_V_TOUT, :0]
-    act = Bv[_B_ACT, :m]
-    act[:] = False
+    w = _touching(A, r, kind, lam) if weak else np.zeros(0)
+    act = np.zeros(m, dtype=np.bool_)
     nu = np.int64(0)
     for i in range(m):
         k = kind[i]
@@ -519,22 +468,22 @@ def _polish_kernel_w(A, r, kind, mu, normal, lam, out, turns, weak, direct, wk):
                 out[i] = c * d1[i]
                 out[i + 1] = c * d2[i]
     else:
-        _fold_solve(A, r, mu, normal, unknown, nu, pos, rim, nr, d1, d2, out, wk)
+        _fold_solve(A, r, mu, normal, unknown, nu, pos, rim, nr, d1, d2, out)
     if nr and turns > 1:
-        full, res = _turn_rims(A, r, kind, mu, normal, out, unknown, nu, pos, rim, nr, turns, wk)
+        full, res = _turn_rims(A, r, kind, mu, normal, out, unknown, nu, pos, rim, nr, turns)
         # Newton's steps split the load of redundant contacts (a box's four corners) by the least
         # step, not the least force: the directions it found, with the forces solved again for
         # them (the same velocities, the same conditions, the minimum-norm split), where it found an
         # answer and its last step's system was singular (else the answer is the only one there)
         if res <= 1e-12 and not full:
-            again = V[_V_AGAIN, :m]
+            again = np.empty(m)
             for i in range(m):
                 if rim[i]:
                     c = np.sqrt(out[i] ** 2 + out[i + 1] ** 2)
                     if c > 0.0:
                         d1[i], d2[i] = out[i] / c, out[i + 1] / c
-            _fold_solve(A, r, mu, normal, unknown, nu, pos, rim, nr, d1, d2, again, wk)
-            ares = _residual_w(A, r, kind, mu, normal, again, V[_V_RES, :m])
+            _fold_solve(A, r, mu, normal, unknown, nu, pos, rim, nr, d1, d2, again)
+            ares = _residual(A, r, kind, mu, normal, again)
             if ares <= 1e-12:
                 out[:] = again
                 res = ares
@@ -543,13 +492,13 @@ def _polish_kernel_w(A, r, kind, mu, normal, lam, out, turns, weak, direct, wk):
 
 
 @njit(cache=True)
-def _fold_solve(A, r, mu, normal, unknown, nu, pos, rim, nr, d1, d2, out, wk):
+def _fold_solve(A, r, mu, normal, unknown, nu, pos, rim, nr, d1, d2, out):
     """out = the active set's solution with each sliding pair's force mu lambda_n (d1, d2) held
-    along its direction (folded into its normal's column), zero off the active set (scratch ``wk``)."""
+    along its direction (folded into its normal's column), zero off the active set."""
     m = r.shape[0]
-    B = wk[3][_M_B, :nu * nu].reshape((nu, nu))
-    rhs = wk[0][_V_RHS, :nu]
-    x = wk[0][_V_X, :nu]
+    B = np.empty((nu, nu))
+    rhs = np.empty(nu)
+    x = np.empty(nu)
     for i in range(m):
         out[i] = 0.0
     for a in range(nu):
@@ -579,7 +528,7 @@ def _fold_solve(A, r, mu, normal, unknown, nu, pos, rim, nr, d1, d2, out, wk):
 
 
 @njit(cache=True)
-def _turn_rims(A, r, kind, mu, normal, out, unknown, nu, pos, rim, nr, iters, wk):
+def _turn_rims(A, r, kind, mu, normal, out, unknown, nu, pos, rim, nr, iters):
     """The sliding pairs' directions of ``out`` (the polish with them held), turned by Newton's method until
     each pair's slip w_t is parallel to its force: unknowns the active set's lambda and each sliding
     pair's angle t (force mu lambda_n (cos t, sin t)); equations w = 0 on the active rows and w_t1 sin t
@@ -594,29 +543,27 @@ def _turn_rims(A, r, kind, mu, normal, out, unknown, nu, pos, rim, nr, iters, wk
     directions: ``_polish_kernel`` need not refold it), and the residual of ``out``. The warm starts of
     a 3 s run's time steps, polished: 1188 of 1340 to round-off in 15 us each (dm_control's humanoid; a
     damped fixed point on the directions: 1150 in 20 us), 866 of 2694 in 20 us (gymnasium's humanoid;
-    707 in 24 us).  Scratch: ``wk`` (``workspace``)."""
+    707 in 24 us)."""
     m = r.shape[0]
-    V = wk[0]
-    rims = wk[1][_I_RIMS, :nr]
+    rims = np.empty(nr, dtype=np.int64)
     k = 0
     for i in range(m):
         if rim[i]:
             rims[k] = i
             k += 1
     n = nu + nr
-    x = V[_V_NX, :n]
+    x = np.empty(n)
     for a in range(nu):
         x[a] = out[unknown[a]]
     for p in range(nr):
         x[nu + p] = np.arctan2(out[rims[p] + 1], out[rims[p]])
-    J = wk[3][_M_J, :n * n].reshape((n, n))
-    F = V[_V_NF, :n]
-    dx = V[_V_NDX, :n]
-    w = V[_V_NW, :m]
-    cs, sn = V[_V_CS, :nr], V[_V_SN, :nr]
+    J = np.empty((n, n))
+    F = np.empty(n)
+    dx = np.empty(n)
+    w = np.empty(m)
+    cs, sn = np.empty(nr), np.empty(nr)
     best = np.inf
-    keep = V[_V_KEEP, :m]
-    keep[:] = out
+    keep = out.copy()
     stale = 0
     full = False
     for it in range(iters):
@@ -628,7 +575,7 @@ def _turn_rims(A, r, kind, mu, normal, out, unknown, nu, pos, rim, nr, iters, wk
             c = mu[i] * out[normal[i]]
             out[i] = c * cs[p]
             out[i + 1] = c * sn[p]
-        res = _residual_w(A, r, kind, mu, normal, out, V[_V_RES, :m])
+        res = _residual(A, r, kind, mu, normal, out)
         stale = 0 if res < 0.5 * best else stale + 1
         if res < best:
             best = res
@@ -675,26 +622,17 @@ def _polish_better(A, r, kind, mu, normal, lam, res, refine, direct):
     """The exact solution on lam's active set (``_polish_kernel``), kept in ``lam`` when its
     residual is below ``res``; returns the residual of what ``lam`` holds then.  ``refine``: how
     many times an answer that clipped a pulling normal is polished again on what is left."""
-    return _polish_better_w(A, r, kind, mu, normal, lam, res, np.int64(refine), np.bool_(direct),
-                            workspace(r.shape[0]))
-
-
-@njit(cache=True)
-def _polish_better_w(A, r, kind, mu, normal, lam, res, refine, direct, wk):
-    """``_polish_better`` in the scratch ``wk`` (``workspace``)."""
-    m = lam.shape[0]
-    V = wk[0]
-    pol = V[_V_POL, :m]
+    pol = np.empty(lam.shape[0])
     # contacts that touch without force (w = 0, lambda = 0) are in the active set first: redundant
     # contacts (a box's four corners) then share the load by the minimum-norm split whichever of
     # them the path to lam left without force; where that is not an answer, the active set without.
     # Only where nothing slides (a body at rest: there the split shows; with sliding pairs the
     # weak contacts seldom make an answer and cost a polish each)
-    weak = not _sliding(kind, mu, normal, lam) and _touching(A, r, kind, lam, V[_V_TW, :m], V[_V_TOUT, :m]).any()
-    pres = _polish_clipped(A, r, kind, mu, normal, lam, pol, weak, direct, wk)
+    weak = not _sliding(kind, mu, normal, lam) and _touching(A, r, kind, lam).any()
+    pres = _polish_clipped(A, r, kind, mu, normal, lam, pol, weak, direct)
     if weak and pres > 1e-12:
-        other = V[_V_OTHER, :m]
-        ores = _polish_clipped(A, r, kind, mu, normal, lam, other, np.bool_(False), direct, wk)
+        other = np.empty(lam.shape[0])
+        ores = _polish_clipped(A, r, kind, mu, normal, lam, other, np.bool_(False), direct)
         if ores < pres:
             pol[:] = other
             pres = ores
@@ -710,8 +648,8 @@ def _polish_better_w(A, r, kind, mu, normal, lam, res, refine, direct, wk):
         if nsig == sig:
             break
         sig = nsig
-        nxt = V[_V_NXT, :m]
-        nres = _polish_clipped(A, r, kind, mu, normal, pol, nxt, np.bool_(False), np.bool_(False), wk)
+        nxt = np.empty(lam.shape[0])
+        nres = _polish_clipped(A, r, kind, mu, normal, pol, nxt, np.bool_(False), np.bool_(False))
         if not nres < pres:
             break
         pol[:] = nxt
@@ -723,11 +661,11 @@ def _polish_better_w(A, r, kind, mu, normal, lam, res, refine, direct, wk):
 
 
 @njit(cache=True)
-def _polish_clipped(A, r, kind, mu, normal, lam, pol, weak, direct, wk):
+def _polish_clipped(A, r, kind, mu, normal, lam, pol, weak, direct):
     """``_polish_kernel`` into pol, never a pulling force: a normal the linear system leaves below
     zero (round-off, or an active set that is not the answer's) is set to zero, with its
     friction, and the residual judges what that leaves (returned)."""
-    known = _polish_kernel_w(A, r, kind, mu, normal, lam, pol, np.int64(RIM_TURNS), weak, direct, wk)
+    known = _polish_kernel(A, r, kind, mu, normal, lam, pol, np.int64(RIM_TURNS), weak, direct)
     clipped = False
     for i in range(pol.shape[0]):
         if kind[i] == NORMAL and pol[i] < 0.0:
@@ -739,7 +677,7 @@ def _polish_clipped(A, r, kind, mu, normal, lam, pol, weak, direct, wk):
             clipped = True
     if known >= 0.0 and not clipped:
         return known
-    return _residual_w(A, r, kind, mu, normal, pol, wk[0][_V_RES, :pol.shape[0]])
+    return _residual(A, r, kind, mu, normal, pol)
 
 
 #: the fallback's Gauss-Seidel sweeps between two polishes (``_step_solve``)
@@ -778,13 +716,6 @@ def _active_set(kind, mu, normal, lam):
 
 @njit(cache=True)
 def _step_solve(A, r, kind, mu, normal, lam, sweeps, tol, fallback_sweeps, skip=0):
-    """``_step_solve_w`` with a scratch of its own."""
-    return _step_solve_w(A, r, kind, mu, normal, lam, sweeps, tol, fallback_sweeps, np.int64(skip),
-                         workspace(r.shape[0]))
-
-
-@njit(cache=True)
-def _step_solve_w(A, r, kind, mu, normal, lam, sweeps, tol, fallback_sweeps, skip, wk):
     """A time step's solve, in place on ``lam`` (the warm start): the polish of the warm start
     (the last step's answer: its active set is often this step's), then rounds of Gauss-Seidel
     sweeps, FIRST_ROUND and then twice as many each round up to ``sweeps`` in all, each
@@ -795,9 +726,8 @@ def _step_solve_w(A, r, kind, mu, normal, lam, sweeps, tol, fallback_sweeps, ski
     their null direction) in rounds of FALLBACK_ROUND sweeps, each followed by the polish, until
     an answer meets tol, ``fallback_sweeps`` are spent or FALLBACK_STALE rounds in a row gain
     nothing.  ``skip``: the signature (``_active_set``) of an active set not to polish before the
-    fallback (``_kept_solve``; 0: none).  Returns (the residual, 1.0 if the fallback ran).  Scratch: ``wk`` (``workspace``)."""
-    wres = wk[0][_V_RES, :r.shape[0]]
-    res = _residual_w(A, r, kind, mu, normal, lam, wres)
+    fallback (``_kept_solve``; 0: none).  Returns (the residual, 1.0 if the fallback ran)."""
+    res = _residual(A, r, kind, mu, normal, lam)
     tried = np.int64(0)
     warm = False
     for i in range(lam.shape[0]):
@@ -806,7 +736,7 @@ def _step_solve_w(A, r, kind, mu, normal, lam, sweeps, tol, fallback_sweeps, ski
     if warm and res > 1e-12:
         tried = _active_set(kind, mu, normal, lam)
         if tried != skip:
-            res = _polish_better_w(A, r, kind, mu, normal, lam, res, np.int64(0), np.bool_(True), wk)
+            res = _polish_better(A, r, kind, mu, normal, lam, res, np.int64(0), np.bool_(True))
     if res <= 1e-12:
         return res, 0.0
     n = min(FIRST_ROUND, sweeps)
@@ -814,18 +744,18 @@ def _step_solve_w(A, r, kind, mu, normal, lam, sweeps, tol, fallback_sweeps, ski
     while True:
         _pgs(A, r, kind, mu, normal, lam, n, 1e-12)
         done += n
-        res = _residual_w(A, r, kind, mu, normal, lam, wres)
+        res = _residual(A, r, kind, mu, normal, lam)
         if res > 1e-12:
             sig = _active_set(kind, mu, normal, lam)
             if sig != tried and sig != skip:
                 tried = sig
-                res = _polish_better_w(A, r, kind, mu, normal, lam, res, np.int64(2), np.bool_(False), wk)
+                res = _polish_better(A, r, kind, mu, normal, lam, res, np.int64(2), np.bool_(False))
         if res <= tol or done >= sweeps:
             break
         n = min(2 * n, sweeps - done)
     if res <= tol:
         return res, 0.0
-    res = _admm_fallback_w(A, r, kind, mu, normal, lam, res, tol, wk)
+    res = _admm_fallback(A, r, kind, mu, normal, lam, res, tol)
     if res <= tol:
         return res, 1.0
     done = 0
@@ -838,8 +768,8 @@ def _step_solve_w(A, r, kind, mu, normal, lam, sweeps, tol, fallback_sweeps, ski
         before = res
         # (no active-set refinement here: its polish, kept in lam, can land on the same point
         # every round and undo what the sweeps gained)
-        res = _polish_better_w(A, r, kind, mu, normal, lam, _residual_w(A, r, kind, mu, normal, lam, wres),
-                               np.int64(0), np.bool_(False), wk)
+        res = _polish_better(A, r, kind, mu, normal, lam, _residual(A, r, kind, mu, normal, lam), np.int64(0),
+                             np.bool_(False))
         # Gauss-Seidel can sit at or circle a point that is not an answer (coupled friction, whose
         # cone rides on the normals, is not a monotone problem), or drift along the null direction
         # of redundant rows with the residual unchanged until a polish lands (the planar two feet
@@ -890,12 +820,6 @@ def _cone_project(kind, mu, normal, x, z):
 
 @njit(cache=True)
 def _admm_fallback(A, r, kind, mu, normal, lam, res, tol):
-    """``_admm_fallback_w`` with a scratch of its own."""
-    return _admm_fallback_w(A, r, kind, mu, normal, lam, res, tol, workspace(r.shape[0]))
-
-
-@njit(cache=True)
-def _admm_fallback_w(A, r, kind, mu, normal, lam, res, tol, wk):
     """The problem as De Saxce's fixed point (``conic_fallback``'s), each convex cone program
     min 1/2 lam^T A lam + (r + s)^T lam over the cones (s_n = mu |w_t| of the last iterate) by
     ADMM (Boyd, Parikh, Chu, Peleato and Eckstein 2011, sec. 5: the splitting lam = z, z in the
@@ -909,8 +833,7 @@ def _admm_fallback_w(A, r, kind, mu, normal, lam, res, tol, wk):
     Gauss-Seidel fallback in 3 s passive runs of the dm_control humanoid, walker and hopper and
     gymnasium's ant (6 to 27 rows; from the default pose and three perturbed starts each): that
     fallback left 100 above LCP_TOL, this leaves 3 (most solved to round-off in 200 to 3400
-    iterations; with 12 updates per rho instead of ADMM_OUTER = 30, 6).  ``wk``: the polish's scratch
-    (``workspace``; its own arrays are allocated here: a fallback is rare)."""
+    iterations; with 12 updates per rho instead of ADMM_OUTER = 30, 6)."""
     m = r.shape[0]
     d = 0.0
     for i in range(m):
@@ -962,9 +885,8 @@ def _admm_fallback_w(A, r, kind, mu, normal, lam, res, tol, wk):
                     if sig != tried:
                         tried = sig
                         pol[:] = z
-                        pres = _polish_better_w(A, r, kind, mu, normal, pol,
-                                                _residual_w(A, r, kind, mu, normal, pol, wk[0][_V_RES, :m]),
-                                                np.int64(2), np.bool_(False), wk)
+                        pres = _polish_better(A, r, kind, mu, normal, pol, _residual(A, r, kind, mu, normal, pol),
+                                              np.int64(2), np.bool_(False))
                         if pres < bres:
                             bres = pres
                             best[:] = pol
@@ -1007,12 +929,6 @@ def _into_cones(kind, mu, normal, lam):
 
 @njit(cache=True)
 def _kept_solve(A, r, kind, mu, normal, lam, sweeps, tol, fallback_sweeps, memo):
-    """``_kept_solve_w`` with a scratch of its own (the Python step's)."""
-    return _kept_solve_w(A, r, kind, mu, normal, lam, sweeps, tol, fallback_sweeps, memo, workspace(r.shape[0]))
-
-
-@njit(cache=True)
-def _kept_solve_w(A, r, kind, mu, normal, lam, sweeps, tol, fallback_sweeps, memo, wk):
     """``_step_solve`` that remembers, in ``memo`` = (signature, skips so far), the active set of
     an answer its polish left inexact, and does not polish that active set again in the next
     POLISH_RETRY solves (then it tries once more).  Redundant contacts whose velocities cannot
@@ -1021,13 +937,11 @@ def _kept_solve_w(A, r, kind, mu, normal, lam, sweeps, tol, fallback_sweeps, mem
     of the sliding pairs then fail in every solve of the steps that follow (the time step's
     relinearizations solve the same problem again with nearly the same data).  On gymnasium's
     humanoid lying on the floor: 1562 of 2604 solves of a 3 s run, 24 -> 9 us per solve, 22 more
-    answers left at Gauss-Seidel's residual (below the step's tolerance) instead of round-off.
-    ``wk``: the scratch (``workspace``; a new one where it is too small for the problem)."""
-    wk = _fits(wk, r.shape[0])
+    answers left at Gauss-Seidel's residual (below the step's tolerance) instead of round-off."""
     skip = memo[0] if memo[1] < POLISH_RETRY else 0
-    res, fell = _step_solve_w(A, r, kind, mu, normal, lam, sweeps, tol, fallback_sweeps, skip, wk)
+    res, fell = _step_solve(A, r, kind, mu, normal, lam, sweeps, tol, fallback_sweeps, skip)
     if res > 1e-12 and _into_cones(kind, mu, normal, lam):
-        res = _residual_w(A, r, kind, mu, normal, lam, wk[0][_V_RES, :r.shape[0]])
+        res = _residual(A, r, kind, mu, normal, lam)
     if res > 1e-12:
         sig = _active_set(kind, mu, normal, lam)
         if sig == memo[0] and skip != 0:
