@@ -666,8 +666,9 @@ def main(argv=None) -> int:
                     help="the filter's soles: heel points moved back and toe points forward by these fractions "
                          "of the foot's length from the skeleton's heel and toe joints, their width times WIDTH "
                          "(default 0.4 0 1, linkdyn.mocap.FILTER_SOLES: heels behind the ankles, as real heels "
-                         "are; on the 4-minute walk of docs/mocap.md 0 0 1, the skeleton's own soles, falls at "
-                         "110.6 s; the ground and contact phases stay the skeleton's feet's); implies --filter")
+                         "are; 0 0 1 is the skeleton's own soles, on which the 4-minute walk of docs/mocap.md "
+                         "falls at 110.6 s; the ground and contact phases stay the skeleton's feet's); "
+                         "implies --filter")
     mc.add_argument("--quiet", action="store_true", help="no progress bar")
     mc.set_defaults(func=_mocap)
     args = p.parse_args(argv)
