@@ -116,6 +116,11 @@ def test_an_inconsistent_capture_is_made_consistent(tmp_path, fault):
         # pulling it up to the capture, holds them at its edge and makes it hop a millimetre now and then)
         assert low[-30:].max() < 0.007 and low[-30:].mean() < 0.0055
         assert r.root_deviation[-30:].min() > 0.04
+        # FilterReport.lost: the first frame whose root is that far from the capture's
+        k = np.flatnonzero(r.root_deviation > 0.04)[0]
+        assert r.lost(0.04) == pytest.approx(cap.t[k] - cap.t[0], abs=1e-9) and k > 0
+        assert r.lost(r.root_deviation.max() + 1e-6) is None
+        assert ("left the capture" in r.summary()) == (r.lost() is not None)
     else:
         top = np.argmax(cap.q[:, 2])
         assert cap.q[top, 2] - out.q[top, 2] > 0.05    # it cannot rise with the capture

@@ -137,6 +137,18 @@ class FilterReport:
     def root_rms(self) -> float:
         return float(np.sqrt(np.mean(self.root_deviation ** 2)))
 
+    def lost(self, distance: float = 0.10) -> float | None:
+        """The time (s, from the capture's first frame, the clock of ``t``) of the first capture frame
+        whose filtered root is more than ``distance`` (m) from the capture's: the figure fell or stumbled away from the capture, and what follows
+        is a recovery under the filter's feedback, not a tracking (after a fall the feedback, whose
+        ground forces have no bound, can throw the figure up: docs/mocap.md "Not yet").  None if it
+        never does."""
+        far = np.flatnonzero(self.root_deviation > distance)
+        if not far.size:
+            return None
+        T = len(self.root_deviation)
+        return float(self.t[0] + far[0] * (self.t[-1] - self.t[0]) / max(T - 1, 1))
+
     def summary(self) -> str:
         """A few lines: the root path's and the joints' deviation from the capture."""
         rms = np.degrees(self.rms_deviation)
@@ -148,7 +160,10 @@ class FilterReport:
                 f"root residual max {np.abs(self.tau[:, :6]).max():.2e} N|N m; lowest sole point "
                 f"{1e3 * self.gap.min():+.2f} mm; peak ground force "
                 f"{self.forces[..., 2].sum(axis=1).max():.0f} N"
-                + (f"; {len(self.relaxed)} step(s) relaxed (infeasible)" if len(self.relaxed) else ""))
+                + (f"; {len(self.relaxed)} step(s) relaxed (infeasible)" if len(self.relaxed) else "")
+                + ("" if self.lost() is None else
+                   f"\nthe root left the capture by more than 10 cm at t = {self.lost():.2f} s (a fall or a "
+                   f"stumble: the motion after it is a recovery, not a tracking of the capture)"))
 
 
 def _skew(x):
