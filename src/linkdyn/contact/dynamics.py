@@ -241,11 +241,20 @@ def position_correction(model: Model, q: ArrayLike, units: Units, response: Resp
     phi < 0 back to phi >= 0 to first order, in the kinetic-energy metric and with the loops
     held to first order, pushing only: the LCP  0 <= lambda _|_ phi + N Z N^T lambda >= 0,
     dq = Z N^T lambda, so units at phi >= 0 move only as far as the others need."""
+    return _position_correction(model, q, units, response)[0]
+
+
+def _position_correction(model, q, units, response=None):
+    """(dq, the LCP's residual) of ``position_correction``: a residual above round-off means the
+    first-order problem has no answer (units that cannot all be pushed out at once, e.g. two geoms
+    of neighbouring bodies overlapping where a joint limit holds them), and dq is then only the
+    solver's best try: a caller checks what it does (``linkdyn.sim.timestepping``'s projection
+    takes a part of it only where the total overlap falls)."""
     if not np.any(units.gap < 0):
-        return np.zeros(model.nv)
+        return np.zeros(model.nv), 0.0
     response = response or Response(model, q)
     ZN = response.apply(units.N.T)
     A = units.N @ ZN
     k = len(units)
-    lam, _ = lcp.solve(A, units.gap, np.full(k, lcp.NORMAL, dtype=np.int64), np.zeros(k), np.arange(k))
-    return ZN @ lam
+    lam, res = lcp.solve(A, units.gap, np.full(k, lcp.NORMAL, dtype=np.int64), np.zeros(k), np.arange(k))
+    return ZN @ lam, float(res)

@@ -405,6 +405,16 @@ class Simulation:
             e0 = self._energy()
             self.q, self.v = uni.correct(self.q, self.v)
             self._work[1] += self._energy() - e0
+            left = uni.overlaps(self.q, 1e-6) if hasattr(uni, "overlaps") else []
+            if left:
+                import warnings
+                left.sort(key=lambda x: x[1])
+                shown = ", ".join(f"{n} {-g * 1e3:.3g} mm" for n, g in left[:6])
+                warnings.warn(f"{len(left)} overlap(s) of the initial state cannot be projected out within the joints' "
+                              f"limits ({shown}{', ...' if len(left) > 6 else ''}): the time step holds them (no deeper, "
+                              "no push-out) and checks() reports them; collision shapes of neighbouring bodies that are "
+                              "not meant to touch are usually excluded (MJCF <exclude body1= body2=>, "
+                              "ModelBuilder.exclude)", stacklevel=3)
 
     def _energy(self):
         return float(kinetic_energy(self.model, self.q, self.v)) + float(potential_energy(self.model, self.q))

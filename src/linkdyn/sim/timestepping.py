@@ -105,6 +105,9 @@ CANDIDATE = 1e-3
 BETA = 0.2
 #: ... and projected out at once when deeper than this (m or rad)
 PEN_PROJECT = 1e-5
+#: the projection's Newton steps at most, each halved at most this many times until the total
+#: overlap falls
+PROJECT_ITERS, PROJECT_HALVINGS = 10, 12
 #: the impacts a compiled run (``TimeStepping.run``) keeps the data of before it returns: the call goes on
 #: through impacts (each an event built afterwards) and ends after the one that fills its buffers
 IMPACTS_PER_RUN = 32
@@ -212,6 +215,8 @@ class TimeStepping:
         #: the contact solver's memo of an active set it could not polish (``lcp._kept_solve``);
         #: the compiled step keeps it in its geom buffers
         self._memo = self._gs[3][1:] if self._compiled else np.zeros(2, dtype=np.int64)
+        #: the Python step's problem holds its penetrations (no push-out: ``_step_python``)
+        self._hold = False
         #: lcp_residual: the largest residual of an applied answer; lcp_fallbacks: steps whose first
         #: solve missed LCP_TOL; last_residual: the last step's (0 without contact)
         self.stats = {"impacts": 0, "small_impacts": 0, "small_impact_energy": 0.0, "steps_in_contact": 0,
@@ -253,6 +258,21 @@ class TimeStepping:
         return q1, v1
 
     # ------------------------------------------------------------------------------------
+    def _solve(self, A, r, kinds, mus, normals, lam):
+        """(lam, residual): the step's solve from the warm start lam, and where it stays above
+        LCP_TOL (Gauss-Seidel and the polish stalled: redundant contacts sliding), De Saxce's
+        fixed point over cone programs (``lcp.conic_fallback``)."""
+        lam = np.array(lam, dtype=float)
+        res, fell = lcp._kept_solve(np.ascontiguousarray(A), np.ascontiguousarray(r, dtype=float), kinds, mus,
+                                    normals, lam, LCP_SWEEPS, LCP_TOL, FALLBACK_SWEEPS, self._memo)
+        self.stats["lcp_fallbacks"] += int(fell)
+        if not res <= LCP_TOL:
+            self.stats["conic_fallbacks"] = self.stats.get("conic_fallbacks", 0) + 1
+            lam_c, res_c = lcp.conic_fallback(A, r, kinds, mus, normals, lam)
+            if res_c < res:
+                lam, res = lam_c, res_c
+        return lam, res
+
     def _problem(self, units, v_free, v, h):
         """The complementarity problem's data: kinds, mu, normal index, rows G (m, nv), the
         bound-shifted r = G v_free - b, and per variable (unit, slot)."""
@@ -274,7 +294,7 @@ class TimeStepping:
         phi = units.gap
         r = G @ v_free
         curv = np.nan_to_num(self._gaps_end - phi - h * r[:k], posinf=0.0, neginf=0.0)
-        b = np.where(phi >= 0.0, -(phi + curv) / h, -(BETA * phi + curv) / h)
+        b = np.where(phi >= 0.0, -(phi + curv) / h, -((0.0 if self._hold else BETA) * phi + curv) / h)
         for u in np.flatnonzero((units.e > 0) & (vn < -V_BOUNCE) & (phi + h * vn <= 0.0)):
             b[u] = max(b[u], _restitution_bound(phi[u], vn[u], (r[u] - vn[u]) / h, units.e[u], h))
         r[:k] -= b
@@ -604,18 +624,17 @@ class TimeStepping:
                 ok = np.isfinite(end)
                 self._gaps_end[ok] = end[ok] + h * (units.N[ok] @ (v_free - v1))
                 kinds, mus, normals, G, r, unit, slot, vn = self._problem(units, v_free, v, h)
+            self._hold = False
             for it in range(1 + GEOM_RELINEARIZE):
-                lam = np.array(lam, dtype=float)
-                res, fell = lcp._kept_solve(np.ascontiguousarray(A), np.ascontiguousarray(r, dtype=float), kinds, mus,
-                                            normals, lam, LCP_SWEEPS, LCP_TOL, FALLBACK_SWEEPS, self._memo)
-                self.stats["lcp_fallbacks"] += int(fell)
-                if not res <= LCP_TOL:
-                    # Gauss-Seidel and the polish stalled (redundant contacts sliding): De Saxce's
-                    # fixed point over cone programs (``lcp.conic_fallback``)
-                    self.stats["conic_fallbacks"] = self.stats.get("conic_fallbacks", 0) + 1
-                    lam_c, res_c = lcp.conic_fallback(A, r, kinds, mus, normals, lam)
-                    if res_c < res:
-                        lam, res = lam_c, res_c
+                lam, res = self._solve(A, r, kinds, mus, normals, lam)
+                if not res <= FAIL_TOL and np.any(units.gap < 0.0):
+                    # overlaps that cannot all be pushed out at once (neighbouring bodies' geoms
+                    # inside each other where a joint limit keeps them, as the projection left
+                    # them): the step holds them, no deeper and no push-out, and goes on
+                    self._hold = True
+                    self.stats["held"] = self.stats.get("held", 0) + 1
+                    kinds, mus, normals, G, r, unit, slot, vn = self._problem(units, v_free, v, h)
+                    lam, res = self._solve(A, r, kinds, mus, normals, np.zeros_like(lam))
                 if not res <= FAIL_TOL:
                     raise lcp.ContactSolverError(t, [units.name[u] for u in np.unique(unit)], res, FAIL_TOL,
                                                  FALLBACK_SWEEPS)
@@ -781,17 +800,54 @@ class TimeStepping:
             units = Units.concat([units, self.geoms.units(q, None, *con)], self.model.nv)
         return units
 
+    def _overlap(self, q, gaps):
+        """(the total overlap at q: the catalog's penetrations and limit overshoots and the geoms'
+        penetrations summed, the deepest of them); m and rad."""
+        total, deepest = float(np.maximum(-gaps, 0.0).sum()), float(max(-gaps.min(initial=0.0), 0.0))
+        if self.geoms is not None:
+            _, f = self.geoms.collide(q, 0.0)
+            d = np.maximum(f[:, 9] - f[:, 0], 0.0)
+            total, deepest = total + float(d.sum()), max(deepest, float(d.max(initial=0.0)))
+        return total, deepest
+
+    def overlaps(self, q, tol):
+        """[(name, gap)] of the units and geom contacts at q deeper than tol (m or rad)."""
+        units = self._touching(q, None, self.catalog.gaps(q), -tol)
+        return [(n, float(g)) for n, g in zip(units.name, units.gap) if g < -tol]
+
     def _project_out(self, q, gaps):
+        """q with its penetrations projected out: Newton's steps of ``position_correction``, each
+        taken only as far as it lowers the total overlap (``_overlap``; halved up to
+        PROJECT_HALVINGS times).  The
+        first-order step of a deep overlap can overshoot by far (dm_control's CMU humanoid on its
+        own, its pelvis welded to the world with its thighs' capsules 8.7 cm inside the pelvis'
+        one, once turned a foot by 1234 rad); what cannot be projected out (overlaps a joint limit
+        keeps) is left as small as the steps got it, for the step's push-out to hold."""
         model, cat = self.model, self.catalog
-        for _ in range(5):
+        total, deepest = self._overlap(q, gaps)
+        for _ in range(PROJECT_ITERS):
+            if deepest <= 1e-12:
+                break
             self.stats["projections"] += 1
             units = self._touching(q, None, gaps, 0.0)
-            q = self.data.integrate(q, cd.position_correction(model, q, units))
-            if model.nloops:
-                q, _ = project(model, q, np.zeros(model.nv), data=self.data)
-            gaps = cat.gaps(q)
-            if min(gaps.min(initial=np.inf), self._geom_min(q)) >= -1e-12:
+            dq, _ = cd._position_correction(model, q, units)
+            alpha = 1.0 if np.abs(dq).max(initial=0.0) > 0.0 else 0.0
+            for _ in range(PROJECT_HALVINGS + 1):
+                if alpha == 0.0:
+                    break
+                q1 = self.data.integrate(q, alpha * dq)
+                if model.nloops:
+                    q1, _ = project(model, q1, np.zeros(model.nv), data=self.data)
+                g1 = cat.gaps(q1)
+                t1, d1 = self._overlap(q1, g1)
+                if t1 < total:
+                    break
+                alpha *= 0.5
+            else:
+                alpha = 0.0
+            if alpha == 0.0:
                 break
+            q, gaps, total, deepest = q1, g1, t1, d1
         return q
 
     # ------------------------------------------------------------------------------------
