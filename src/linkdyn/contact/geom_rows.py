@@ -65,7 +65,11 @@ if TYPE_CHECKING:
 
     from ..model.model import Model
 
-__all__ = ["geom_units", "GeomRows", "GeomCatalog", "point_pairs", "geom_pairs_to_detect"]
+__all__ = ["geom_units", "GeomRows", "GeomCatalog", "point_pairs", "geom_pairs_to_detect", "inert_overlaps"]
+
+#: a geom contact whose normal and tangent rows have no entry above this (m/s per unit of joint velocity:
+#: m per rad for a hinge, 1 for a slide) is one that no motion of the model moves (``inert_overlaps``)
+INERT_ROW = 1e-9
 
 
 class GeomRows:
@@ -204,6 +208,49 @@ def geom_pairs_to_detect(model: Model, pairs: Sequence[tuple[int, int]]) -> NDAr
     if not full.ngeom or not len(full.geom_pairs):
         return np.zeros(0, dtype=bool)
     return ~point_pairs(model, pairs)
+
+
+def inert_overlaps(model: Model, data, keep: NDArray[np.bool_], q: NDArray[np.float64]
+                   ) -> tuple[NDArray[np.bool_], list[tuple[str, float]]]:
+    """The candidate pairs ``keep`` (a mask over ``model.full_model.geom_pairs``) without those that
+    overlap at q at a point no motion of the model moves, and those left out as (``"geom1/geom2"``,
+    depth in m).
+
+    A contact whose normal and tangent rows all vanish (no entry above INERT_ROW) is one whose
+    two material points move alike under every joint velocity: two capsules of a parent and a
+    child body that share an end sphere centred on the hinge between them (dm_control's ant: the
+    parent is welded to the world, so MuJoCo's parent-child filter does not apply, and the file's
+    ``<exclude>`` names the torso, not the leg's first body).  Overlapping there, it asks the step
+    for a separating velocity that no impulse can give (a complementarity row with a zero
+    diagonal and a positive demand: infeasible), and the penetration could never be projected out
+    either.  MuJoCo keeps such a contact as a soft one whose Jacobian is zero, a force that does
+    nothing; a hard contact cannot be kept, so the pair is left out.  (A pair that is inert only
+    at q and not elsewhere is left out as well: whatever its geoms do later, the pair was
+    unsatisfiable at the start.)  ``data``: the model's prepared layer."""
+    keep = np.asarray(keep, dtype=bool)
+    if not keep.any():
+        return keep.copy(), []
+    cat = GeomCatalog(model, data, keep)
+    con_i, con_f = cat.collide(q, 0.0)
+    if not len(con_i):
+        return keep.copy(), []
+    u = cat.units(q, None, con_i, con_f)
+    k = len(u)
+    rows = np.abs(np.concatenate([u.N.reshape(k, -1), u.T.reshape(k, -1)], axis=1)).max(axis=1, initial=0.0)
+    inert = np.flatnonzero((u.gap < 0.0) & (rows <= INERT_ROW))
+    if not len(inert):
+        return keep.copy(), []
+    gp = np.asarray(model.full_model.geom_pairs).reshape(-1, 2)
+    index = {(int(a), int(b)): p for p, (a, b) in enumerate(gp)}
+    out, deepest = keep.copy(), {}
+    for c in inert:
+        a, b = int(con_i[c, 0]), int(con_i[c, 1])
+        p = index.get((a, b), index.get((b, a)))
+        if p is None:
+            continue
+        out[p] = False
+        deepest[u.name[c]] = max(deepest.get(u.name[c], 0.0), float(-u.gap[c]))
+    return out, sorted(deepest.items())
 
 
 class GeomCatalog:

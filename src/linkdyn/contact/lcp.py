@@ -201,6 +201,9 @@ def _residual(A, r, kind, mu, normal, lam):
         scale_l = max(scale_l, abs(lam[i]))
     res = 0.0
     for i in range(m):
+        if not (np.isfinite(lam[i]) and np.isfinite(w[i])):
+            return np.inf               # an answer that is not a number misses every condition
+    for i in range(m):
         k = kind[i]
         if k == FREE:
             res = max(res, abs(w[i]) / scale_w)
@@ -242,7 +245,8 @@ def residual(A, r, kind, mu, normal, lam):
     forces below 0, w below 0, lambda w != 0, a friction force outside its cone, a sticking
     pair's w != 0, a sliding pair whose w does not oppose its force.  The sizes have an
     absolute floor of 1e-9, so that a problem whose data are round-off (r ~ 1e-17) is not
-    judged by the round-off's relative size."""
+    judged by the round-off's relative size.  Infinite where lambda or w is not finite (a NaN
+    compares false with every bound and would read as 0)."""
     return float(_residual(np.ascontiguousarray(A, dtype=float), np.ascontiguousarray(r, dtype=float),
                            np.ascontiguousarray(kind, dtype=np.int64), np.ascontiguousarray(mu, dtype=float),
                            np.ascontiguousarray(normal, dtype=np.int64), np.ascontiguousarray(lam, dtype=float)))
@@ -838,7 +842,9 @@ def _admm_fallback(A, r, kind, mu, normal, lam, res, tol):
     d = 0.0
     for i in range(m):
         d += A[i, i]
-    d = max(d / max(m, 1), 1e-300)
+    if not d > 0.0:
+        return res                      # rows that no motion moves (A = 0): no penalty to scale, nothing to gain
+    d = d / max(m, 1)
     K = np.empty((m, m))
     best = lam.copy()
     bres = res

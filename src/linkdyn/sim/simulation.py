@@ -393,7 +393,19 @@ class Simulation:
                              f"model {self.model.name!r} has {geoms} candidate geom pair(s) that are not point contacts: "
                              "use contact_method='timestep' or 'auto' (or contacts=False to simulate without them)")
         self.contact_method = method
-        uni = _CONTACT_METHODS[method]()(self.model, self.limits, self.contacts, self._integrator)
+        # time stepping leaves out the geom pairs that overlap at the initial state where no motion moves them
+        # (``linkdyn.contact.geom_rows.inert_overlaps``: a hard contact that no impulse could satisfy)
+        at = {"q": self.q} if method == "timestep" else {}
+        uni = _CONTACT_METHODS[method]()(self.model, self.limits, self.contacts, self._integrator, **at)
+        inert = getattr(uni, "inert", [])
+        if inert:
+            import warnings
+            shown = ", ".join(f"{n!r} ({d:.3g} m)" for n, d in inert[:6]) + (", ..." if len(inert) > 6 else "")
+            warnings.warn(f"model {self.model.name!r}: {len(inert)} geom pair(s) overlap in the initial state at a "
+                          f"point that no motion of the model moves (the contact's rows vanish, e.g. two capsules "
+                          f"sharing an end sphere on the axis of the hinge between them): {shown}; no contact impulse "
+                          "could push them apart, so they are left out of collision (MuJoCo keeps them as contacts "
+                          "whose Jacobian is zero: forces that do nothing)", stacklevel=3)
         self._uni = None if uni.empty else uni
         if self._uni is not None:
             gaps = uni.catalog.gaps(self.q)

@@ -87,7 +87,7 @@ import numpy as np
 
 from ..contact import dynamics as cd
 from ..contact import lcp
-from ..contact.geom_rows import GeomCatalog, geom_pairs_to_detect
+from ..contact.geom_rows import GeomCatalog, geom_pairs_to_detect, inert_overlaps
 from ..contact.rows import CONTACT, UnitCatalog, Units
 from ..loops.data import prepare
 from .._kernels.passes import OK
@@ -165,7 +165,7 @@ class TimeStepping:
     """Limits and contacts of one model, stepped by a velocity-level complementarity problem
     per step (module docstring).  Same interface as ``linkdyn.sim.unilateral.Unilateral``."""
 
-    def __init__(self, model, limits=True, contacts=True, integrator="euler"):
+    def __init__(self, model, limits=True, contacts=True, integrator="euler", q=None):
         self.model = model
         self.data = prepare(model)                      # the prepared layer: no validation per call
         self.catalog = UnitCatalog(model, limits=limits, contacts=contacts, data=self.data)
@@ -175,6 +175,11 @@ class TimeStepping:
         #: the geom contacts (``linkdyn.contact.geom_rows.GeomCatalog``), or None: no candidate geom
         #: pairs but those the point contacts describe (module docstring)
         keep = geom_pairs_to_detect(model, self.catalog.pairs) if contacts else np.zeros(0, dtype=bool)
+        #: the geom pairs left out because they overlap at ``q`` (the initial state, when given) at a point no
+        #: motion moves (``linkdyn.contact.geom_rows.inert_overlaps``): ("geom1/geom2", depth in m)
+        self.inert = []
+        if q is not None and keep.any():
+            keep, self.inert = inert_overlaps(model, self.data, keep, np.asarray(q, dtype=float))
         self.geoms = GeomCatalog(model, self.data, keep) if keep.any() else None
         #: the last step's geom contacts: forces (n, 3) as [f_n, f_t1, f_t2], names, friction
         #: coefficients; the smallest geom distance at the step's end (inf: none touch)

@@ -1,0 +1,141 @@
+"""Defects a sweep of public MJCF files found in the default simulation
+(``load_mjcf(f, return_info=True)``, then ``Simulation(m, info.q0, dt=<the file's timestep>)``,
+passive).
+
+dm_control's ``third_party/ant/ant.xml`` is a fixed-base ant (its torso has no joint) whose
+four legs each start with a capsule on a jointless body (welded to the torso, so to the world)
+and go on with a capsule on the hip's body that shares its end sphere, centred on the hip's
+axis.  MuJoCo collides the two (the parent is welded to the world, so its parent-child filter
+does not apply, and the file's ``<exclude>`` names the torso, not the jointless leg body):
+two contacts per leg 0.16 m deep (twice the radius) whose Jacobian is zero.  The time step
+asked those rows for a separating velocity no impulse can give; the ADMM fallback divided by
+their zero diagonal, the residual read the infinite answer as 0, and the first step blew up in
+NaN.  Now the Simulation leaves such pairs out at construction, saying which, and the solver
+never applies a non-finite answer."""
+from __future__ import annotations
+
+import importlib.util
+import pathlib
+import warnings
+
+import numpy as np
+import pytest
+
+import linkdyn as ld
+from linkdyn.contact import lcp
+from linkdyn.interop import to_mujoco
+
+mujoco = pytest.importorskip("mujoco")
+_spec = importlib.util.find_spec("dm_control")
+ROOT = pathlib.Path(_spec.origin).parent if _spec else None
+needs_dm = pytest.mark.skipif(ROOT is None, reason="dm_control (its model files) is not installed")
+
+LEGS = ("front_left", "front_right", "back_right", "back_left")
+
+
+def _ant():
+    path = ROOT / "third_party" / "ant" / "ant.xml"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")              # soft-contact parameters become hard contact
+        m, info = ld.load_mjcf(path, return_info=True)
+    return path, m, info
+
+
+@needs_dm
+def test_the_ants_knuckle_pairs_are_inert_in_mujoco_and_left_out_here():
+    path, m, info = _ant()
+    mm = mujoco.MjModel.from_xml_path(str(path))
+    dd = mujoco.MjData(mm)
+    mujoco.mj_forward(mm, dd)
+    # MuJoCo: the eight contacts are the four knuckle pairs, 2 r deep, and their rows are zero
+    names = {(mujoco.mj_id2name(mm, mujoco.mjtObj.mjOBJ_GEOM, c.geom1),
+              mujoco.mj_id2name(mm, mujoco.mjtObj.mjOBJ_GEOM, c.geom2)) for c in dd.contact[:dd.ncon]}
+    assert names == {(f"{leg}_aux_geom", f"{leg}_leg_geom") for leg in LEGS}
+    r = 0.08                                                  # the capsules' radius (the file's)
+    assert np.allclose([c.dist for c in dd.contact[:dd.ncon]], -2 * r, atol=1e-12)
+    J = np.zeros((dd.nefc, mm.nv))
+    mujoco.mju_sparse2dense(J, dd.efc_J, dd.efc_J_rownnz, dd.efc_J_rowadr, dd.efc_J_colind) \
+        if mujoco.mj_isSparse(mm) else J.__setitem__(slice(None), dd.efc_J.reshape(dd.nefc, mm.nv))
+    assert dd.nefc > 0 and np.abs(J).max() == 0.0
+    # here: the Simulation says which pairs it leaves out, and how deep they are
+    with pytest.warns(UserWarning, match="no motion of the model moves") as rec:
+        sim = ld.Simulation(m, info.q0, dt=mm.opt.timestep)
+    msg = " ".join(str(w.message) for w in rec)
+    for leg in LEGS:
+        assert f"{leg}_aux_geom/{leg}_leg_geom" in msg
+    inert = dict(sim._uni.inert)
+    assert sorted(inert) == sorted(f"{leg}_aux_geom/{leg}_leg_geom" for leg in LEGS)
+    assert np.allclose(list(inert.values()), 2 * r, atol=1e-9)
+    # ... and only those: the other candidate pairs are still detected
+    assert sim._uni.geoms is not None
+
+
+@needs_dm
+def test_the_ant_falls_onto_its_ankle_limits_as_in_mujoco_at_every_step():
+    path, m, info = _ant()
+    mm = mujoco.MjModel.from_xml_path(str(path))
+    dd = mujoco.MjData(mm)
+    h = mm.opt.timestep
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        sim = ld.Simulation(m, info.q0, dt=h, record_every=50)
+    lower = np.asarray(m.lower)
+    hips = [m.q_index(f"{leg}_hip") for leg in LEGS]
+    for k in range(600):                                     # 1.2 s: the ankles reach their limits
+        sim.step()
+        assert np.isfinite(sim.q).all() and np.isfinite(sim.v).all(), f"step {k}"
+        assert np.all(sim.q >= lower - 1e-4), f"step {k}: past a limit"
+        assert np.abs(sim.q[hips]).max() <= 1e-12, f"step {k}: the hips are in balance (symmetry)"
+        mujoco.mj_step(mm, dd)
+        if k < 400:                                          # before MuJoCo's soft limit: the same motion
+            # (first-order schemes both; MuJoCo's Euler takes the damping implicitly)
+            assert np.abs(to_mujoco(m, sim.q)[0] - dd.qpos).max() <= 1e-3, f"step {k}"
+    ankles = [m.q_index(f"{leg}_ankle") for leg in LEGS]
+    assert np.allclose(sim.q[ankles], lower[ankles], atol=1e-4)     # resting on the limit (hard)
+    checks = sim.checks()
+    assert checks.ok, str(checks)
+
+
+@needs_dm
+def test_an_inert_overlap_left_in_is_a_clear_solver_error_not_nan():
+    """Without the initial state (``TimeStepping(model)``), the pairs stay in: the step raises
+    ContactSolverError naming them, with no NaN on the way."""
+    from linkdyn.sim.timestepping import TimeStepping
+    _, m, info = _ant()
+    ts = TimeStepping(m)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)        # no "invalid value" on the way
+        with pytest.raises(lcp.ContactSolverError, match="front_left_aux_geom/front_left_leg_geom"):
+            ts.step(info.q0, np.zeros(m.nv), np.zeros(m.nv), 0.002, 0.0)
+
+
+def test_a_non_finite_answer_misses_every_condition():
+    """The residual of an answer with an infinite or NaN entry is infinite (it read 0: inf / inf
+    scales and NaN comparisons), so no caller's tolerance accepts it."""
+    A = np.array([[2.0, 0.0], [0.0, 1.0]])
+    r = np.array([-1.0, 0.5])
+    kind = np.array([lcp.NORMAL, lcp.NORMAL])
+    mu, normal = np.zeros(2), np.arange(2)
+    assert lcp.residual(A, r, kind, mu, normal, np.array([0.5, 0.0])) <= 1e-15      # the answer
+    for bad in (np.inf, -np.inf, np.nan):
+        assert lcp.residual(A, r, kind, mu, normal, np.array([bad, 0.0])) == np.inf
+
+
+def test_rows_no_motion_moves_get_a_finite_answer_and_an_honest_residual():
+    """A normal row with a zero diagonal (A's row and column zero) and a positive demand is
+    infeasible: the step's solve returns a finite answer and a residual above any tolerance
+    (the ADMM fallback divided by the zero diagonal and returned infinities read as residual 0)."""
+    A = np.zeros((2, 2))
+    A[1, 1] = 1.0
+    r = np.array([-16.0, -1.0])
+    kind = np.array([lcp.NORMAL, lcp.NORMAL])
+    mu, normal = np.zeros(2), np.arange(2)
+    lam = np.zeros(2)
+    res, _ = lcp._kept_solve(A, r, kind, mu, normal, lam, 100, 1e-5, 2000, np.zeros(2, dtype=np.int64))
+    assert np.isfinite(lam).all()
+    assert res >= 0.5
+    assert abs(lam[1] - 1.0) <= 1e-12                        # the feasible row is still solved
+    lam = np.zeros(2)
+    A[1, 1] = 0.0
+    res, _ = lcp._kept_solve(A, r, kind, mu, normal, lam, 100, 1e-5, 2000, np.zeros(2, dtype=np.int64))
+    assert np.isfinite(lam).all() and res >= 0.5
