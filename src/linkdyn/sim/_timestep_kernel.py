@@ -22,7 +22,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from .._kernels.layout import model_sizes, no_forces, unpack_data, unpack_packed
+from .._kernels.layout import model_sizes, no_forces, unpack_data, unpack_joint_terms, unpack_packed
 from .._kernels.passes import OK, POS, check_inputs, check_q, kinematics_pass
 from ..contact import lcp
 from ..contact._geom_kernels import geom_rows_kernel
@@ -33,6 +33,7 @@ from ..dynamics.aba import _aba_kernel
 from ..dynamics.cholesky import _ltdl_factor, _ltdl_inverse_congruence, _ltdl_solve
 from ..dynamics.crba import _crba_kernel
 from ..dynamics.energy import _energy_kernel
+from ..dynamics.friction import any_friction, implicit_friction
 from ..dynamics.rnea import _rnea_kernel
 from ..kinematics import _joint_jacobians_kernel
 from ..loops._kernels import FD, POSITION, VELOCITY
@@ -290,6 +291,19 @@ def timestep_kernel(buf, lbuf, q, v, tau, h, geo, mask, pair_mu, pair_e, lim_q, 
     v_free = np.empty(nv)
     for d in range(nv):
         v_free[d] = v[d] + h * a[d]
+    # the joints' Coulomb friction taken implicitly (``linkdyn.dynamics.friction``; a tree)
+    fric = unpack_joint_terms(mi, mf)[1]
+    if lbuf is None and any_friction(fric):
+        Mf, LDf = M, LD
+        if not factored:
+            Mf, LDf = np.empty((nv, nv)), np.empty((nv, nv))
+            _crba_kernel(mi, mf, ws, q[::1], Mf)
+            LDf[:] = Mf
+            st = _ltdl_factor(LDf, led[4])
+            if st != OK:
+                info[0] = st
+                return
+        implicit_friction(Mf, LDf, led[4], v, h, fric, v_free)
     led[0][:] = v_free
     g0 = np.empty(size)
     g1 = np.empty(size)

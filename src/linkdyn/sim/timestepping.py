@@ -13,6 +13,13 @@ in their own forms: each step of h solves for *impulses* P (contacts, limits) su
     q+ = q (+) h v+                          (semi-implicit Euler on the configuration manifold;
                                              free joints on R^3 x SO(3), below)
 
+The joints' Coulomb friction (MJCF ``frictionloss``) of a tree is in v_free implicitly: the impulse
+|P_d| <= h f_d that leaves v_free closest to the motion without it (``linkdyn.dynamics.friction``), so
+a joint whose load is below its friction stays at rest (taken explicitly it chattered, and the
+ledger's residual grew by h f^2 (M^-1)_dd / 2 a second); a closed chain and a geared model keep
+the torque -f sign(v) explicit.  It is solved before the impulses, not with them (a limit's
+impulse can set a joint held by friction creeping at O(h)).
+
 with the bound b of each unit at gap phi:
 
 * phi >= 0: b = -(phi + c) / h, a *speculative* contact: it may approach as far as the gap it
@@ -251,6 +258,22 @@ class TimeStepping:
         if self._free:
             _free_classical(self.model._mi, v, a)
         return a
+
+    def _v_free(self, q, v, tau, h):
+        """The free motion's velocity v + h a_free, the joints' Coulomb friction in it taken implicitly
+        for a tree (``linkdyn.dynamics.friction``: as the compiled step)."""
+        v_free = v + h * self._a_free(q, v, tau)
+        m = self.model
+        if m._full is None and not m.nloops and np.any(np.asarray(m.friction) > 0.0):
+            from ..dynamics.cholesky import _ltdl_factor
+            from ..dynamics.crba import crba
+            from ..dynamics.friction import implicit_friction
+            M = np.ascontiguousarray(crba(m, q))
+            LD = M.copy()
+            if _ltdl_factor(LD, self._led[4]) == OK:
+                implicit_friction(M, LD, self._led[4], np.ascontiguousarray(v, dtype=float), float(h),
+                                  np.ascontiguousarray(m.friction, dtype=float), v_free)
+        return v_free
 
     def _advance(self, q, v, h):
         """(q+, v+): q moved by v over h and v carried into the new frames of the free joints
@@ -564,7 +587,7 @@ class TimeStepping:
         an impact's loss (to within that, O(h^2) per step)."""
         T = self.data.kinetic_energy
         if v_free is None:
-            v_free = v + h * self._a_free(q, v, tau)
+            v_free = self._v_free(q, v, tau, h)
         return T(q, v1) - T(q, v_free) + min(T(q, v1 - v_free), T(q, v_free - v))
 
     def _event(self, q, v, v1, hit, touching, P, t, tau, h, loop_impulse=None):
@@ -572,7 +595,7 @@ class TimeStepping:
         impulses P (len(touching), 3), and the kinetic energy before and after them (from the
         free motion's velocity v + h a_free to v1: what the impulses took, without the work of
         gravity and the torques in the step)."""
-        v_free = v + h * self._a_free(q, v, tau)
+        v_free = self._v_free(q, v, tau, h)
         T = self.data.kinetic_energy
         return Event(t, "impact", ", ".join(hit), P.copy(), v1 - v_free,
                      T(q, v_free), T(q, v1),
@@ -585,8 +608,7 @@ class TimeStepping:
         model, cat, h, data = self.model, self.catalog, dt, self.data
         snapshot = (self.warm.copy(), dict(self.stats), self.work, self._gprev, self._geom_py, self._gfresh,
                     self._gaps, tuple(x.copy() for x in self._gs[:4]) if self._compiled else (), self._memo.copy())
-        a_free = self._a_free(q, v, tau)
-        v_free = v + h * a_free
+        v_free = self._v_free(q, v, tau, h)
         q_end = self._advance(q, v_free, h)[0]
         gaps = self._gaps[1] if self._gaps is not None and self._gaps[0] is q else cat.gaps(q)
         gaps_end = cat.gaps(q_end)

@@ -63,7 +63,8 @@ Mapping (the supported subset)
   ``armature`` -> ``armature``; ``damping`` -> ``damping`` (viscous, as MuJoCo's passive
   force); ``frictionloss`` -> linkdyn's Coulomb ``friction`` (``tau += friction * sign(v)``; MuJoCo
   treats it as a soft constraint that can also hold the joint at rest: the two agree while the
-  joint slides); ``joint_friction=False`` leaves damping and friction out; ``ref`` (see above);
+  joint slides, and linkdyn's time stepping takes it implicitly, so that it holds a tree's joint at rest
+  too: ``linkdyn.dynamics.friction``); ``joint_friction=False`` leaves damping and friction out; ``ref`` (see above);
   ``actuatorfrcrange`` -> ``effort_limit`` (the larger magnitude).  ``stiffness`` -> ``stiffness``
   and ``springref`` -> ``spring_ref`` (joint springs, as MuJoCo's passive force: the reference is
   ``springref`` for a hinge or slide, in the compiler's angle unit for a hinge, and the joint's
