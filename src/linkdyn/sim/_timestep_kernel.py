@@ -33,7 +33,7 @@ from ..dynamics.aba import _aba_kernel
 from ..dynamics.cholesky import _ltdl_factor, _ltdl_inverse_congruence, _ltdl_solve
 from ..dynamics.crba import _crba_kernel
 from ..dynamics.energy import _energy_kernel
-from ..dynamics.friction import any_friction, implicit_friction
+from ..dynamics._friction import any_friction, implicit_friction
 from ..dynamics.rnea import _rnea_kernel
 from ..kinematics import _joint_jacobians_kernel
 from ..loops._kernels import FD, POSITION, VELOCITY
@@ -291,7 +291,7 @@ def timestep_kernel(buf, lbuf, q, v, tau, h, geo, mask, pair_mu, pair_e, lim_q, 
     v_free = np.empty(nv)
     for d in range(nv):
         v_free[d] = v[d] + h * a[d]
-    # the joints' Coulomb friction taken implicitly (``linkdyn.dynamics.friction``; a tree)
+    # the joints' Coulomb friction taken implicitly (``linkdyn.dynamics._friction``; a tree)
     fric = unpack_joint_terms(mi, mf)[1]
     if lbuf is None and any_friction(fric):
         Mf, LDf = M, LD

@@ -14,7 +14,7 @@ in their own forms: each step of h solves for *impulses* P (contacts, limits) su
                                              free joints on R^3 x SO(3), below)
 
 The joints' Coulomb friction (MJCF ``frictionloss``) of a tree is in v_free implicitly: the impulse
-|P_d| <= h f_d that leaves v_free closest to the motion without it (``linkdyn.dynamics.friction``), so
+|P_d| <= h f_d that leaves v_free closest to the motion without it (``linkdyn.dynamics._friction``), so
 a joint whose load is below its friction stays at rest (taken explicitly it chattered, and the
 ledger's residual grew by h f^2 (M^-1)_dd / 2 a second); a closed chain and a geared model keep
 the torque -f sign(v) explicit.  It is solved before the impulses, not with them (a limit's
@@ -261,13 +261,13 @@ class TimeStepping:
 
     def _v_free(self, q, v, tau, h):
         """The free motion's velocity v + h a_free, the joints' Coulomb friction in it taken implicitly
-        for a tree (``linkdyn.dynamics.friction``: as the compiled step)."""
+        for a tree (``linkdyn.dynamics._friction``: as the compiled step)."""
         v_free = v + h * self._a_free(q, v, tau)
         m = self.model
         if m._full is None and not m.nloops and np.any(np.asarray(m.friction) > 0.0):
             from ..dynamics.cholesky import _ltdl_factor
             from ..dynamics.crba import crba
-            from ..dynamics.friction import implicit_friction
+            from ..dynamics._friction import implicit_friction
             M = np.ascontiguousarray(crba(m, q))
             LD = M.copy()
             if _ltdl_factor(LD, self._led[4]) == OK:

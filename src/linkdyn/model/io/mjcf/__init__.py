@@ -64,7 +64,7 @@ Mapping (the supported subset)
   force); ``frictionloss`` -> linkdyn's Coulomb ``friction`` (``tau += friction * sign(v)``; MuJoCo
   treats it as a soft constraint that can also hold the joint at rest: the two agree while the
   joint slides, and linkdyn's time stepping takes it implicitly, so that it holds a tree's joint at rest
-  too: ``linkdyn.dynamics.friction``); ``joint_friction=False`` leaves damping and friction out; ``ref`` (see above);
+  too: ``linkdyn.dynamics._friction``); ``joint_friction=False`` leaves damping and friction out; ``ref`` (see above);
   ``actuatorfrcrange`` -> ``effort_limit`` (the larger magnitude).  ``stiffness`` -> ``stiffness``
   and ``springref`` -> ``spring_ref`` (joint springs, as MuJoCo's passive force: the reference is
   ``springref`` for a hinge or slide, in the compiler's angle unit for a hinge, and the joint's
