@@ -332,6 +332,23 @@ class Model:
             # the same in one buffer (the fast path's)
             self._loop_packed = layout.pack_loops(self._loop_i, self._loop_f, self.dof_parent, self._loop_lw.size)
 
+    def _with_armature(self, armature: NDArray[np.float64]) -> Model:
+        """This model with another armature (its ``armature``'s length: a geared model's is its
+        full tree's), everything else the same (its own packed buffer and workspace): the time
+        step's mass matrix M + h D of implicit joint damping (``linkdyn.sim.timestepping``)."""
+        state = self.__getstate__()
+        if self._full is not None:
+            state["_full"] = self._full._with_armature(armature)
+            out = object.__new__(type(self))
+            out.__setstate__(state)
+            return out
+        mf = np.array(state["_mf"], dtype=float, copy=True)
+        layout.views(mf, layout.FLOAT_FIELDS, self.nbody, self.nv)["armature"][:] = armature
+        state["_mf"] = mf
+        out = object.__new__(type(self))
+        out.__setstate__(state)
+        return out
+
     # --- gear couplings (linkdyn.model.gears) ---------------------------------------------
     @property
     def full_model(self) -> Model:

@@ -763,7 +763,7 @@ def _bounds(Gv, gap, gend, vn, e, h, beta, v_bounce, k, rr):
 
 @njit(cache=True)
 def run_kernel(buf, lbuf, q, v, tau, h, nsteps, geo, mask, pair_mu, pair_e, lim_q, lim_v, lim_s, lim_b, bC, bI, ball_va,
-               prm, warm, gk, gs, limit, unit_mu, damping, friction, force, vn, gaps, acc, ev, rec, dof_parent):
+               prm, warm, gk, gs, limit, unit_mu, damping, friction, force, vn, gaps, acc, ev, rec, dof_parent, ebuf):
     """Up to nsteps ordinary steps of h with no Python between them (``TimeStepping.run``): a
     step is ordinary when the kernel took it (status 0), its answer meets LCP_TOL (prm[10]), no
     penetration or limit overshoot is left beyond PEN_PROJECT (prm[11]); the first step that is not
@@ -781,7 +781,8 @@ def run_kernel(buf, lbuf, q, v, tau, h, nsteps, geo, mask, pair_mu, pair_e, lim_
     chain its generalized impulse G^T lam, the units' forces, the geom contacts' forces and pairs,
     the steps taken in the call with it, the number of geom contacts); the call ends after the
     impact that fills them.  ``lbuf``: as ``timestep_kernel``'s (None: a tree); ``dof_parent``: the
-    model's (``timestep_kernel``'s ``led``).
+    model's (``timestep_kernel``'s ``led``); ``ebuf``: the model's own packed buffer, for the samples'
+    energies (``buf`` is the step's: its armature holds h D of implicit damping, ``TimeStepping._implicit``).
 
     ``rec`` records samples in the call (``Simulation``'s ``record_every``; ``_record_samples``):
     (ctl, S, Q, V, F, G, W, GO, GI, GX, P, E) with ctl = [every (0: none), the steps before the call
@@ -794,6 +795,7 @@ def run_kernel(buf, lbuf, q, v, tau, h, nsteps, geo, mask, pair_mu, pair_e, lim_
     energy.  A call ends before a step whose
     sample might not fit."""
     mi, mf, ws = unpack_packed(buf)
+    emi, emf, ews = unpack_packed(ebuf)
     nb, nq, nv = model_sizes(mi)
     jtype, vadr = mi[1], mi[3]
     free = np.zeros(nv, dtype=np.bool_)
@@ -924,7 +926,7 @@ def run_kernel(buf, lbuf, q, v, tau, h, nsteps, geo, mask, pair_mu, pair_e, lim_
         v[:] = v1
         if every > 0 and (ctl[1] + int(acc[0])) % every == 0:
             _record_sample(rec, int(acc[0]), q, v, force, gaps, acc[3] - acc[2], acc[1], con_i, con_f, gP, gforce,
-                           ng, h, mi, mf, ws, geo)
+                           ng, h, emi, emf, ews, geo)
         if impact and int(acc[16]) == EQ.shape[0]:
             return                          # the impacts' buffers are full
 

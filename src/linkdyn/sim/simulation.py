@@ -342,7 +342,9 @@ class Simulation:
             # (crba's kernel, not mass_matrix's, which compiles its two other methods too)
             M = crba(m, q0) if m._full is None else mass_matrix(m, q0)
             eps = 1e-6
-            K, D = np.zeros((nv, nv)), np.diag(np.asarray(m.damping, dtype=float)).copy()
+            # the joints' damping is implicit in the step where the time step has it (TimeStepping.damped)
+            implicit = getattr(self._uni, "damped", False)
+            K, D = np.zeros((nv, nv)), np.diag(np.asarray(m.damping, dtype=float) * (not implicit)).copy()
             ctrl = self.controller is not None
 
             def tau_c(q, v):

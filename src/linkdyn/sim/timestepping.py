@@ -20,6 +20,11 @@ ledger's residual grew by h f^2 (M^-1)_dd / 2 a second); a closed chain and a ge
 the torque -f sign(v) explicit.  It is solved before the impulses, not with them (a limit's
 impulse can set a joint held by friction creeping at O(h)).
 
+and, where the joints have viscous damping D, the damping implicit as in MuJoCo's Euler
+integrator: a_free and Z are those of M + h D with the damping torque taken at v, i.e.
+M (v+ - v) = h (tau - b - D v+) + G^T P (``TimeStepping._implicit``: stable at any damping; the
+step once refused dm_control's finger at its own 10 ms for a damping rate of 1500 1/s)
+
 with the bound b of each unit at gap phi:
 
 * phi >= 0: b = -(phi + c) / h, a *speculative* contact: it may approach as far as the gap it
@@ -175,6 +180,9 @@ class TimeStepping:
     def __init__(self, model, limits=True, contacts=True, integrator="euler", q=None):
         self.model = model
         self.data = prepare(model)                      # the prepared layer: no validation per call
+        #: joint damping enters the step implicitly (``_implicit``)
+        self.damped = bool(np.any(np.asarray(model.full_model.damping) > 0.0))
+        self._hmodel = (None, model, self.data)         # (h, model with armature + h D, its prepared layer)
         self.catalog = UnitCatalog(model, limits=limits, contacts=contacts, data=self.data)
         self.warm = np.zeros((self.catalog.size, 3))    # (P_n, P_t1, P_t2) of the last step, catalog order
         self.force = np.zeros((self.catalog.size, 3))   # forces of the last step, catalog order
@@ -251,10 +259,27 @@ class TimeStepping:
     def empty(self):
         return self.catalog.empty and self.geoms is None
 
+    def _implicit(self, h):
+        """(model, prepared layer) of the step of h: with joint damping D, the model whose
+        armature is the armature + h D.  Joint damping is integrated implicitly, as MuJoCo's Euler
+        integrator does: M (v+ - v) = h (tau - b(q, v) - D v+) + G^T lam, i.e. the step's mass
+        matrix is M + h D with the damping torque taken at v (b includes -D v), and the contact
+        impulses meet the same matrix.  Explicit damping needs h d / m < 2 per mode (dm_control's
+        finger: dt < 1.3 ms at its 10 ms); this step is stable at any damping, and the damping's
+        loss is D v+ . v+ h, as booked."""
+        if not self.damped:
+            return self.model, self.data
+        if self._hmodel[0] != h:
+            full = self.model.full_model               # a geared model: its tree's damping, M = G^T M_full G
+            m = self.model._with_armature(np.asarray(full.armature) + h * np.asarray(full.damping))
+            self._hmodel = (h, m, prepare(m))
+        return self._hmodel[1], self._hmodel[2]
+
     def _a_free(self, q, v, tau):
-        """q'' of the free motion, a free joint's linear part its origin's classical acceleration
-        (``linkdyn.sim._timestep_kernel.free_classical``: the step moves free joints on R^3 x SO(3))."""
-        a = self.data.accel(q, v, tau)
+        """q'' of the free motion (of the step's mass matrix: ``_implicit``), a free joint's linear
+        part its origin's classical acceleration (``linkdyn.sim._timestep_kernel.free_classical``:
+        the step moves free joints on R^3 x SO(3))."""
+        a = self._hmodel[2].accel(q, v, tau)
         if self._free:
             _free_classical(self.model._mi, v, a)
         return a
@@ -268,7 +293,7 @@ class TimeStepping:
             from ..dynamics.cholesky import _ltdl_factor
             from ..dynamics.crba import crba
             from ..dynamics._friction import implicit_friction
-            M = np.ascontiguousarray(crba(m, q))
+            M = np.ascontiguousarray(crba(self._hmodel[1], q))      # the step's matrix (M + h D with damping)
             LD = M.copy()
             if _ltdl_factor(LD, self._led[4]) == OK:
                 implicit_friction(M, LD, self._led[4], np.ascontiguousarray(v, dtype=float), float(h),
@@ -360,7 +385,7 @@ class TimeStepping:
         led = self._led
         ng = 0
         for attempt in range(2):
-            timestep_kernel(model._packed, self._lbuf, q, v, tau, float(h), self._geo, cat._mask, cat._pair_mu, cat._pair_e,
+            timestep_kernel(self._implicit(h)[0]._packed, self._lbuf, q, v, tau, float(h), self._geo, cat._mask, cat._pair_mu, cat._pair_e,
                             cat._lim_q, cat._lim_v, cat._lim_s, cat._lim_b, self._balls.C, self._balls.I,
                             cat._ball_va, self._prm, self.warm, self._gk, gs, extra, q1, v1, vm, self.force, vn, gaps1,
                             info, led)
@@ -462,10 +487,10 @@ class TimeStepping:
                                   np.empty(K, np.int64), np.empty(K, np.int64))
         if rec is None:
             rec = self.recorder(0, 0, 0)
-        run_kernel(model._packed, self._lbuf, q, v, tau, float(h), int(nsteps), self._geo,
+        run_kernel(self._implicit(h)[0]._packed, self._lbuf, q, v, tau, float(h), int(nsteps), self._geo,
                    cat._mask, cat._pair_mu, cat._pair_e, cat._lim_q, cat._lim_v, cat._lim_s, cat._lim_b, self._balls.C,
                    self._balls.I, cat._ball_va, prm, self.warm, self._gk, self._gs, limit, mu, damping, friction,
-                   self.force, vn, gaps, acc, ev, rec, self._led[4])
+                   self.force, vn, gaps, acc, ev, rec, self._led[4], model._packed)
         k = int(acc[0])
         self._h = h
         EQ, EV, EVM, EH, EP, EF, EG, EI, ES, EN = ev
@@ -584,8 +609,9 @@ class TimeStepping:
         scheme's own: a unit resting under gravity is stopped from falling by the g h the free
         motion gave it in the step, (g h)^2 / 2 per unit mass, which the free motion had put in.
         So the jump's energy is counted only beyond the free motion's own, |v_free - v|^2_M / 2:
-        an impact's loss (to within that, O(h^2) per step)."""
-        T = self.data.kinetic_energy
+        an impact's loss (to within that, O(h^2) per step).  T is the step's (``_implicit``: with
+        joint damping, of M + h D, whose impulse-driven loss h D dv . v the joints' loss books)."""
+        T = self._hmodel[2].kinetic_energy
         if v_free is None:
             v_free = self._v_free(q, v, tau, h)
         return T(q, v1) - T(q, v_free) + min(T(q, v1 - v_free), T(q, v_free - v))
@@ -606,6 +632,7 @@ class TimeStepping:
 
     def _step_python(self, q, v, tau, dt, t, extra=None):
         model, cat, h, data = self.model, self.catalog, dt, self.data
+        self._implicit(h)
         snapshot = (self.warm.copy(), dict(self.stats), self.work, self._gprev, self._geom_py, self._gfresh,
                     self._gaps, tuple(x.copy() for x in self._gs[:4]) if self._compiled else (), self._memo.copy())
         v_free = self._v_free(q, v, tau, h)
@@ -639,7 +666,7 @@ class TimeStepping:
             units = Units.concat(parts, model.nv)
             self._gaps_end = np.concatenate(ends)
             kinds, mus, normals, G, r, unit, slot, vn = self._problem(units, v_free, v, h)
-            resp = cd.Response(model, q)
+            resp = cd.Response(self._implicit(h)[0], q)
             ZF, MU = resp.apply(G.T, loops=True)
             A = G @ ZF
             lam = np.concatenate(warm)[unit, slot]
