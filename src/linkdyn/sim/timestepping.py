@@ -538,7 +538,7 @@ class TimeStepping:
                            + [self._geom_name(r, pairs) for r in np.flatnonzero(hit[size:size + ng])],
                            [cat.names[u] for u in on] + [self._geom_name(r, pairs) for r in gon],
                            np.concatenate([force[on], gforce[gon]]) * h, t, tau, h,
-                           cd.Response(self.model, q).apply(Pq, loops=True)[1].reshape(-1, 6)
+                           cd.Response(self._implicit(h)[0], q).apply(Pq, loops=True)[1].reshape(-1, 6)
                            if self.model.nloops and Pq is not None else None)
 
     def _geom_name(self, r, pairs=None):
@@ -735,7 +735,9 @@ class TimeStepping:
             self._geom_keep(gcon, P[kc:], h)
         q1, v1 = self._advance(q, v1, h)
         if model.nloops:
-            q1, v1 = project(model, q1, v1, data=data)
+            # in the step's metric (M + h D with damping, as the compiled step's project_loops)
+            mh, dh = self._implicit(h)
+            q1, v1 = project(mh, q1, v1, data=dh)
         gaps1 = cat.gaps(q1)
         missed = gaps1 < -PEN_PROJECT
         missed[cand] = False
