@@ -95,7 +95,7 @@ import numpy as np
 from ..contact import dynamics as cd
 from ..contact import lcp
 from ..contact.geom_rows import GeomCatalog, geom_pairs_to_detect, inert_overlaps
-from ..contact.rows import CONTACT, UnitCatalog, Units
+from ..contact.rows import CONTACT, UnitCatalog, Units, inert
 from ..loops.data import prepare
 from .._kernels.passes import OK
 from ..model.joints import FREE
@@ -303,9 +303,12 @@ class TimeStepping:
 
     def _problem(self, units, v_free, v, h):
         """The complementarity problem's data: kinds, mu, normal index, rows G (m, nv), the
-        bound-shifted r = G v_free - b, and per variable (unit, slot)."""
+        bound-shifted r = G v_free - b, and per variable (unit, slot).  An inert unit
+        (``contact.rows.inert``: no motion changes its gap) has a zero row, no friction rows and
+        r >= 0: it asks for nothing and gets no force (``_bounds`` of the compiled step)."""
         k = len(units)
-        fr = np.flatnonzero((units.kind == CONTACT) & (units.mu > 0))
+        still = inert(units.N)
+        fr = np.flatnonzero((units.kind == CONTACT) & (units.mu > 0) & ~still)
         nf = len(fr)
         m = k + 2 * nf
         kinds = np.empty(m, dtype=np.int64)
@@ -317,7 +320,7 @@ class TimeStepping:
         normals = np.empty(m, dtype=np.int64)
         normals[:k] = np.arange(k)
         normals[k:] = np.repeat(fr, 2)
-        G = np.concatenate([units.N, units.T[fr].reshape(2 * nf, units.N.shape[1])])
+        G = np.concatenate([np.where(still[:, None], 0.0, units.N), units.T[fr].reshape(2 * nf, units.N.shape[1])])
         vn = units.N @ v
         phi = units.gap
         r = G @ v_free
@@ -326,6 +329,7 @@ class TimeStepping:
         for u in np.flatnonzero((units.e > 0) & (vn < -V_BOUNCE) & (phi + h * vn <= 0.0)):
             b[u] = max(b[u], _restitution_bound(phi[u], vn[u], (r[u] - vn[u]) / h, units.e[u], h))
         r[:k] -= b
+        r[:k][still] = np.maximum(r[:k][still], 0.0)
         unit = np.concatenate([np.arange(k), np.repeat(fr, 2)])
         slot = np.concatenate([np.zeros(k, dtype=np.int64), np.tile([1, 2], nf)])
         return kinds, mus, normals, G, r, unit, slot, vn
@@ -671,6 +675,7 @@ class TimeStepping:
                 # penetrate, take the curvature of that motion and solve again (A is the same)
                 v1 = v_free + ZF @ lam
                 end = self._end_gaps(q, v1, h, cand, kc)
+                end[inert(units.N)] = np.nan         # an inert unit's gap is not the motion's to mend
                 if not end[np.isfinite(end)].min(initial=np.inf) < -RELINEARIZE_TOL:
                     break
                 self.stats["relinearized"] = self.stats.get("relinearized", 0) + 1
