@@ -216,7 +216,8 @@ def _geom_gaps_after(mi, mf, ws, q1, gk, cand_gap, R0, p0, con_i, con_f, ncg, ou
 def timestep_kernel(buf, lbuf, q, v, tau, h, geo, mask, pair_mu, pair_e, lim_q, lim_v, lim_s, lim_b, bC, bI, ball_va,
                     prm, warm, gk, gs, extra, q_out, v_out, v_mid, force, vn_out, gaps_out, info, led):
     """One step of h; ``prm`` = (CANDIDATE, BETA, V_BOUNCE, sweeps, tol, fallback sweeps,
-    relinearizations, their tolerance, the loops' closure tolerance, their Newton steps at most).  The catalog's units (point contacts, limits, ball
+    relinearizations, their tolerance, the loops' closure tolerance, their Newton steps at most,
+    PEN_PROJECT: deeper penetrations are held, not pushed out, ``_bounds``).  The catalog's units (point contacts, limits, ball
     cones) and the geom contacts (``gk``: the collider's buffers gi, gf, pairs, adj, cw, ci, the
     bodies' radii rho, the rows' maps qsrc, qscale, qoff, vsrc, vscale... see TimeStepping;
     no geoms: ngeom = 0); ``extra`` (size,) marks catalog units to take into the problem besides
@@ -246,6 +247,7 @@ def timestep_kernel(buf, lbuf, q, v, tau, h, geo, mask, pair_mu, pair_e, lim_q, 
     con_i, con_f, gP, gcount, gforce, gvn = gs
     cand_gap, beta, v_bounce, sweeps, tol = prm[0], prm[1], prm[2], int(prm[3]), prm[4]
     fallback_sweeps, relin, relin_tol = int(prm[5]), int(prm[6]), prm[7]
+    pen = prm[10]
     v0 = np.zeros(max(nv, 3))
     info[:] = 0.0
     info[4] = np.inf
@@ -506,7 +508,7 @@ def timestep_kernel(buf, lbuf, q, v, tau, h, geo, mask, pair_mu, pair_e, lim_q, 
             for d in range(nv):
                 s += G[i, d] * v_free[d]
             Gv[i] = s
-        _bounds(Gv, gap, gend, vn, e, h, beta, v_bounce, k, rr, still)
+        _bounds(Gv, gap, gend, vn, e, h, beta, pen, v_bounce, k, rr, still)
         # lam = 0 answers a problem whose every row is content without force (each normal's r at or
         # above 0: no unit closes within the step; the residual at lam = 0 is the solve's own test)
         # and whose warm start is zero: the solve would return it at once, and the check of its
@@ -589,7 +591,7 @@ def timestep_kernel(buf, lbuf, q, v, tau, h, geo, mask, pair_mu, pair_e, lim_q, 
                     if st < 0:
                         info[0] = -st
                         return
-                    _bounds(Gv, gap, gend, vn, e, h, beta, v_bounce, k, rr, still)
+                    _bounds(Gv, gap, gend, vn, e, h, beta, pen, v_bounce, k, rr, still)
             for it in range(1 + nrel):
                 res, fell = lcp._kept_solve(A, rr, kinds, mus, normals, lam, sweeps, tol, fallback_sweeps, gcount[1:])
                 info[3] = max(info[3], fell)
@@ -607,7 +609,7 @@ def timestep_kernel(buf, lbuf, q, v, tau, h, geo, mask, pair_mu, pair_e, lim_q, 
                     pose_out = 1 if ncg else 0      # the answer's motion, checked: its end is q_out
                     break
                 info[6] += 1
-                _bounds(Gv, gap, gend, vn, e, h, beta, v_bounce, k, rr, still)
+                _bounds(Gv, gap, gend, vn, e, h, beta, pen, v_bounce, k, rr, still)
             _impulse_velocity(Zt, lam, v_free, v1)
             if lbuf is not None:
                 Pq = led[2]                             # G^T lam: an event's loop impulses are its response
@@ -757,10 +759,11 @@ def restitution_bound(phi, vn, an, e, h):
 
 
 @njit(cache=True)
-def _bounds(Gv, gap, gend, vn, e, h, beta, v_bounce, k, rr, still):
+def _bounds(Gv, gap, gend, vn, e, h, beta, pen, v_bounce, k, rr, still):
     """r = G v_free - b with the bound b of each unit (module docstring of timestepping): the
-    speculative gap phi + c, a gentle push out of a penetration, Newton's restitution; r >= 0
-    for an inert unit (``still``: its row is zero, nothing can change its gap)."""
+    speculative gap phi + c, a gentle push out of a penetration down to ``pen`` (PEN_PROJECT),
+    a deeper one held (no deeper, no push-out: the projection's to mend), Newton's restitution;
+    r >= 0 for an inert unit (``still``: its row is zero, nothing can change its gap)."""
     for i in range(Gv.shape[0]):
         rr[i] = Gv[i]
     for r in range(k):
@@ -769,7 +772,7 @@ def _bounds(Gv, gap, gend, vn, e, h, beta, v_bounce, k, rr, still):
         if not np.isfinite(curv):
             curv = 0.0
         phi = gap[r]
-        b = -(phi + curv) / h if phi >= 0.0 else -(beta * phi + curv) / h
+        b = -(phi + curv) / h if phi >= 0.0 else -(beta * phi + curv) / h if phi >= -pen else -curv / h
         if e[r] > 0.0 and vn[r] < -v_bounce and phi + h * vn[r] <= 0.0:
             b = max(b, restitution_bound(phi, vn[r], (Gv[r] - vn[r]) / h, e[r], h))
         rr[r] -= b
@@ -781,8 +784,8 @@ def _bounds(Gv, gap, gend, vn, e, h, beta, v_bounce, k, rr, still):
 def run_kernel(buf, lbuf, q, v, tau, h, nsteps, geo, mask, pair_mu, pair_e, lim_q, lim_v, lim_s, lim_b, bC, bI, ball_va,
                prm, warm, gk, gs, limit, unit_mu, damping, friction, force, vn, gaps, acc, ev, rec, dof_parent):
     """Up to nsteps ordinary steps of h with no Python between them (``TimeStepping.run``): a
-    step is ordinary when the kernel took it (status 0), its answer meets LCP_TOL (prm[10]), no
-    penetration or limit overshoot is left beyond PEN_PROJECT (prm[11]); the first step that is not
+    step is ordinary when the kernel took it (status 0), its answer meets LCP_TOL (prm[11]), no
+    penetration or limit overshoot is left beyond PEN_PROJECT (prm[12]); the first step that is not
     is undone (its warm starts restored) and left to the caller's single step, which projects or
     raises.
     q, v advance in place.  acc accumulates what ``Simulation`` keeps per step: [steps taken,
@@ -817,7 +820,7 @@ def run_kernel(buf, lbuf, q, v, tau, h, nsteps, geo, mask, pair_mu, pair_e, lim_
         if jtype[i] == J.FREE:
             for d in range(vadr[i], vadr[i] + 6):
                 free[d] = True
-    fail_tol, pen, v_report = prm[10], prm[11], prm[12]
+    fail_tol, pen, v_report = prm[11], prm[12], prm[13]
     con_i, con_f, gP, gcount, gforce, gvn = gs
     size = force.shape[0]
     q1, v1, vm, vf = np.empty(nq), np.empty(nv), np.empty(nv), np.empty(nv)

@@ -33,7 +33,11 @@ with the bound b of each unit at gap phi:
   (GEOM_RELINEARIZE times at most; point contacts and geom contacts alike, not the limits: a
   narrow ball-joint cone's gap is too far from linear over a step);
 * phi < 0 (a penetration left over, e.g. at the start): b = -(BETA phi + c) / h, a gentle push
-  out; deeper than PEN_PROJECT it is projected out at once (``position_correction``);
+  out; deeper than PEN_PROJECT it is projected out at once (``position_correction``), and where
+  the projection cannot (overlaps a joint limit keeps, geoms of an initial state inside each
+  other), the step holds it, b = -c / h: no deeper, and no push-out by velocity, whose kinetic
+  energy would stay (Baumgarte's push-out of dm_control's robot_arm, its links 19 mm inside
+  each other at the start, spun a joint at 117 rad/s in the first step);
 * a unit that will touch within the step and approaches faster than
   ``linkdyn.sim.unilateral.V_BOUNCE`` gets Newton's restitution at the touch, not at the step's
   start: b = max(b, vn+) with vn+ the normal velocity whose end of the step has the rebound's
@@ -218,7 +222,7 @@ class TimeStepping:
                          cat._pair_p)
             self._balls = _model_balls(model)
             self._prm = np.array([CANDIDATE, BETA, V_BOUNCE, LCP_SWEEPS, LCP_TOL, FALLBACK_SWEEPS, GEOM_RELINEARIZE,
-                                  RELINEARIZE_TOL, CLOSURE_TOL, LOOP_NEWTON])
+                                  RELINEARIZE_TOL, CLOSURE_TOL, LOOP_NEWTON, PEN_PROJECT])
             self._gk, self._gs = _geom_buffers(self.geoms, model.nbody)
             #: the compiled single step's scratch: v_mid, vn, info, extra, hit (``_step_compiled``)
             size = cat.size
@@ -325,7 +329,8 @@ class TimeStepping:
         phi = units.gap
         r = G @ v_free
         curv = np.nan_to_num(self._gaps_end - phi - h * r[:k], posinf=0.0, neginf=0.0)
-        b = np.where(phi >= 0.0, -(phi + curv) / h, -((0.0 if self._hold else BETA) * phi + curv) / h)
+        beta = 0.0 if self._hold else BETA
+        b = np.where(phi >= 0.0, -(phi + curv) / h, np.where(phi >= -PEN_PROJECT, -(beta * phi + curv) / h, -curv / h))
         for u in np.flatnonzero((units.e > 0) & (vn < -V_BOUNCE) & (phi + h * vn <= 0.0)):
             b[u] = max(b[u], _restitution_bound(phi[u], vn[u], (r[u] - vn[u]) / h, units.e[u], h))
         r[:k] -= b
