@@ -233,6 +233,8 @@ class TimeStepping:
         self._memo = self._gs[3][1:] if self._compiled else np.zeros(2, dtype=np.int64)
         #: the Python step's problem holds its penetrations (no push-out: ``_step_python``)
         self._hold = False
+        #: the current step holds an overlap (``step``: stats["held"] counts such steps)
+        self._held_step = False
         #: lcp_residual: the largest residual of an applied answer; lcp_fallbacks: steps whose first
         #: solve missed LCP_TOL; last_residual: the last step's (0 without contact)
         self.stats = {"impacts": 0, "small_impacts": 0, "small_impact_energy": 0.0, "steps_in_contact": 0,
@@ -349,9 +351,16 @@ class TimeStepping:
         solver's tolerance, loops that the metric Newton steps do not close) is taken again by
         the Python step from the same state."""
         from .steps import joint_friction_power
+        # a step that starts deeper than PEN_PROJECT starts with what the projection could not
+        # remove: it holds it (``_problem``, ``_timestep_kernel._bounds``); counted in stats["held"]
+        gaps = self._gaps[1] if self._gaps is not None and self._gaps[0] is q else self.catalog.gaps(q)
+        gmin = self._geom_end[1] if self._geom_end[0] is q else self._geom_min(q)
+        self._held_step = min(gaps.min(initial=np.inf), gmin) < -PEN_PROJECT
         out = self._step_compiled(q, v, tau, dt, t) if self._compiled else None
         if out is None:
             out = self._step_python(q, v, tau, dt, t)
+        if self._held_step:
+            self.stats["held"] = self.stats.get("held", 0) + 1
         self.joint_loss += dt * joint_friction_power(self.model, out[1])     # first order, as the step
         return out
 
@@ -668,7 +677,7 @@ class TimeStepping:
                     # inside each other where a joint limit keeps them, as the projection left
                     # them): the step holds them, no deeper and no push-out, and goes on
                     self._hold = True
-                    self.stats["held"] = self.stats.get("held", 0) + 1
+                    self._held_step = True
                     kinds, mus, normals, G, r, unit, slot, vn = self._problem(units, v_free, v, h)
                     lam, res = self._solve(A, r, kinds, mus, normals, np.zeros_like(lam))
                 if not res <= FAIL_TOL:
