@@ -857,9 +857,11 @@ class TimeStepping:
         return total, deepest
 
     def overlaps(self, q, tol):
-        """[(name, gap)] of the units and geom contacts at q deeper than tol (m or rad)."""
+        """[(name, gap, inert)] of the units and geom contacts at q deeper than tol (m or rad);
+        ``inert``: no motion changes the gap (``contact.rows.inert``)."""
         units = self._touching(q, None, self.catalog.gaps(q), -tol)
-        return [(n, float(g)) for n, g in zip(units.name, units.gap) if g < -tol]
+        still = inert(units.N)
+        return [(n, float(g), bool(s)) for n, g, s in zip(units.name, units.gap, still) if g < -tol]
 
     def _project_out(self, q, gaps):
         """q with its penetrations projected out: Newton's steps of ``position_correction``, each
