@@ -418,8 +418,8 @@ class Simulation:
             self.q, self.v = uni.correct(self.q, self.v)
             self._work[1] += self._energy() - e0
             found = uni.overlaps(self.q, 1e-6) if hasattr(uni, "overlaps") else []
-            left = sorted(((n, g) for n, g, s in found if not s), key=lambda x: x[1])
-            still = sorted(((n, g) for n, g, s in found if s), key=lambda x: x[1])
+            still = sorted(uni.overlaps(self.q, 1e-6, inert_only=True), key=lambda x: x[1]) if found else []
+            left = sorted((x for x in found if x not in still), key=lambda x: x[1])
             if still:
                 import warnings
                 shown = ", ".join(f"{n} {-g * 1e3:.3g} mm" for n, g in still[:6])

@@ -856,12 +856,12 @@ class TimeStepping:
             total, deepest = total + float(d.sum()), max(deepest, float(d.max(initial=0.0)))
         return total, deepest
 
-    def overlaps(self, q, tol):
-        """[(name, gap, inert)] of the units and geom contacts at q deeper than tol (m or rad);
-        ``inert``: no motion changes the gap (``contact.rows.inert``)."""
+    def overlaps(self, q, tol, inert_only=False):
+        """[(name, gap)] of the units and geom contacts at q deeper than tol (m or rad); with
+        ``inert_only``, of those that are inert (``contact.rows.inert``: no motion changes the gap)."""
         units = self._touching(q, None, self.catalog.gaps(q), -tol)
-        still = inert(units.N)
-        return [(n, float(g), bool(s)) for n, g, s in zip(units.name, units.gap, still) if g < -tol]
+        still = inert(units.N) if inert_only else np.ones(len(units), dtype=bool)
+        return [(n, float(g)) for n, g, s in zip(units.name, units.gap, still) if g < -tol and s]
 
     def _project_out(self, q, gaps):
         """q with its penetrations projected out: Newton's steps of ``position_correction``, each
