@@ -104,18 +104,19 @@ def test_time_steppings_energy_ledger_residual_is_first_order_in_the_step():
 
 @pytest.mark.skipif(SUITE is None, reason="dm_control (its model files) is not installed")
 def test_a_limit_other_contacts_drive_a_joint_into_is_taken_into_the_step_not_projected():
-    """dm_control's humanoid collapsing from its default pose at dt = 10 ms: twice in 4 s the
-    ground's impulses drive joints into limits that were not candidates of the step; the step is
-    taken again with those limits in its problem, so no limit or contact is ever projected out and
-    no overshoot is left at any step.  (At 5 ms this happened twice in 2.3 s while the joints'
-    damping was explicit; with it implicit, once in 4 s.)"""
+    """dm_control's humanoid collapsing from its default pose at dt = 10 ms: the ground's impulses
+    drive joints into limits that were not candidates of the step; the step is taken again with
+    those limits in its problem, so no limit or contact is ever projected out and no overshoot is
+    left at any step.  (At 5 ms this happened at about 1.05 s and 2.1 s while the joints' damping
+    was explicit and the body's self-contacts had friction; they have condim 1, frictionless in
+    MuJoCo and now here, and the damping is implicit.)"""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         m, info = ld.load_mjcf(SUITE / "humanoid.xml", contacts=False, return_info=True)
         sim = ld.Simulation(m, info.q0, dt=1e-2, contact_method="timestep", record_every=20)
     sim.run(until=4.0, progress=False)
     stats, x = sim.contact_stats, sim.recording.extremes
-    assert stats.get("retaken", 0) >= 2
+    assert stats.get("retaken", 0) >= 1
     assert stats["projections"] == 0
     assert x["limit_violation"] <= 1e-5 and x["penetration"] <= 1e-5
     assert sim.checks().ok, str(sim.checks())

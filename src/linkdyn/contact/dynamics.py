@@ -34,7 +34,7 @@ import scipy.linalg
 from ..dynamics.aba import aba
 from ..dynamics.crba import crba
 from . import lcp
-from .rows import CONTACT
+from .rows import CONTACT, inert
 
 if TYPE_CHECKING:
     from numpy.typing import ArrayLike, NDArray
@@ -240,7 +240,9 @@ def position_correction(model: Model, q: ArrayLike, units: Units, response: Resp
     """dq (a velocity-space step, apply with ``linkdyn.integrate``) that brings every unit with
     phi < 0 back to phi >= 0 to first order, in the kinetic-energy metric and with the loops
     held to first order, pushing only: the LCP  0 <= lambda _|_ phi + N Z N^T lambda >= 0,
-    dq = Z N^T lambda, so units at phi >= 0 move only as far as the others need."""
+    dq = Z N^T lambda, so units at phi >= 0 move only as far as the others need.  Inert units
+    (``linkdyn.contact.rows.inert``: no motion changes their gap) are left out: their
+    penetration is no one's to project."""
     return _position_correction(model, q, units, response)[0]
 
 
@@ -249,7 +251,8 @@ def _position_correction(model, q, units, response=None):
     first-order problem has no answer (units that cannot all be pushed out at once, e.g. two geoms
     of neighbouring bodies overlapping where a joint limit holds them), and dq is then only the
     solver's best try: a caller checks what it does (``linkdyn.sim.timestepping``'s projection
-    takes a part of it only where the total overlap falls)."""
+    takes a part of it only where the total overlap falls).  Inert units are left out."""
+    units = units.subset(np.flatnonzero(~inert(units.N)))
     if not np.any(units.gap < 0):
         return np.zeros(model.nv), 0.0
     response = response or Response(model, q)

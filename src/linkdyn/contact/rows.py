@@ -19,6 +19,12 @@ Units:
   ZYX-spherical joint with a finite ``lower``/``upper`` (phi = q - lower or upper - q), and
   the swing cone and twist range of a ball joint (``Spherical(swing=..., twist=...)``; the
   swing-twist decomposition of Baerlocher and Boulic 2001, ``linkdyn.contact.swing_twist``).
+
+A unit whose normal row vanishes (``inert``: no motion the joints allow changes its gap to first
+order, e.g. a body on slide joints parallel to the plane it rests on, gymnasium's pusher object
+on its table) is no constraint on the motion: it can neither be pushed out nor pressed in, and
+carries no force (the joints hold the body along its normal).  The solvers leave it out; a
+penetration it has stays as it is.
 """
 from __future__ import annotations
 
@@ -38,6 +44,18 @@ if TYPE_CHECKING:
     from ..model.model import Model
 
 CONTACT, LIMIT = 0, 1
+#: a normal row whose every entry is at most this (m of gap per m or rad of a coordinate: a lever
+#: arm of 0.1 nm, a direction within 1e-10 rad of square to a slide axis) is ``inert``: far below
+#: any physical lever arm, far above the round-off (~1e-16 m) of an exact zero in rotated frames,
+#: whose push-out would ask for joint speeds of 1e15 and more
+INERT = 1e-10
+
+
+def inert(N: NDArray[np.float64]) -> NDArray[np.bool_]:
+    """(k,) the rows of N (k, nv) that no motion of the model moves (every entry <= INERT in
+    magnitude): units that are no constraint on the motion (module docstring)."""
+    N = np.asarray(N, dtype=float)
+    return np.abs(N).max(axis=1, initial=0.0) <= INERT if N.ndim == 2 else np.zeros(0, dtype=bool)
 #: joint kinds whose coordinates are their velocities' integrals (q_k' = v_k): a coordinate
 #: limit is then a row e_k
 _COORD_KINDS = {J.REVOLUTE: (0,), J.PRISMATIC: (0,), J.CYLINDRICAL: (0, 1), J.UNIVERSAL: (0, 1),

@@ -671,7 +671,8 @@ class ModelBuilder:
         geoms takes the larger of each (MuJoCo's rule).  ``contype``/``conaffinity`` are MuJoCo's
         filter bits (two geoms may touch when ``contype_a & conaffinity_b`` or
         ``contype_b & conaffinity_a`` is non-zero), ``condim`` the contact's dimension (1, 3, 4
-        or 6), ``group`` a free label, ``priority`` MuJoCo's: a pair of geoms of different
+        or 6; a pair's is the higher priority's, else the larger of the two, and a pair of condim 1
+        is frictionless, as in MuJoCo; 4 and 6 get sliding friction only), ``group`` a free label, ``priority`` MuJoCo's: a pair of geoms of different
         priorities takes the higher one's friction instead of the larger.  ``margin`` (m, >= 0) is
         MuJoCo's: a skin around the geom; a pair's contact holds the two surfaces apart at the sum of
         their margins (MuJoCo's ``includemargin``) instead of touching.  Geoms on bodies merged over

@@ -25,7 +25,8 @@ The frozen arrays (``ngeom`` geoms, ``npair`` candidate pairs), named as MuJoCo'
     geom_restitution (ngeom,)       Newton's coefficient; a pair uses the larger
     geom_contype     (ngeom,)       filter bits (MuJoCo's contype / conaffinity)
     geom_conaffinity (ngeom,)
-    geom_condim      (ngeom,)       1 (frictionless), 3 (sliding friction), 4, 6 (torsional, rolling)
+    geom_condim      (ngeom,)       1 (frictionless), 3 (sliding friction), 4, 6 (torsional, rolling);
+                                    a pair's is the higher priority's, else the larger (MuJoCo)
     geom_group       (ngeom,)       a free label (visibility groups, as MuJoCo's)
     geom_priority    (ngeom,)       MuJoCo's priority: a pair of different priorities takes the
                                     higher one's friction (equal: the larger friction)
@@ -39,7 +40,8 @@ The frozen arrays (``ngeom`` geoms, ``npair`` candidate pairs), named as MuJoCo'
     geom_pairs       (npair, 2)     candidate pairs (g1 < g2): those that pass the contact filter and
                                     the explicit pairs, ascending
     geom_pair_friction (npair,)     the pair's Coulomb coefficient where it is not the larger of the
-                                    two geoms' (an explicit pair's own, the higher priority's), else -1
+                                    two geoms' (an explicit pair's own, the higher priority's, 0 for a
+                                    pair of condim 1), else -1
     geom_exclude     (nexclude, 2)  body pairs excluded by ModelBuilder.exclude (model bodies)
     geom_explicit    (nexplicit, 2) the explicit pairs of ModelBuilder.add_pair (g1 < g2) ...
     geom_explicit_friction (nexplicit,)  ... and their friction (-1: none given)
@@ -262,17 +264,26 @@ def explicit_pairs(pairs, ngeom, what="add_pair"):
     return (np.array(keys, dtype=np.int64).reshape(-1, 2), np.array([last[k] for k in keys], dtype=float))
 
 
-def pair_friction(pairs, friction, priority, explicit, explicit_friction) -> np.ndarray:
+def pair_friction(pairs, friction, priority, explicit, explicit_friction, condim=None) -> np.ndarray:
     """(npair,) each candidate pair's Coulomb coefficient where it is not the larger of the two
     geoms' (-1 there): an explicit pair's own; for two geoms of different ``priority``, the
-    higher one's (MuJoCo's mixing rule)."""
+    higher one's (MuJoCo's mixing rule); 0 where the pair's ``condim`` is 1, frictionless (MuJoCo's
+    rule for the pair's dimension: the higher priority's, else the larger of the two; an explicit
+    pair keeps its own coefficient, ``ModelBuilder.add_pair``)."""
     own = {(int(a), int(b)): float(f) for (a, b), f in zip(explicit, explicit_friction) if f >= 0}
     out = np.full(len(pairs), -1.0)
     for k, (a, b) in enumerate(pairs):
         a, b = int(a), int(b)
         if (a, b) in own:
             out[k] = own[(a, b)]
-        elif priority[a] != priority[b]:
+            continue
+        if condim is not None:
+            cd = (condim[a] if priority[a] > priority[b] else condim[b]) if priority[a] != priority[b] \
+                else max(condim[a], condim[b])
+            if cd == 1:
+                out[k] = 0.0
+                continue
+        if priority[a] != priority[b]:
             mu = friction[a] if priority[a] > priority[b] else friction[b]
             if mu != max(friction[a], friction[b]):
                 out[k] = mu
@@ -317,7 +328,7 @@ def freeze(geoms, exclude, parent, pairs=()) -> dict:
                                         out["geom_conaffinity"], parent, out["geom_exclude"].tolist(),
                                         expl.tolist())
     out["geom_pair_friction"] = pair_friction(out["geom_pairs"], out["geom_friction"], out["geom_priority"],
-                                              expl, expl_mu)
+                                              expl, expl_mu, out["geom_condim"])
     for k, v in out.items():
         if isinstance(v, np.ndarray):
             _ro(v)

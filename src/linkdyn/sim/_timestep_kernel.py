@@ -27,7 +27,7 @@ from .._kernels.passes import OK, POS, check_inputs, check_q, kinematics_pass
 from ..contact import lcp
 from ..contact._geom_kernels import geom_rows_kernel
 from ..contact.collision._pipeline import collide_at_kinematics, collide_pairs_kernel
-from ..contact.rows import _contact_gaps, _contact_points, _contact_rows
+from ..contact.rows import INERT, _contact_gaps, _contact_points, _contact_rows
 from ..contact.swing_twist import _model_kernel as _ball_kernel
 from ..dynamics.aba import _aba_kernel
 from ..dynamics.cholesky import _ltdl_factor, _ltdl_inverse_congruence, _ltdl_solve
@@ -216,7 +216,8 @@ def _geom_gaps_after(mi, mf, ws, q1, gk, cand_gap, R0, p0, con_i, con_f, ncg, ou
 def timestep_kernel(buf, lbuf, q, v, tau, h, geo, mask, pair_mu, pair_e, lim_q, lim_v, lim_s, lim_b, bC, bI, ball_va,
                     prm, warm, gk, gs, extra, q_out, v_out, v_mid, force, vn_out, gaps_out, info, led):
     """One step of h; ``prm`` = (CANDIDATE, BETA, V_BOUNCE, sweeps, tol, fallback sweeps,
-    relinearizations, their tolerance, the loops' closure tolerance, their Newton steps at most).  The catalog's units (point contacts, limits, ball
+    relinearizations, their tolerance, the loops' closure tolerance, their Newton steps at most,
+    PEN_PROJECT: deeper penetrations are held, not pushed out, ``_bounds``).  The catalog's units (point contacts, limits, ball
     cones) and the geom contacts (``gk``: the collider's buffers gi, gf, pairs, adj, cw, ci, the
     bodies' radii rho, the rows' maps qsrc, qscale, qoff, vsrc, vscale... see TimeStepping;
     no geoms: ngeom = 0); ``extra`` (size,) marks catalog units to take into the problem besides
@@ -246,6 +247,7 @@ def timestep_kernel(buf, lbuf, q, v, tau, h, geo, mask, pair_mu, pair_e, lim_q, 
     con_i, con_f, gP, gcount, gforce, gvn = gs
     cand_gap, beta, v_bounce, sweeps, tol = prm[0], prm[1], prm[2], int(prm[3]), prm[4]
     fallback_sweeps, relin, relin_tol = int(prm[5]), int(prm[6]), prm[7]
+    pen = prm[10]
     v0 = np.zeros(max(nv, 3))
     info[:] = 0.0
     info[4] = np.inf
@@ -454,6 +456,18 @@ def timestep_kernel(buf, lbuf, q, v, tau, h, geo, mask, pair_mu, pair_e, lim_q, 
                     for t in range(2):
                         Pw[kc + r, 1 + t] = (frame[r, 0, t] * gP[j[r], 1] + frame[r, 1, t] * gP[j[r], 2]
                                              + frame[r, 2, t] * gP[j[r], 3])
+        # inert units (``contact.rows.inert``: no motion changes their gap): a zero row, no
+        # friction rows, and r >= 0 (``_bounds``): they ask for nothing and get no force
+        still = np.zeros(k, dtype=np.bool_)
+        for r in range(k):
+            big = 0.0
+            for d in range(nv):
+                big = max(big, abs(N[r, d]))
+            if big <= INERT:
+                still[r] = True
+                mu[r] = 0.0
+                for d in range(nv):
+                    N[r, d] = 0.0
         # the problem: normals first, then the friction pairs of contacts with mu > 0
         nf = 0
         for r in range(k):
@@ -494,7 +508,7 @@ def timestep_kernel(buf, lbuf, q, v, tau, h, geo, mask, pair_mu, pair_e, lim_q, 
             for d in range(nv):
                 s += G[i, d] * v_free[d]
             Gv[i] = s
-        _bounds(Gv, gap, gend, vn, e, h, beta, v_bounce, k, rr)
+        _bounds(Gv, gap, gend, vn, e, h, beta, pen, v_bounce, k, rr, still)
         # lam = 0 answers a problem whose every row is content without force (each normal's r at or
         # above 0: no unit closes within the step; the residual at lam = 0 is the solve's own test)
         # and whose warm start is zero: the solve would return it at once, and the check of its
@@ -509,9 +523,9 @@ def timestep_kernel(buf, lbuf, q, v, tau, h, geo, mask, pair_mu, pair_e, lim_q, 
                 quiet = quiet and Pw[r, s] == 0.0
         if quiet and relin:
             for r in range(kc):
-                quiet = quiet and not (cand[r] < ncp and g1[cand[r]] < -relin_tol)
+                quiet = quiet and not (cand[r] < ncp and g1[cand[r]] < -relin_tol and not still[r])
             for r in range(ncg):
-                quiet = quiet and not (gexact[r] and gend[kc + r] < -relin_tol)
+                quiet = quiet and not (gexact[r] and gend[kc + r] < -relin_tol and not still[kc + r])
         lam = np.zeros(m)
         if quiet:
             gcount[1] = gcount[2] = 0                # the memo of lcp._kept_solve, as its answer at round-off
@@ -573,11 +587,11 @@ def timestep_kernel(buf, lbuf, q, v, tau, h, geo, mask, pair_mu, pair_e, lim_q, 
                 if anywarm:
                     st = _linearize_at(mi, mf, ws, q, v_free, h, lam, Zt, N, geo, lim_q, lim_s, lim_b, bC, bI, v0, ncp, gk,
                                        cand_gap, R0, p0, ci_now, cf_now, ncg, cand, kc, size, gend, v1, np.bool_(True),
-                                       relin_tol, Ra, pa)
+                                       relin_tol, Ra, pa, still)
                     if st < 0:
                         info[0] = -st
                         return
-                    _bounds(Gv, gap, gend, vn, e, h, beta, v_bounce, k, rr)
+                    _bounds(Gv, gap, gend, vn, e, h, beta, pen, v_bounce, k, rr, still)
             for it in range(1 + nrel):
                 res, fell = lcp._kept_solve(A, rr, kinds, mus, normals, lam, sweeps, tol, fallback_sweeps, gcount[1:])
                 info[3] = max(info[3], fell)
@@ -587,7 +601,7 @@ def timestep_kernel(buf, lbuf, q, v, tau, h, geo, mask, pair_mu, pair_e, lim_q, 
                 # penetrate, take the curvature of that motion and solve again (A is the same)
                 st = _linearize_at(mi, mf, ws, q, v_free, h, lam, Zt, N, geo, lim_q, lim_s, lim_b, bC, bI, v0, ncp, gk,
                                    cand_gap, R0, p0, ci_now, cf_now, ncg, cand, kc, size, gend, v1, np.bool_(False),
-                                   relin_tol, Ra, pa)
+                                   relin_tol, Ra, pa, still)
                 if st < 0:
                     info[0] = -st
                     return
@@ -595,7 +609,7 @@ def timestep_kernel(buf, lbuf, q, v, tau, h, geo, mask, pair_mu, pair_e, lim_q, 
                     pose_out = 1 if ncg else 0      # the answer's motion, checked: its end is q_out
                     break
                 info[6] += 1
-                _bounds(Gv, gap, gend, vn, e, h, beta, v_bounce, k, rr)
+                _bounds(Gv, gap, gend, vn, e, h, beta, pen, v_bounce, k, rr, still)
             _impulse_velocity(Zt, lam, v_free, v1)
             if lbuf is not None:
                 Pq = led[2]                             # G^T lam: an event's loop impulses are its response
@@ -682,14 +696,15 @@ def _impulse_velocity(Zt, lam, v_free, v1):
 
 @njit(cache=True)
 def _linearize_at(mi, mf, ws, q, v_free, h, lam, Zt, N, geo, lim_q, lim_s, lim_b, bC, bI, v0, ncp, gk, cand_gap,
-                  R0, p0, ci_now, cf_now, ncg, cand, kc, size, gend, v1, always, relin_tol, Ra, pa):
+                  R0, p0, ci_now, cf_now, ncg, cand, kc, size, gend, v1, always, relin_tol, Ra, pa, still):
     """The gaps at the end of the motion the impulses lam give, v1 = v_free + M^-1 G^T lam
     (Zt = rows of M^-1 G^T, ``_impulse_velocity``), taken as the problem's curvature: gend = gap at that end + h N (v_free - v1)
     (the bound of ``_bounds`` then reproduces that end's gap for the motion v1).  ``always``:
     take it; else only where that motion would end below -relin_tol somewhere (both calls pass
     ``always`` as np.bool_ and relin_tol as a float: one compiled signature, not one per literal).  Returns 1 if
     gend changed, 0 if not, -status on a bad configuration.  Ra, pa: the bodies' poses at that end
-    (out; only where there are geom contacts, ncg > 0)."""
+    (out; only where there are geom contacts, ncg > 0).  ``still``: the inert units, whose gap no
+    motion mends (their end is not looked at)."""
     nq, nv = q.shape[0], v_free.shape[0]
     k = N.shape[0]
     _impulse_velocity(Zt, lam, v_free, v1)
@@ -714,7 +729,7 @@ def _linearize_at(mi, mf, ws, q, v_free, h, lam, Zt, N, geo, lim_q, lim_s, lim_b
     if not always:
         low = np.inf
         for r in range(k):
-            if end[r] < low:
+            if end[r] < low and not still[r]:
                 low = end[r]
         if not low < -relin_tol:
             return 0
@@ -744,9 +759,11 @@ def restitution_bound(phi, vn, an, e, h):
 
 
 @njit(cache=True)
-def _bounds(Gv, gap, gend, vn, e, h, beta, v_bounce, k, rr):
+def _bounds(Gv, gap, gend, vn, e, h, beta, pen, v_bounce, k, rr, still):
     """r = G v_free - b with the bound b of each unit (module docstring of timestepping): the
-    speculative gap phi + c, a gentle push out of a penetration, Newton's restitution."""
+    speculative gap phi + c, a gentle push out of a penetration down to ``pen`` (PEN_PROJECT),
+    a deeper one held (no deeper, no push-out: the projection's to mend), Newton's restitution;
+    r >= 0 for an inert unit (``still``: its row is zero, nothing can change its gap)."""
     for i in range(Gv.shape[0]):
         rr[i] = Gv[i]
     for r in range(k):
@@ -755,18 +772,20 @@ def _bounds(Gv, gap, gend, vn, e, h, beta, v_bounce, k, rr):
         if not np.isfinite(curv):
             curv = 0.0
         phi = gap[r]
-        b = -(phi + curv) / h if phi >= 0.0 else -(beta * phi + curv) / h
+        b = -(phi + curv) / h if phi >= 0.0 else -(beta * phi + curv) / h if phi >= -pen else -curv / h
         if e[r] > 0.0 and vn[r] < -v_bounce and phi + h * vn[r] <= 0.0:
             b = max(b, restitution_bound(phi, vn[r], (Gv[r] - vn[r]) / h, e[r], h))
         rr[r] -= b
+        if still[r] and rr[r] < 0.0:
+            rr[r] = 0.0
 
 
 @njit(cache=True)
 def run_kernel(buf, lbuf, q, v, tau, h, nsteps, geo, mask, pair_mu, pair_e, lim_q, lim_v, lim_s, lim_b, bC, bI, ball_va,
                prm, warm, gk, gs, limit, unit_mu, damping, friction, force, vn, gaps, acc, ev, rec, dof_parent, ebuf):
     """Up to nsteps ordinary steps of h with no Python between them (``TimeStepping.run``): a
-    step is ordinary when the kernel took it (status 0), its answer meets LCP_TOL (prm[10]), no
-    penetration or limit overshoot is left beyond PEN_PROJECT (prm[11]); the first step that is not
+    step is ordinary when the kernel took it (status 0), its answer meets LCP_TOL (prm[11]), no
+    penetration or limit overshoot is left beyond PEN_PROJECT (prm[12]); the first step that is not
     is undone (its warm starts restored) and left to the caller's single step, which projects or
     raises.
     q, v advance in place.  acc accumulates what ``Simulation`` keeps per step: [steps taken,
@@ -803,7 +822,7 @@ def run_kernel(buf, lbuf, q, v, tau, h, nsteps, geo, mask, pair_mu, pair_e, lim_
         if jtype[i] == J.FREE:
             for d in range(vadr[i], vadr[i] + 6):
                 free[d] = True
-    fail_tol, pen, v_report = prm[10], prm[11], prm[12]
+    fail_tol, pen, v_report = prm[11], prm[12], prm[13]
     con_i, con_f, gP, gcount, gforce, gvn = gs
     size = force.shape[0]
     q1, v1, vm, vf = np.empty(nq), np.empty(nv), np.empty(nv), np.empty(nv)

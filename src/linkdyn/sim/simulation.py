@@ -419,10 +419,18 @@ class Simulation:
             e0 = self._energy()
             self.q, self.v = uni.correct(self.q, self.v)
             self._work[1] += self._energy() - e0
-            left = uni.overlaps(self.q, 1e-6) if hasattr(uni, "overlaps") else []
+            found = uni.overlaps(self.q, 1e-6) if hasattr(uni, "overlaps") else []
+            still = sorted(uni.overlaps(self.q, 1e-6, inert_only=True), key=lambda x: x[1]) if found else []
+            left = sorted((x for x in found if x not in still), key=lambda x: x[1])
+            if still:
+                import warnings
+                shown = ", ".join(f"{n} {-g * 1e3:.3g} mm" for n, g in still[:6])
+                warnings.warn(f"{len(still)} overlap(s) of the initial state that no joint can move along its normal "
+                              f"({shown}{', ...' if len(still) > 6 else ''}): inert contacts (linkdyn.contact.rows.inert), "
+                              "no force and no push-out, and checks() reports them (e.g. a body on slide joints parallel "
+                              "to a plane it rests on within the geoms' margins)", stacklevel=3)
             if left:
                 import warnings
-                left.sort(key=lambda x: x[1])
                 shown = ", ".join(f"{n} {-g * 1e3:.3g} mm" for n, g in left[:6])
                 warnings.warn(f"{len(left)} overlap(s) of the initial state cannot be projected out within the joints' "
                               f"limits ({shown}{', ...' if len(left) > 6 else ''}): the time step holds them (no deeper, "

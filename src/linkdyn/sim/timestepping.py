@@ -38,7 +38,11 @@ with the bound b of each unit at gap phi:
   (GEOM_RELINEARIZE times at most; point contacts and geom contacts alike, not the limits: a
   narrow ball-joint cone's gap is too far from linear over a step);
 * phi < 0 (a penetration left over, e.g. at the start): b = -(BETA phi + c) / h, a gentle push
-  out; deeper than PEN_PROJECT it is projected out at once (``position_correction``);
+  out; deeper than PEN_PROJECT it is projected out at once (``position_correction``), and where
+  the projection cannot (overlaps a joint limit keeps, geoms of an initial state inside each
+  other), the step holds it, b = -c / h: no deeper, and no push-out by velocity, whose kinetic
+  energy would stay (Baumgarte's push-out of dm_control's robot_arm, its links 19 mm inside
+  each other at the start, spun a joint at 117 rad/s in the first step);
 * a unit that will touch within the step and approaches faster than
   ``linkdyn.sim.unilateral.V_BOUNCE`` gets Newton's restitution at the touch, not at the step's
   start: b = max(b, vn+) with vn+ the normal velocity whose end of the step has the rebound's
@@ -100,7 +104,7 @@ import numpy as np
 from ..contact import dynamics as cd
 from ..contact import lcp
 from ..contact.geom_rows import GeomCatalog, geom_pairs_to_detect, inert_overlaps
-from ..contact.rows import CONTACT, UnitCatalog, Units
+from ..contact.rows import CONTACT, UnitCatalog, Units, inert
 from ..loops.data import prepare
 from .._kernels.passes import OK
 from ..model.joints import FREE
@@ -226,7 +230,7 @@ class TimeStepping:
                          cat._pair_p)
             self._balls = _model_balls(model)
             self._prm = np.array([CANDIDATE, BETA, V_BOUNCE, LCP_SWEEPS, LCP_TOL, FALLBACK_SWEEPS, GEOM_RELINEARIZE,
-                                  RELINEARIZE_TOL, CLOSURE_TOL, LOOP_NEWTON])
+                                  RELINEARIZE_TOL, CLOSURE_TOL, LOOP_NEWTON, PEN_PROJECT])
             self._gk, self._gs = _geom_buffers(self.geoms, model.nbody)
             #: the compiled single step's scratch: v_mid, vn, info, extra, hit (``_step_compiled``)
             size = cat.size
@@ -237,6 +241,8 @@ class TimeStepping:
         self._memo = self._gs[3][1:] if self._compiled else np.zeros(2, dtype=np.int64)
         #: the Python step's problem holds its penetrations (no push-out: ``_step_python``)
         self._hold = False
+        #: the current step holds an overlap (``step``: stats["held"] counts such steps)
+        self._held_step = False
         #: lcp_residual: the largest residual of an applied answer; lcp_fallbacks: steps whose first
         #: solve missed LCP_TOL; last_residual: the last step's (0 without contact)
         self.stats = {"impacts": 0, "small_impacts": 0, "small_impact_energy": 0.0, "steps_in_contact": 0,
@@ -328,9 +334,12 @@ class TimeStepping:
 
     def _problem(self, units, v_free, v, h):
         """The complementarity problem's data: kinds, mu, normal index, rows G (m, nv), the
-        bound-shifted r = G v_free - b, and per variable (unit, slot)."""
+        bound-shifted r = G v_free - b, and per variable (unit, slot).  An inert unit
+        (``contact.rows.inert``: no motion changes its gap) has a zero row, no friction rows and
+        r >= 0: it asks for nothing and gets no force (``_bounds`` of the compiled step)."""
         k = len(units)
-        fr = np.flatnonzero((units.kind == CONTACT) & (units.mu > 0))
+        still = inert(units.N)
+        fr = np.flatnonzero((units.kind == CONTACT) & (units.mu > 0) & ~still)
         nf = len(fr)
         m = k + 2 * nf
         kinds = np.empty(m, dtype=np.int64)
@@ -342,15 +351,17 @@ class TimeStepping:
         normals = np.empty(m, dtype=np.int64)
         normals[:k] = np.arange(k)
         normals[k:] = np.repeat(fr, 2)
-        G = np.concatenate([units.N, units.T[fr].reshape(2 * nf, units.N.shape[1])])
+        G = np.concatenate([np.where(still[:, None], 0.0, units.N), units.T[fr].reshape(2 * nf, units.N.shape[1])])
         vn = units.N @ v
         phi = units.gap
         r = G @ v_free
         curv = np.nan_to_num(self._gaps_end - phi - h * r[:k], posinf=0.0, neginf=0.0)
-        b = np.where(phi >= 0.0, -(phi + curv) / h, -((0.0 if self._hold else BETA) * phi + curv) / h)
+        beta = 0.0 if self._hold else BETA
+        b = np.where(phi >= 0.0, -(phi + curv) / h, np.where(phi >= -PEN_PROJECT, -(beta * phi + curv) / h, -curv / h))
         for u in np.flatnonzero((units.e > 0) & (vn < -V_BOUNCE) & (phi + h * vn <= 0.0)):
             b[u] = max(b[u], _restitution_bound(phi[u], vn[u], (r[u] - vn[u]) / h, units.e[u], h))
         r[:k] -= b
+        r[:k][still] = np.maximum(r[:k][still], 0.0)
         unit = np.concatenate([np.arange(k), np.repeat(fr, 2)])
         slot = np.concatenate([np.zeros(k, dtype=np.int64), np.tile([1, 2], nf)])
         return kinds, mus, normals, G, r, unit, slot, vn
@@ -365,9 +376,16 @@ class TimeStepping:
         solver's tolerance, loops that the metric Newton steps do not close) is taken again by
         the Python step from the same state."""
         from .steps import joint_friction_power
+        # a step that starts deeper than PEN_PROJECT starts with what the projection could not
+        # remove: it holds it (``_problem``, ``_timestep_kernel._bounds``); counted in stats["held"]
+        gaps = self._gaps[1] if self._gaps is not None and self._gaps[0] is q else self.catalog.gaps(q)
+        gmin = self._geom_end[1] if self._geom_end[0] is q else self._geom_min(q)
+        self._held_step = min(gaps.min(initial=np.inf), gmin) < -PEN_PROJECT
         out = self._step_compiled(q, v, tau, dt, t) if self._compiled else None
         if out is None:
             out = self._step_python(q, v, tau, dt, t)
+        if self._held_step:
+            self.stats["held"] = self.stats.get("held", 0) + 1
         self.joint_loss += dt * joint_friction_power(self.model, out[1])     # first order, as the step
         return out
 
@@ -686,7 +704,7 @@ class TimeStepping:
                     # inside each other where a joint limit keeps them, as the projection left
                     # them): the step holds them, no deeper and no push-out, and goes on
                     self._hold = True
-                    self.stats["held"] = self.stats.get("held", 0) + 1
+                    self._held_step = True
                     kinds, mus, normals, G, r, unit, slot, vn = self._problem(units, v_free, v, h)
                     lam, res = self._solve(A, r, kinds, mus, normals, np.zeros_like(lam))
                 if not res <= FAIL_TOL:
@@ -698,6 +716,7 @@ class TimeStepping:
                 # penetrate, take the curvature of that motion and solve again (A is the same)
                 v1 = v_free + ZF @ lam
                 end = self._end_gaps(q, v1, h, cand, kc)
+                end[inert(units.N)] = np.nan         # an inert unit's gap is not the motion's to mend
                 if not end[np.isfinite(end)].min(initial=np.inf) < -RELINEARIZE_TOL:
                     break
                 self.stats["relinearized"] = self.stats.get("relinearized", 0) + 1
@@ -866,10 +885,12 @@ class TimeStepping:
             total, deepest = total + float(d.sum()), max(deepest, float(d.max(initial=0.0)))
         return total, deepest
 
-    def overlaps(self, q, tol):
-        """[(name, gap)] of the units and geom contacts at q deeper than tol (m or rad)."""
+    def overlaps(self, q, tol, inert_only=False):
+        """[(name, gap)] of the units and geom contacts at q deeper than tol (m or rad); with
+        ``inert_only``, of those that are inert (``contact.rows.inert``: no motion changes the gap)."""
         units = self._touching(q, None, self.catalog.gaps(q), -tol)
-        return [(n, float(g)) for n, g in zip(units.name, units.gap) if g < -tol]
+        still = inert(units.N) if inert_only else np.ones(len(units), dtype=bool)
+        return [(n, float(g)) for n, g, s in zip(units.name, units.gap, still) if g < -tol and s]
 
     def _project_out(self, q, gaps):
         """q with its penetrations projected out: Newton's steps of ``position_correction``, each

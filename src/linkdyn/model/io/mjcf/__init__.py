@@ -112,8 +112,9 @@ Mapping (the supported subset)
   ``<pair>``) of type ``plane``, ``sphere``, ``capsule``, ``ellipsoid``, ``cylinder`` or ``box``,
   sizes as MuJoCo's (``fromto`` for capsules, cylinders, boxes and ellipsoids), its frame as for
   the inertia, ``friction`` (the first value: MuJoCo's torsional and rolling coefficients are
-  dropped), ``contype``, ``conaffinity``, ``condim``, ``group``, ``priority``, default classes
-  included; restitution 0.  ``<contact><exclude>`` -> ``ModelBuilder.exclude``, ``<contact><pair>``
+  dropped), ``contype``, ``conaffinity``, ``condim`` (a pair of condim 1, the higher priority's or
+  else the larger of the two geoms' as in MuJoCo, is frictionless), ``group``, ``priority``, default
+  classes included; restitution 0.  ``<contact><exclude>`` -> ``ModelBuilder.exclude``, ``<contact><pair>``
   -> ``ModelBuilder.add_pair`` (the pair's friction, 0 when its condim is 1); the model's
   candidate pairs are MuJoCo's (linkdyn filters the merged bodies, MuJoCo the file's: a body
   hanging from carrier bodies, an exclude naming a welded body and ``filterparent="disable"`` are
