@@ -56,7 +56,7 @@ from .._kernels.passes import OK
 from ..model.geometry import CAPSULE, CYLINDER, PLANE, SPHERE
 from ._geom_kernels import geom_rows_kernel as _geom_rows_kernel
 from .collision import Collider, Contacts, collide, collider
-from .rows import CONTACT, Units
+from .rows import CONTACT, Units, inert
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -66,10 +66,6 @@ if TYPE_CHECKING:
     from ..model.model import Model
 
 __all__ = ["geom_units", "GeomRows", "GeomCatalog", "point_pairs", "geom_pairs_to_detect", "inert_overlaps"]
-
-#: a geom contact whose normal and tangent rows have no entry above this (m/s per unit of joint velocity:
-#: m per rad for a hinge, 1 for a slide) is one that no motion of the model moves (``inert_overlaps``)
-INERT_ROW = 1e-9
 
 
 class GeomRows:
@@ -216,7 +212,7 @@ def inert_overlaps(model: Model, data, keep: NDArray[np.bool_], q: NDArray[np.fl
     overlap at q at a point no motion of the model moves, and those left out as (``"geom1/geom2"``,
     depth in m).
 
-    A contact whose normal and tangent rows all vanish (no entry above INERT_ROW) is one whose
+    A contact whose normal and tangent rows all vanish (``contact.rows.inert`` of them all) is one whose
     two material points move alike under every joint velocity: two capsules of a parent and a
     child body that share an end sphere centred on the hinge between them (dm_control's ant: the
     parent is welded to the world, so MuJoCo's parent-child filter does not apply, and the file's
@@ -236,14 +232,13 @@ def inert_overlaps(model: Model, data, keep: NDArray[np.bool_], q: NDArray[np.fl
         return keep.copy(), []
     u = cat.units(q, None, con_i, con_f)
     k = len(u)
-    rows = np.abs(np.concatenate([u.N.reshape(k, -1), u.T.reshape(k, -1)], axis=1)).max(axis=1, initial=0.0)
-    inert = np.flatnonzero((u.gap < 0.0) & (rows <= INERT_ROW))
-    if not len(inert):
+    still = np.flatnonzero((u.gap < 0.0) & inert(np.concatenate([u.N.reshape(k, -1), u.T.reshape(k, -1)], axis=1)))
+    if not len(still):
         return keep.copy(), []
     gp = np.asarray(model.full_model.geom_pairs).reshape(-1, 2)
     index = {(int(a), int(b)): p for p, (a, b) in enumerate(gp)}
     out, deepest = keep.copy(), {}
-    for c in inert:
+    for c in still:
         a, b = int(con_i[c, 0]), int(con_i[c, 1])
         p = index.get((a, b), index.get((b, a)))
         if p is None:

@@ -13,6 +13,11 @@ in their own forms: each step of h solves for *impulses* P (contacts, limits) su
     q+ = q (+) h v+                          (semi-implicit Euler on the configuration manifold;
                                              free joints on R^3 x SO(3), below)
 
+and, where the joints have viscous damping D, the damping implicit as in MuJoCo's Euler
+integrator: a_free and Z are those of M + h D with the damping torque taken at v, i.e.
+M (v+ - v) = h (tau - b - D v+) + G^T P (``TimeStepping._implicit``: stable at any damping; the
+step once refused dm_control's finger at its own 10 ms for a damping rate of 1500 1/s).
+
 The joints' Coulomb friction (MJCF ``frictionloss``) of a tree is in v_free implicitly: the impulse
 |P_d| <= h f_d that leaves v_free closest to the motion without it (``linkdyn.dynamics._friction``), so
 a joint whose load is below its friction stays at rest (taken explicitly it chattered, and the
@@ -20,12 +25,7 @@ ledger's residual grew by h f^2 (M^-1)_dd / 2 a second); a closed chain and a ge
 the torque -f sign(v) explicit.  It is solved before the impulses, not with them (a limit's
 impulse can set a joint held by friction creeping at O(h)).
 
-and, where the joints have viscous damping D, the damping implicit as in MuJoCo's Euler
-integrator: a_free and Z are those of M + h D with the damping torque taken at v, i.e.
-M (v+ - v) = h (tau - b - D v+) + G^T P (``TimeStepping._implicit``: stable at any damping; the
-step once refused dm_control's finger at its own 10 ms for a damping rate of 1500 1/s)
-
-with the bound b of each unit at gap phi:
+With the bound b of each unit at gap phi:
 
 * phi >= 0: b = -(phi + c) / h, a *speculative* contact: it may approach as far as the gap it
   has left, so a unit is never stopped before it touches, and touches without penetrating
@@ -281,25 +281,23 @@ class TimeStepping:
             self._hmodel = (h, m, prepare(m))
         return self._hmodel[1], self._hmodel[2]
 
-    def _a_free(self, q, v, tau):
-        """q'' of the free motion (of the step's mass matrix: ``_implicit``), a free joint's linear
-        part its origin's classical acceleration (``linkdyn.sim._timestep_kernel.free_classical``:
-        the step moves free joints on R^3 x SO(3))."""
-        a = self._hmodel[2].accel(q, v, tau)
+    def _v_free(self, q, v, tau, h):
+        """The free motion's velocity v + h a_free: a_free of the step's mass matrix (``_implicit``),
+        a free joint's linear part its origin's classical acceleration
+        (``linkdyn.sim._timestep_kernel.free_classical``: the step moves free joints on R^3 x SO(3)),
+        the joints' Coulomb friction taken implicitly for a tree (``linkdyn.dynamics._friction``: as
+        the compiled step)."""
+        mh, dh = self._implicit(h)
+        a = dh.accel(q, v, tau)
         if self._free:
             _free_classical(self.model._mi, v, a)
-        return a
-
-    def _v_free(self, q, v, tau, h):
-        """The free motion's velocity v + h a_free, the joints' Coulomb friction in it taken implicitly
-        for a tree (``linkdyn.dynamics._friction``: as the compiled step)."""
-        v_free = v + h * self._a_free(q, v, tau)
+        v_free = v + h * a
         m = self.model
         if m._full is None and not m.nloops and np.any(np.asarray(m.friction) > 0.0):
             from ..dynamics.cholesky import _ltdl_factor
             from ..dynamics.crba import crba
             from ..dynamics._friction import implicit_friction
-            M = np.ascontiguousarray(crba(self._hmodel[1], q))      # the step's matrix (M + h D with damping)
+            M = np.ascontiguousarray(crba(mh, q))      # the step's matrix (M + h D with damping)
             LD = M.copy()
             if _ltdl_factor(LD, self._led[4]) == OK:
                 implicit_friction(M, LD, self._led[4], np.ascontiguousarray(v, dtype=float), float(h),
@@ -629,7 +627,7 @@ class TimeStepping:
         So the jump's energy is counted only beyond the free motion's own, |v_free - v|^2_M / 2:
         an impact's loss (to within that, O(h^2) per step).  T is the step's (``_implicit``: with
         joint damping, of M + h D, whose impulse-driven loss h D dv . v the joints' loss books)."""
-        T = self._hmodel[2].kinetic_energy
+        T = self._implicit(h)[1].kinetic_energy
         if v_free is None:
             v_free = self._v_free(q, v, tau, h)
         return T(q, v1) - T(q, v_free) + min(T(q, v1 - v_free), T(q, v_free - v))
@@ -650,7 +648,6 @@ class TimeStepping:
 
     def _step_python(self, q, v, tau, dt, t, extra=None):
         model, cat, h, data = self.model, self.catalog, dt, self.data
-        self._implicit(h)
         snapshot = (self.warm.copy(), dict(self.stats), self.work, self._gprev, self._geom_py, self._gfresh,
                     self._gaps, tuple(x.copy() for x in self._gs[:4]) if self._compiled else (), self._memo.copy())
         v_free = self._v_free(q, v, tau, h)
@@ -895,11 +892,11 @@ class TimeStepping:
     def _project_out(self, q, gaps):
         """q with its penetrations projected out: Newton's steps of ``position_correction``, each
         taken only as far as it lowers the total overlap (``_overlap``; halved up to
-        PROJECT_HALVINGS times).  The
-        first-order step of a deep overlap can overshoot by far (dm_control's CMU humanoid on its
-        own, its pelvis welded to the world with its thighs' capsules 8.7 cm inside the pelvis'
-        one, once turned a foot by 1234 rad); what cannot be projected out (overlaps a joint limit
-        keeps) is left as small as the steps got it, for the step's push-out to hold."""
+        PROJECT_HALVINGS times).  The first-order step of a deep overlap can overshoot by far
+        (dm_control's CMU humanoid on its own, its pelvis welded to the world with its thighs'
+        capsules 8.7 cm inside the pelvis' one, once turned a foot by 1234 rad); what cannot be
+        projected out (overlaps a joint limit
+        keeps) is left as small as the steps got it, for the step to hold (``_problem``)."""
         model, cat = self.model, self.catalog
         total, deepest = self._overlap(q, gaps)
         for _ in range(PROJECT_ITERS):
